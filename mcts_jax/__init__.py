@@ -1,0 +1,13 @@
+"""mcts_jax: batched Monte Carlo Tree Search in JAX with fixed-size array trees."""
+
+from mcts_jax.base import (PolicyOutput, RecurrentFn, RecurrentFnOutput, RootFnOutput,
+                           SearchSummary)
+from mcts_jax.policies import alphazero_policy, uct_policy
+from mcts_jax.tree import ILLEGAL, UNEXPANDED, Tree
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "PolicyOutput", "RecurrentFn", "RecurrentFnOutput", "RootFnOutput", "SearchSummary",
+    "Tree", "UNEXPANDED", "ILLEGAL", "alphazero_policy", "uct_policy",
+]

@@ -1,0 +1,93 @@
+"""The callback contract shared with mctx: what the user's functions return.
+
+Shapes use `B` for the batch of independent searches and `A` for the number of
+action ids. Every value is from the point of view of the player to move at the
+node it describes; a reward is for the player who made the transition; a
+two-player zero-sum game flips perspective with `discount = -1` and a terminal
+transition has `discount = 0`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Tuple
+
+import chex
+
+Params = Any
+Embedding = Any  # a pytree whose leaves have a leading batch axis [B, ...]
+
+
+@chex.dataclass(frozen=True)
+class RootFnOutput:
+    """The state the search starts from.
+
+    Attributes:
+      prior_logits: [B, A] float, the policy prior at the root (logits).
+      value: [B] float, value estimate of the root for the player to move there.
+      embedding: pytree with leaves [B, ...], what `recurrent_fn` steps from.
+    """
+
+    prior_logits: chex.Array
+    value: chex.Array
+    embedding: Embedding
+
+
+@chex.dataclass(frozen=True)
+class RecurrentFnOutput:
+    """The result of one step of the model, for a batch of transitions.
+
+    Attributes:
+      reward: [B] float, reward of the transition for the player who made it.
+      discount: [B] float, -1 when the player to move changes (two-player
+        zero-sum), 1 when it does not, 0 when the new state is terminal.
+      prior_logits: [B, A] float, policy prior at the new state (logits).
+      value: [B] float, value of the new state for the player to move there.
+        Ignored for terminal states (their value is 0 by definition).
+      invalid_actions: optional [B, A] bool, True where an action is illegal in
+        the new state. None means every action is legal.
+    """
+
+    reward: chex.Array
+    discount: chex.Array
+    prior_logits: chex.Array
+    value: chex.Array
+    invalid_actions: Optional[chex.Array] = None
+
+
+# recurrent_fn(params, rng_key, action [B] int32, embedding) -> (RecurrentFnOutput, embedding)
+RecurrentFn = Callable[[Params, chex.PRNGKey, chex.Array, Embedding],
+                       Tuple[RecurrentFnOutput, Embedding]]
+
+
+@chex.dataclass(frozen=True)
+class PolicyOutput:
+    """What a policy returns.
+
+    Attributes:
+      action: [B] int32, the action chosen at each root.
+      action_weights: [B, A] float, the policy target: the root visit
+        distribution for UCT and PUCT (for Gumbel, the improved policy).
+      search_tree: the `Tree` the search built, for `summary()` or reuse.
+    """
+
+    action: chex.Array
+    action_weights: chex.Array
+    search_tree: Any
+
+
+@chex.dataclass(frozen=True)
+class SearchSummary:
+    """Root statistics in action space.
+
+    Attributes:
+      visit_counts: [B, A] int32, visits of each root action (0 if unexpanded).
+      visit_probs: [B, A] float, visit_counts normalised over the row.
+      qvalues: [B, A] float, reward + discount * value of each child, from the
+        root mover's point of view; 0 for unvisited actions.
+      value: [B] float, mean backed-up value of the root for its mover.
+    """
+
+    visit_counts: chex.Array
+    visit_probs: chex.Array
+    qvalues: chex.Array
+    value: chex.Array

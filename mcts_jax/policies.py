@@ -1,0 +1,211 @@
+"""The public policies: build the root, run the search, choose the action.
+
+Each policy validates its arguments in Python, then runs one compiled function
+(`jax.jit` with the callbacks and configuration static), so a second call with
+the same shapes, the same `recurrent_fn` object and the same options never
+recompiles. The policies can also be called inside the user's own `jit`.
+They are batched already: call them on [B, ...] inputs, do not `vmap` them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Optional, Tuple
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from mcts_jax import base
+from mcts_jax import search
+from mcts_jax import selection
+from mcts_jax import tree as tree_lib
+from mcts_jax import validation
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchConfig:
+    """Static (hashable) options of one search; part of the compilation key."""
+
+    rule: str  # "uct" or "puct"
+    num_simulations: int
+    max_nodes: int
+    max_depth: Optional[int]
+    final_action: str
+    value_range: Tuple[float, float]
+    uct_c: float = 1.4
+    pb_c_init: float = 1.25
+    pb_c_base: float = 19652.0
+    q_transform: str = "parent_and_siblings"
+    dirichlet_fraction: float = 0.0
+    dirichlet_alpha: float = 0.3
+
+    def score_fn(self) -> selection.ScoreFn:
+        if self.rule == "uct":
+            return selection.make_uct(self.uct_c)
+        return selection.make_puct(self.pb_c_init, self.pb_c_base, self.q_transform)
+
+
+def root_priors_with_noise(rng_key: chex.PRNGKey, prior_logits: chex.Array, legal: chex.Array,
+                           dirichlet_fraction: float, dirichlet_alpha: float) -> chex.Array:
+    """Masked root priors [B, A] mixed with Dirichlet noise over the legal actions:
+    `(1 - fraction) * P + fraction * Dir(alpha)`."""
+    priors = tree_lib.masked_priors(prior_logits.astype(jnp.float32), legal)
+    if dirichlet_fraction == 0.0:
+        return priors
+    gammas = jax.random.gamma(rng_key, dirichlet_alpha, priors.shape)
+    gammas = jnp.where(legal, gammas, 0.0)
+    noise = gammas / jnp.maximum(jnp.sum(gammas, axis=-1, keepdims=True),
+                                 jnp.finfo(jnp.float32).tiny)
+    return (1.0 - dirichlet_fraction) * priors + dirichlet_fraction * noise
+
+
+def choose_action(rng_key: chex.PRNGKey, tree: tree_lib.Tree, final_action: str,
+                  temperature: chex.Array) -> chex.Array:
+    """The action [B] to play from each root.
+
+    "most_visited": most root visits, ties broken by higher Q, then lowest id.
+    "highest_value": highest Q among visited root actions.
+    "sampled": `pi(a) ~ N(a) ** (1 / temperature)`; temperature 0 is
+    "most_visited".
+    """
+    root = jnp.zeros((tree.batch_size,), jnp.int32)
+    stats = tree_lib.children_stats(tree, root)
+    visits = tree_lib.slots_to_actions(tree, root, stats.visits, 0)
+    qvalues = tree_lib.slots_to_actions(tree, root, stats.qvalues, 0.0)
+    legal = tree_lib.slots_to_actions(tree, root, stats.legal, False)
+    # Q in [-1, 1] -> tie-break term in [0, 0.5): never outweighs one visit.
+    tie_break = 0.25 * (jnp.clip(qvalues, -1.0, 1.0) + 1.0) * (1.0 - 1e-3)
+    most_visited = jnp.argmax(jnp.where(legal, visits + tie_break, -jnp.inf), axis=-1)
+    if final_action == "most_visited":
+        return most_visited.astype(jnp.int32)
+    if final_action == "highest_value":
+        return jnp.argmax(jnp.where(visits > 0, qvalues, -jnp.inf), axis=-1).astype(jnp.int32)
+    safe_temperature = jnp.maximum(temperature, 1e-6)
+    logits = jnp.where(visits > 0, jnp.log(jnp.maximum(visits, 1)) / safe_temperature, -jnp.inf)
+    sampled = jax.random.categorical(rng_key, logits, axis=-1)
+    return jnp.where(temperature > 0, sampled, most_visited).astype(jnp.int32)
+
+
+@functools.partial(jax.jit, static_argnames=("recurrent_fn", "config"))
+def _run_policy(params, rng_key, root: base.RootFnOutput, invalid_actions, temperature, *,
+                recurrent_fn: base.RecurrentFn, config: SearchConfig) -> base.PolicyOutput:
+    noise_key, search_key, action_key = jax.random.split(rng_key, 3)
+    batch_size, num_actions = root.prior_logits.shape
+    legal = (jnp.ones((batch_size, num_actions), jnp.bool_) if invalid_actions is None
+             else ~invalid_actions)
+    priors = root_priors_with_noise(noise_key, root.prior_logits, legal,
+                                    config.dirichlet_fraction, config.dirichlet_alpha)
+    root_value = tree_lib.to_internal_scale(root.value.astype(jnp.float32), config.value_range)
+    tree = tree_lib.init_tree(root_value, priors, legal, root.embedding, config.max_nodes,
+                              config.value_range)
+    tree = search.run_simulations(params, search_key, tree, recurrent_fn, config.score_fn(),
+                                  config.num_simulations, config.max_depth)
+    action = choose_action(action_key, tree, config.final_action, temperature)
+    return base.PolicyOutput(action=action, action_weights=tree.summary().visit_probs,
+                             search_tree=tree)
+
+
+def _policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions, max_depth,
+            max_nodes, temperature, final_action, value_range, **rule_options):
+    validation.check_root(root, invalid_actions)
+    max_nodes = validation.check_search_args(num_simulations, max_nodes, max_depth,
+                                             final_action, temperature, value_range)
+    if not callable(recurrent_fn):
+        raise TypeError(f"recurrent_fn must be callable, got {type(recurrent_fn).__name__}")
+    config = SearchConfig(num_simulations=int(num_simulations), max_nodes=max_nodes,
+                          max_depth=None if max_depth is None else int(max_depth),
+                          final_action=final_action,
+                          value_range=tuple(float(v) for v in value_range), **rule_options)
+    return _run_policy(params, rng_key, root, invalid_actions,
+                       jnp.asarray(temperature, jnp.float32),
+                       recurrent_fn=recurrent_fn, config=config)
+
+
+def uct_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
+               recurrent_fn: base.RecurrentFn, num_simulations: int, *,
+               invalid_actions: Optional[chex.Array] = None,
+               max_depth: Optional[int] = None,
+               max_nodes: Optional[int] = None,
+               uct_c: float = 1.4,
+               final_action: str = "most_visited",
+               temperature: float = 1.0,
+               value_range: Tuple[float, float] = (-1.0, 1.0)) -> base.PolicyOutput:
+    """Classic UCT: UCB1 selection, values from `recurrent_fn` (e.g. playouts).
+
+    Selection scores each legal child with `Q + uct_c * sqrt(ln N / n)`, Q on
+    the user's `value_range` from the point of view of the player choosing;
+    unvisited legal children come first (lowest action id first), so every
+    legal child is tried once before any is tried twice. Priors are stored but
+    not used for scoring.
+
+    Args:
+      params: passed to `recurrent_fn` unchanged.
+      rng_key: PRNG key; the same key gives the same tree, bit for bit.
+      root: `RootFnOutput` with prior_logits [B, A], value [B], embedding.
+      recurrent_fn: `(params, key, action [B], embedding) -> (RecurrentFnOutput,
+        embedding)`, called once per simulation for the whole batch.
+      num_simulations: simulations per search (Python int >= 1).
+      invalid_actions: [B, A] bool, True = illegal at the root. Below the root,
+        legality comes from `RecurrentFnOutput.invalid_actions`.
+      max_depth: deepest node depth that can be created (root = 0); a node at
+        that depth is re-evaluated with its stored value when reached again.
+        None: unlimited.
+      max_nodes: tree capacity N per search, >= num_simulations + 1 (default).
+      uct_c: exploration constant.
+      final_action: "most_visited", "highest_value" or "sampled".
+      temperature: for "sampled", `pi(a) ~ N(a) ** (1 / temperature)`; 0 is
+        greedy. Ignored by the other choices.
+      value_range: (-1, 1) or (0, 1), the scale of every reward and value that
+        `root` and `recurrent_fn` give. (0, 1) maps each of them with
+        `x -> 2 x - 1` (so a neutral reward is 0.5 and a draw is worth 0.5);
+        summaries answer in the same scale.
+
+    Returns:
+      `PolicyOutput(action [B], action_weights [B, A] = root visit
+      distribution, search_tree)`.
+    """
+    return _policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions,
+                   max_depth, max_nodes, temperature, final_action, value_range,
+                   rule="uct", uct_c=float(uct_c))
+
+
+def alphazero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
+                     recurrent_fn: base.RecurrentFn, num_simulations: int, *,
+                     invalid_actions: Optional[chex.Array] = None,
+                     max_depth: Optional[int] = None,
+                     max_nodes: Optional[int] = None,
+                     pb_c_init: float = 1.25,
+                     pb_c_base: float = 19652.0,
+                     dirichlet_fraction: float = 0.25,
+                     dirichlet_alpha: float = 0.3,
+                     q_transform: str = "parent_and_siblings",
+                     final_action: str = "sampled",
+                     temperature: float = 1.0,
+                     value_range: Tuple[float, float] = (-1.0, 1.0)) -> base.PolicyOutput:
+    """AlphaZero PUCT search with priors and values from `recurrent_fn`.
+
+    Selection maximises `Q + c(N) * P * sqrt(N) / (1 + n)` with
+    `c(N) = pb_c_init + log((N + pb_c_base + 1) / pb_c_base)`. Root priors are
+    mixed with Dirichlet noise over the legal actions,
+    `(1 - dirichlet_fraction) * P + dirichlet_fraction * Dir(dirichlet_alpha)`;
+    set `dirichlet_fraction=0` for evaluation. `q_transform` is
+    "parent_and_siblings" (min-max normalised as in mctx's muzero_policy) or
+    "raw" (see `selection.normalized_qvalues`). The defaults match
+    `mctx.muzero_policy`, including sampling the action at temperature 1.
+
+    The remaining arguments are as in `uct_policy`.
+    """
+    if q_transform not in selection.Q_TRANSFORMS:
+        raise ValueError(f"q_transform must be one of {selection.Q_TRANSFORMS}, "
+                         f"got {q_transform!r}")
+    if not 0.0 <= float(dirichlet_fraction) <= 1.0:
+        raise ValueError(f"dirichlet_fraction must be in [0, 1], got {dirichlet_fraction}")
+    if float(dirichlet_alpha) <= 0.0:
+        raise ValueError(f"dirichlet_alpha must be > 0, got {dirichlet_alpha}")
+    return _policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions,
+                   max_depth, max_nodes, temperature, final_action, value_range,
+                   rule="puct", pb_c_init=float(pb_c_init), pb_c_base=float(pb_c_base),
+                   q_transform=q_transform, dirichlet_fraction=float(dirichlet_fraction),
+                   dirichlet_alpha=float(dirichlet_alpha))

@@ -1,0 +1,272 @@
+"""The search tree: fixed-capacity arrays, one row per independent search.
+
+`B` searches, `N = max_nodes` node slots each, `K` child slots per node
+(`K = A` in the dense layout). Node 0 is the root. Node slots are filled in
+order: `num_nodes[b]` is the next free slot of row `b`.
+
+Values are stored on an internal [-1, 1] scale, always from the point of view of
+the player to move at the node. `value_range` says how the user's rewards and
+values map onto it (see `to_internal_scale`); `summary()` answers in the
+user's scale.
+
+Edge statistics live on the child node (its visits, value sum, and the reward
+and discount of the edge into it), never duplicated per edge. A child slot holds
+the child's node index, `UNEXPANDED` (legal, not yet expanded) or `ILLEGAL`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional, Tuple
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from mcts_jax.base import SearchSummary
+
+ROOT_INDEX = 0
+NO_PARENT = -1
+UNEXPANDED = -1
+ILLEGAL = -2
+
+
+def to_internal_scale(x: chex.Array, value_range: Tuple[float, float]) -> chex.Array:
+    """Maps a reward or value from `value_range` onto [-1, 1] (midpoint -> 0)."""
+    low, high = value_range
+    if (low, high) == (-1.0, 1.0):
+        return x
+    return (x - low) * (2.0 / (high - low)) - 1.0
+
+
+def to_user_scale(x: chex.Array, value_range: Tuple[float, float]) -> chex.Array:
+    """Inverse of `to_internal_scale`: [-1, 1] back to `value_range`."""
+    low, high = value_range
+    if (low, high) == (-1.0, 1.0):
+        return x
+    return (x + 1.0) * ((high - low) / 2.0) + low
+
+
+@dataclasses.dataclass(frozen=True)
+class Tree:
+    """A batch of B search trees with N node slots and K child slots per node.
+
+    Per-node arrays, shape [B, N]:
+      node_visits: int32, visits of the node; 1 when expanded plus 1 for every
+        simulation that passed through it. So a node's visits equal one plus the
+        sum of its children's visits. 0 for a free slot.
+      value_sums: float32, sum of the values backed up through the node, from
+        the point of view of the player to move at the node (internal scale).
+      raw_values: float32, the evaluator's value when the node was expanded
+        (0 for a terminal node), same point of view.
+      parents: int32, parent node index; NO_PARENT (-1) for the root.
+      actions_from_parent: int32, the action id of the edge into the node.
+      rewards: float32, reward of the edge into the node, for the player who
+        moved (internal scale).
+      discounts: float32, discount of the edge into the node (-1 two-player,
+        0 terminal).
+      is_terminal: bool, the edge into the node ended the game (discount 0).
+    Per-edge arrays, shape [B, N, K]:
+      children: int32, the child's node index, UNEXPANDED or ILLEGAL.
+      priors: float32, prior probability of the slot's action (0 if illegal).
+      children_actions: int32 action id of each slot, or None in the dense
+        layout (slot k is action k).
+    Other:
+      embeddings: pytree with leaves [B, N, ...], the state stored per node.
+      num_nodes: [B] int32, node slots in use (the next free slot).
+      num_actions: static int A, the size of the action space.
+      value_range: static (low, high), the user's reward and value scale.
+    """
+
+    node_visits: chex.Array
+    value_sums: chex.Array
+    raw_values: chex.Array
+    parents: chex.Array
+    actions_from_parent: chex.Array
+    rewards: chex.Array
+    discounts: chex.Array
+    is_terminal: chex.Array
+    children: chex.Array
+    priors: chex.Array
+    children_actions: Optional[chex.Array]
+    embeddings: Any
+    num_nodes: chex.Array
+    num_actions: int = dataclasses.field(metadata=dict(static=True), default=0)
+    value_range: Tuple[float, float] = dataclasses.field(
+        metadata=dict(static=True), default=(-1.0, 1.0))
+
+    replace = dataclasses.replace
+
+    @property
+    def batch_size(self) -> int:
+        return self.node_visits.shape[0]
+
+    @property
+    def max_nodes(self) -> int:
+        return self.node_visits.shape[1]
+
+    @property
+    def num_slots(self) -> int:
+        return self.children.shape[2]
+
+    def summary(self) -> SearchSummary:
+        """Root statistics in action space [B, A], values in the user's scale."""
+        root = jnp.full((self.batch_size,), ROOT_INDEX, jnp.int32)
+        stats = children_stats(self, root)
+        visit_counts = slots_to_actions(self, root, stats.visits, 0)
+        qvalues = slots_to_actions(
+            self, root, jnp.where(stats.visits > 0,
+                                  to_user_scale(stats.qvalues, self.value_range), 0.0), 0.0)
+        total = jnp.sum(visit_counts, axis=-1, keepdims=True)
+        visit_probs = visit_counts / jnp.maximum(total, 1)
+        value = self.value_sums[:, ROOT_INDEX] / jnp.maximum(
+            self.node_visits[:, ROOT_INDEX], 1)
+        return SearchSummary(
+            visit_counts=visit_counts,
+            visit_probs=visit_probs.astype(jnp.float32),
+            qvalues=qvalues,
+            value=to_user_scale(value, self.value_range),
+        )
+
+
+jax.tree_util.register_dataclass(Tree)
+
+
+def batch_rows(batch_size: int) -> chex.Array:
+    """[B] int32 row indices, used with a [B] node index to gather per row."""
+    return jnp.arange(batch_size, dtype=jnp.int32)
+
+
+def gather_nodes(array: chex.Array, node: chex.Array) -> chex.Array:
+    """array[b, node[b], ...] for each row b: [B, N, ...] -> [B, ...]."""
+    return array[batch_rows(array.shape[0]), node]
+
+
+def gather_embeddings(tree: Tree, node: chex.Array) -> Any:
+    """The embedding stored at `node` [B] of each row, leaves [B, ...]."""
+    return jax.tree.map(lambda leaf: gather_nodes(leaf, node), tree.embeddings)
+
+
+@chex.dataclass(frozen=True)
+class ChildrenStats:
+    """Statistics of the K child slots of one node per row, all [B, K].
+
+    Attributes:
+      index: child node index, UNEXPANDED or ILLEGAL.
+      legal: bool, the slot holds a legal action.
+      visits: int32 child visits, 0 if unexpanded.
+      qvalues: float32 reward + discount * mean child value, from the point of
+        view of the parent's mover (internal scale); 0 if unexpanded.
+      priors: float32 prior probability of each slot.
+    """
+
+    index: chex.Array
+    legal: chex.Array
+    visits: chex.Array
+    qvalues: chex.Array
+    priors: chex.Array
+
+
+def children_stats(tree: Tree, node: chex.Array) -> ChildrenStats:
+    """Gathers the statistics of the children of `node` [B]. Costs O(B K)."""
+    index = gather_nodes(tree.children, node)
+    expanded = index >= 0
+    safe_index = jnp.maximum(index, 0)
+
+    def take(per_node):
+        return jnp.take_along_axis(per_node, safe_index, axis=1)
+
+    visits = jnp.where(expanded, take(tree.node_visits), 0)
+    mean_value = take(tree.value_sums) / jnp.maximum(visits, 1)
+    qvalues = jnp.where(expanded, take(tree.rewards) + take(tree.discounts) * mean_value, 0.0)
+    return ChildrenStats(
+        index=index,
+        legal=index != ILLEGAL,
+        visits=visits,
+        qvalues=qvalues,
+        priors=gather_nodes(tree.priors, node),
+    )
+
+
+def slot_actions(tree: Tree, node: chex.Array) -> chex.Array:
+    """[B, K] int32 action id of each child slot of `node` [B]."""
+    if tree.children_actions is None:
+        return jnp.broadcast_to(jnp.arange(tree.num_slots, dtype=jnp.int32),
+                                (tree.batch_size, tree.num_slots))
+    return gather_nodes(tree.children_actions, node)
+
+
+def slots_to_actions(tree: Tree, node: chex.Array, per_slot: chex.Array, fill) -> chex.Array:
+    """Scatters per-slot values [B, K] of `node` into action space [B, A]."""
+    if tree.children_actions is None:
+        return per_slot
+    actions = slot_actions(tree, node)
+    out = jnp.full((tree.batch_size, tree.num_actions), fill, per_slot.dtype)
+    rows = batch_rows(tree.batch_size)[:, None]
+    return out.at[rows, actions].set(per_slot, mode="drop")
+
+
+def masked_priors(prior_logits: chex.Array, legal: chex.Array) -> chex.Array:
+    """Softmax of logits over the legal entries; 0 where illegal. [.., K]."""
+    logits = jnp.where(legal, prior_logits, -jnp.inf)
+    logits = logits - jnp.max(jnp.where(legal, logits, jnp.finfo(logits.dtype).min),
+                              axis=-1, keepdims=True)
+    weights = jnp.where(legal, jnp.exp(logits), 0.0)
+    return weights / jnp.maximum(jnp.sum(weights, axis=-1, keepdims=True),
+                                 jnp.finfo(weights.dtype).tiny)
+
+
+def init_tree(
+    root_value: chex.Array,
+    root_priors: chex.Array,
+    root_legal: chex.Array,
+    root_embedding: Any,
+    max_nodes: int,
+    value_range: Tuple[float, float],
+) -> Tree:
+    """A fresh batch of trees holding only the root, visited once.
+
+    Args:
+      root_value: [B] value of the root for its mover, internal scale.
+      root_priors: [B, A] prior probabilities (already masked and noised).
+      root_legal: [B, A] bool, legal root actions.
+      root_embedding: pytree with leaves [B, ...].
+      max_nodes: N, the capacity of each tree.
+      value_range: the user's value scale (static).
+    """
+    batch_size, num_actions = root_priors.shape
+
+    def per_node(fill, dtype, root_entry=None):
+        array = jnp.full((batch_size, max_nodes), fill, dtype)
+        if root_entry is not None:
+            array = array.at[:, ROOT_INDEX].set(root_entry)
+        return array
+
+    def embedding_storage(leaf):
+        leaf = jnp.asarray(leaf)
+        storage = jnp.zeros((batch_size, max_nodes) + leaf.shape[1:], leaf.dtype)
+        return storage.at[:, ROOT_INDEX].set(leaf)
+
+    children = jnp.full((batch_size, max_nodes, num_actions), UNEXPANDED, jnp.int32)
+    children = children.at[:, ROOT_INDEX].set(
+        jnp.where(root_legal, UNEXPANDED, ILLEGAL).astype(jnp.int32))
+    priors = jnp.zeros((batch_size, max_nodes, num_actions), jnp.float32)
+    priors = priors.at[:, ROOT_INDEX].set(root_priors.astype(jnp.float32))
+    root_value = root_value.astype(jnp.float32)
+    return Tree(
+        node_visits=per_node(0, jnp.int32, 1),
+        value_sums=per_node(0.0, jnp.float32, root_value),
+        raw_values=per_node(0.0, jnp.float32, root_value),
+        parents=per_node(NO_PARENT, jnp.int32),
+        actions_from_parent=per_node(-1, jnp.int32),
+        rewards=per_node(0.0, jnp.float32),
+        discounts=per_node(0.0, jnp.float32),
+        is_terminal=per_node(False, jnp.bool_),
+        children=children,
+        priors=priors,
+        children_actions=None,
+        embeddings=jax.tree.map(embedding_storage, root_embedding),
+        num_nodes=jnp.ones((batch_size,), jnp.int32),
+        num_actions=num_actions,
+        value_range=value_range,
+    )
