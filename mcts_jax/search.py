@@ -62,7 +62,7 @@ def select_leaf(tree: tree_lib.Tree, score_fn: ScoreFn, max_depth: int) -> LeafC
         scores = score_fn(tree, node, depth)
         slot = jnp.argmax(scores, axis=-1).astype(jnp.int32)
         has_legal_child = jnp.max(scores, axis=-1) > -jnp.inf
-        child = tree.children[rows, node, slot]
+        child = tree.children[rows, node, slot].astype(jnp.int32)
         can_descend = active & has_legal_child & (child >= 0)
         next_depth = depth + 1
         next_node = jnp.where(can_descend, child, node)
@@ -134,7 +134,7 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
         legal = ~output.invalid_actions.astype(jnp.bool_)
     legal = legal & ~terminal[:, None]
     priors = tree_lib.masked_priors(output.prior_logits.astype(jnp.float32), legal)
-    slots = jnp.where(legal, tree_lib.UNEXPANDED, tree_lib.ILLEGAL).astype(jnp.int32)
+    slots = jnp.where(legal, tree_lib.UNEXPANDED, tree_lib.ILLEGAL).astype(tree.children.dtype)
 
     def write(array, values):
         return array.at[rows, write_at].set(values, mode="drop")
@@ -150,7 +150,7 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
         discounts=write(tree.discounts, discount),
         is_terminal=write(tree.is_terminal, terminal),
         children=write(tree.children, slots).at[rows, parent_write_at, leaf.slot].set(
-            new_node, mode="drop"),
+            new_node.astype(tree.children.dtype), mode="drop"),
         priors=write(tree.priors, priors),
         embeddings=jax.tree.map(write, tree.embeddings, embedding),
         num_nodes=tree.num_nodes + leaf.expand.astype(jnp.int32),

@@ -67,7 +67,8 @@ class Tree:
         0 terminal).
       is_terminal: bool, the edge into the node ended the game (discount 0).
     Per-edge arrays, shape [B, N, K]:
-      children: int32, the child's node index, UNEXPANDED or ILLEGAL.
+      children: int16 (int32 when N > 32767), the child's node index,
+        UNEXPANDED or ILLEGAL.
       priors: float32, prior probability of the slot's action (0 if illegal).
       children_actions: int32 action id of each slot, or None in the dense
         layout (slot k is action k).
@@ -180,7 +181,7 @@ def children_stats(tree: Tree, node: chex.Array) -> ChildrenStats:
     mean_value = take(tree.value_sums) / jnp.maximum(visits, 1)
     qvalues = jnp.where(expanded, take(tree.rewards) + take(tree.discounts) * mean_value, 0.0)
     return ChildrenStats(
-        index=index,
+        index=index.astype(jnp.int32),
         legal=index != ILLEGAL,
         visits=visits,
         qvalues=qvalues,
@@ -216,6 +217,12 @@ def masked_priors(prior_logits: chex.Array, legal: chex.Array) -> chex.Array:
                                  jnp.finfo(weights.dtype).tiny)
 
 
+def child_index_dtype(max_nodes: int):
+    """int16 child indices while they fit (halves the largest array and the
+    bytes every selection step reads), else int32."""
+    return jnp.int16 if max_nodes <= jnp.iinfo(jnp.int16).max else jnp.int32
+
+
 def init_tree(
     root_value: chex.Array,
     root_priors: chex.Array,
@@ -247,9 +254,10 @@ def init_tree(
         storage = jnp.zeros((batch_size, max_nodes) + leaf.shape[1:], leaf.dtype)
         return storage.at[:, ROOT_INDEX].set(leaf)
 
-    children = jnp.full((batch_size, max_nodes, num_actions), UNEXPANDED, jnp.int32)
+    index_dtype = child_index_dtype(max_nodes)
+    children = jnp.full((batch_size, max_nodes, num_actions), UNEXPANDED, index_dtype)
     children = children.at[:, ROOT_INDEX].set(
-        jnp.where(root_legal, UNEXPANDED, ILLEGAL).astype(jnp.int32))
+        jnp.where(root_legal, UNEXPANDED, ILLEGAL).astype(index_dtype))
     priors = jnp.zeros((batch_size, max_nodes, num_actions), jnp.float32)
     priors = priors.at[:, ROOT_INDEX].set(root_priors.astype(jnp.float32))
     root_value = root_value.astype(jnp.float32)

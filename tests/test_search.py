@@ -1,0 +1,126 @@
+"""The search against an independent plain-Python reference on random hashed
+game trees (illegal actions, terminal states, depth limits), plus the phase
+invariants: masking, terminal handling, capacity."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import mcts_jax
+from reference_mcts import (HashedProblem, random_root_codes, reference_search, reference_to_shape,
+                      tree_to_reference_shape)
+
+BATCH = 12
+SIMULATIONS = 40
+PROBLEM = HashedProblem(num_actions=5, illegal_eighths=2, terminal_sixteenths=3)
+
+
+def run(problem, rule, codes, num_simulations=SIMULATIONS, params=None, **options):
+    root, illegal = problem.root(codes, params)
+    if rule == "uct":
+        return mcts_jax.uct_policy(params, jax.random.key(1), root, problem.recurrent_fn,
+                                   num_simulations, invalid_actions=illegal, **options)
+    return mcts_jax.alphazero_policy(params, jax.random.key(1), root, problem.recurrent_fn,
+                                     num_simulations, invalid_actions=illegal,
+                                     dirichlet_fraction=0.0, **options)
+
+
+def assert_matches_reference(problem, rule, codes, tree, **options):
+    for row, code in enumerate(codes):
+        expected = reference_to_shape(reference_search(problem, int(code), SIMULATIONS,
+                                                       rule=rule, **options))
+        got = tree_to_reference_shape(tree, row)
+        assert set(got) == set(expected), f"row {row}: different nodes expanded"
+        for path, (visits, value_sum) in expected.items():
+            assert got[path][0] == visits, (row, path)
+            assert got[path][1] == pytest.approx(value_sum, abs=1e-4), (row, path)
+
+
+@pytest.mark.parametrize("rule", ["uct", "puct"])
+def test_matches_reference_search(rule):
+    codes = random_root_codes(0, BATCH)
+    out = run(PROBLEM, rule, codes)
+    assert_matches_reference(PROBLEM, rule, codes, out.search_tree)
+
+
+def test_matches_reference_with_depth_limit_and_spare_capacity():
+    codes = random_root_codes(1, BATCH)
+    out = run(PROBLEM, "uct", codes, max_depth=2, max_nodes=64)
+    tree = out.search_tree
+    assert_matches_reference(PROBLEM, "uct", codes, tree, max_depth=2, max_nodes=64)
+    for row in range(BATCH):
+        depths = [len(path) for path in tree_to_reference_shape(tree, row)]
+        assert max(depths) <= 2
+
+
+def test_terminal_nodes_are_never_expanded_and_back_up_their_reward():
+    problem = HashedProblem(num_actions=3, terminal_sixteenths=8)
+    out = run(problem, "uct", random_root_codes(2, BATCH), num_simulations=SIMULATIONS)
+    tree = jax.device_get(out.search_tree)
+    used = np.arange(tree.max_nodes)[None, :] < tree.num_nodes[:, None]
+    terminal = tree.is_terminal & used
+    assert terminal.any(), "the problem should reach terminal states"
+    parents = np.where(used, tree.parents, -1)
+    has_parent = parents >= 0
+    parent_terminal = np.take_along_axis(tree.is_terminal, np.maximum(parents, 0), axis=1)
+    assert not (parent_terminal & has_parent).any(), "a terminal node was expanded"
+    assert (tree.children[terminal] == mcts_jax.ILLEGAL).all()
+    # The value of a finished game is 0: everything a terminal node backs up is
+    # its reward, seen from the parent.
+    assert np.all(tree.value_sums[terminal] == 0.0)
+    assert (tree.node_visits[terminal] > 1).any(), "terminal nodes should be revisited"
+
+
+def assert_visit_invariants(tree):
+    tree = jax.device_get(tree)
+    for row in range(tree.batch_size):
+        n = int(tree.num_nodes[row])
+        assert 1 <= n <= tree.max_nodes
+        children = tree.children[row, :n]
+        expanded = children >= 0
+        assert (children[expanded] < n).all()
+        child_visit_sum = np.where(expanded, tree.node_visits[row][np.maximum(children, 0)],
+                                   0).sum(-1)
+        # Re-evaluated leaves (terminal, no legal child) count every
+        # re-evaluation; every other node has one visit more than its children.
+        leaf = tree.is_terminal[row, :n] | (children == mcts_jax.ILLEGAL).all(-1)
+        np.testing.assert_array_equal(tree.node_visits[row, :n][~leaf],
+                                      1 + child_visit_sum[~leaf])
+        assert (tree.node_visits[row, :n][leaf] >= 1).all()
+
+
+@settings(max_examples=25, deadline=None)
+@given(illegal_eighths=st.integers(1, 7), terminal_sixteenths=st.integers(0, 6),
+       seed=st.integers(0, 2**31 - 1), rule=st.sampled_from(["uct", "puct"]))
+def test_illegal_actions_are_never_expanded(illegal_eighths, terminal_sixteenths, seed, rule):
+    base = HashedProblem(num_actions=6, illegal_eighths=1)  # one compiled search for all
+    params = dict(illegal_eighths=jnp.int32(illegal_eighths),
+                  terminal_sixteenths=jnp.int32(terminal_sixteenths))
+    checker = HashedProblem(num_actions=6, illegal_eighths=illegal_eighths,
+                            terminal_sixteenths=terminal_sixteenths)
+    codes = random_root_codes(seed, 8)
+    out = run(base, rule, codes, num_simulations=32, params=params)
+    tree = jax.device_get(out.search_tree)
+    for row, code in enumerate(codes):
+        root_illegal = checker.root_python(int(code))[2]
+        for node in range(1, int(tree.num_nodes[row])):
+            parent = int(tree.parents[row, node])
+            action = int(tree.actions_from_parent[row, node])
+            parent_code = int(tree.embeddings[row, parent])
+            illegal = root_illegal if parent == 0 else checker.illegal(parent_code)
+            assert not illegal[action], (row, node, action)
+            assert int(tree.embeddings[row, node]) == checker.step_code(parent_code, action)
+        visits = out.search_tree.summary().visit_counts[row]
+        assert all(int(v) == 0 for v, bad in zip(visits, root_illegal) if bad)
+    assert_visit_invariants(out.search_tree)
+
+
+def test_visit_counts_add_up():
+    out = run(PROBLEM, "puct", random_root_codes(3, BATCH))
+    assert_visit_invariants(out.search_tree)
+    np.testing.assert_array_equal(out.search_tree.node_visits[:, 0], SIMULATIONS + 1)
+    np.testing.assert_array_equal(out.search_tree.summary().visit_counts.sum(-1), SIMULATIONS)
