@@ -85,9 +85,20 @@ class SearchSummary:
       qvalues: [B, A] float, reward + discount * value of each child, from the
         root mover's point of view; 0 for unvisited actions.
       value: [B] float, mean backed-up value of the root for its mover.
+      proven: [B, A] bool, the child's exact value is known (terminal, or
+        proven by the MCTS-solver).
+      proven_qvalues: [B, A] float, that exact value as a Q-value for the root
+        mover (1 a proven win, -1 a proven loss, 0 a proven draw in
+        [-1, 1]); 0 where not proven.
+      root_proven: [B] bool, the root's exact value is known.
+      root_proven_value: [B] float, that value for the root mover; 0 if not.
     """
 
     visit_counts: chex.Array
     visit_probs: chex.Array
     qvalues: chex.Array
     value: chex.Array
+    proven: chex.Array
+    proven_qvalues: chex.Array
+    root_proven: chex.Array
+    root_proven_value: chex.Array

@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from mcts_jax import base
+from mcts_jax import reuse
 from mcts_jax import search
 from mcts_jax import selection
 from mcts_jax import tree as tree_lib
@@ -40,6 +41,8 @@ class SearchConfig:
     q_transform: str = "parent_and_siblings"
     dirichlet_fraction: float = 0.0
     dirichlet_alpha: float = 0.3
+    solver: bool = False
+    expand_all: bool = False
 
     def score_fn(self) -> selection.ScoreFn:
         if self.rule == "uct":
@@ -62,64 +65,116 @@ def root_priors_with_noise(rng_key: chex.PRNGKey, prior_logits: chex.Array, lega
 
 
 def choose_action(rng_key: chex.PRNGKey, tree: tree_lib.Tree, final_action: str,
-                  temperature: chex.Array) -> chex.Array:
+                  temperature: chex.Array, solver: bool = False) -> chex.Array:
     """The action [B] to play from each root.
 
     "most_visited": most root visits, ties broken by higher Q, then lowest id.
     "highest_value": highest Q among visited root actions.
     "sampled": `pi(a) ~ N(a) ** (1 / temperature)`; temperature 0 is
     "most_visited".
+    With the solver, a proven win is always played; a proven root plays a
+    move that realises its exact value; otherwise proven losses are excluded
+    while any other legal move remains.
     """
     root = jnp.zeros((tree.batch_size,), jnp.int32)
     stats = tree_lib.children_stats(tree, root)
-    visits = tree_lib.slots_to_actions(tree, root, stats.visits, 0)
-    qvalues = tree_lib.slots_to_actions(tree, root, stats.qvalues, 0.0)
-    legal = tree_lib.slots_to_actions(tree, root, stats.legal, False)
+
+    def in_actions(per_slot, fill):
+        return tree_lib.slots_to_actions(tree, root, per_slot, fill)
+
+    visits = in_actions(stats.visits, 0)
+    qvalues = in_actions(stats.qvalues, 0.0)
+    allowed = in_actions(stats.legal, False)
+    if solver:
+        proven_loss = in_actions(stats.solved & (stats.solved_qvalues <= -search.PROVEN_WIN),
+                                 False)
+        not_losing = allowed & ~proven_loss
+        allowed = jnp.where(jnp.any(not_losing, axis=-1, keepdims=True), not_losing, allowed)
     # Q in [-1, 1] -> tie-break term in [0, 0.5): never outweighs one visit.
     tie_break = 0.25 * (jnp.clip(qvalues, -1.0, 1.0) + 1.0) * (1.0 - 1e-3)
-    most_visited = jnp.argmax(jnp.where(legal, visits + tie_break, -jnp.inf), axis=-1)
+    most_visited = jnp.argmax(jnp.where(allowed, visits + tie_break, -jnp.inf), axis=-1)
     if final_action == "most_visited":
-        return most_visited.astype(jnp.int32)
-    if final_action == "highest_value":
-        return jnp.argmax(jnp.where(visits > 0, qvalues, -jnp.inf), axis=-1).astype(jnp.int32)
-    safe_temperature = jnp.maximum(temperature, 1e-6)
-    logits = jnp.where(visits > 0, jnp.log(jnp.maximum(visits, 1)) / safe_temperature, -jnp.inf)
-    sampled = jax.random.categorical(rng_key, logits, axis=-1)
-    return jnp.where(temperature > 0, sampled, most_visited).astype(jnp.int32)
+        action = most_visited
+    elif final_action == "highest_value":
+        action = jnp.argmax(jnp.where(allowed & (visits > 0), qvalues, -jnp.inf), axis=-1)
+    else:
+        safe_temperature = jnp.maximum(temperature, 1e-6)
+        logits = jnp.where(allowed & (visits > 0),
+                           jnp.log(jnp.maximum(visits, 1)) / safe_temperature, -jnp.inf)
+        sampled = jax.random.categorical(rng_key, logits, axis=-1)
+        action = jnp.where(temperature > 0, sampled, most_visited)
+    if solver:
+        proven = in_actions(stats.solved, False)
+        proven_q = in_actions(stats.solved_qvalues, 0.0)
+        best_proven = jnp.argmax(jnp.where(proven, proven_q + 1e-3 * tie_break, -jnp.inf),
+                                 axis=-1)
+        has_win = jnp.any(proven & (proven_q >= search.PROVEN_WIN), axis=-1)
+        action = jnp.where(has_win | tree.solved[:, tree_lib.ROOT_INDEX], best_proven, action)
+    return action.astype(jnp.int32)
 
 
-@functools.partial(jax.jit, static_argnames=("recurrent_fn", "config"))
-def _run_policy(params, rng_key, root: base.RootFnOutput, invalid_actions, temperature, *,
-                recurrent_fn: base.RecurrentFn, config: SearchConfig) -> base.PolicyOutput:
-    noise_key, search_key, action_key = jax.random.split(rng_key, 3)
+def start_tree(noise_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
+               config: SearchConfig, tree: Optional[tree_lib.Tree]) -> tree_lib.Tree:
+    """The tree a search starts from: a fresh root per row, or, where `tree`
+    has a non-empty row, that row continued.
+
+    A continued root keeps its visits, values and subtree, but its priors are
+    replaced by `root.prior_logits` with fresh Dirichlet noise: noise drawn once
+    per move, as in a fresh search, so exploration at the root does not fade
+    with inherited visits.
+    """
     batch_size, num_actions = root.prior_logits.shape
     legal = (jnp.ones((batch_size, num_actions), jnp.bool_) if invalid_actions is None
              else ~invalid_actions)
     priors = root_priors_with_noise(noise_key, root.prior_logits, legal,
                                     config.dirichlet_fraction, config.dirichlet_alpha)
     root_value = tree_lib.to_internal_scale(root.value.astype(jnp.float32), config.value_range)
-    tree = tree_lib.init_tree(root_value, priors, legal, root.embedding, config.max_nodes,
-                              config.value_range)
-    tree = search.run_simulations(params, search_key, tree, recurrent_fn, config.score_fn(),
-                                  config.num_simulations, config.max_depth)
-    action = choose_action(action_key, tree, config.final_action, temperature)
+    fresh = tree_lib.init_tree(root_value, priors, legal, root.embedding, config.max_nodes,
+                               config.value_range)
+    if tree is None:
+        return fresh
+    continued = tree.replace(priors=tree.priors.at[:, tree_lib.ROOT_INDEX].set(
+        jnp.where(tree.children[:, tree_lib.ROOT_INDEX] == tree_lib.ILLEGAL, 0.0, priors)))
+    return reuse.select_rows(tree.num_nodes > 0, continued, fresh)
+
+
+@functools.partial(jax.jit, static_argnames=("recurrent_fn", "config"))
+def _run_policy(params, rng_key, root: base.RootFnOutput, invalid_actions, temperature,
+                tree: Optional[tree_lib.Tree], *, recurrent_fn: base.RecurrentFn,
+                config: SearchConfig) -> base.PolicyOutput:
+    noise_key, search_key, action_key = jax.random.split(rng_key, 3)
+    tree = start_tree(noise_key, root, invalid_actions, config, tree)
+    score_fn = config.score_fn()
+    tree = search.run_simulations(params, search_key, tree, recurrent_fn, lambda _: score_fn,
+                                  config.num_simulations, config.max_depth,
+                                  solver=config.solver, expand_all_children=config.expand_all)
+    action = choose_action(action_key, tree, config.final_action, temperature, config.solver)
     return base.PolicyOutput(action=action, action_weights=tree.summary().visit_probs,
                              search_tree=tree)
 
 
 def _policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions, max_depth,
-            max_nodes, temperature, final_action, value_range, **rule_options):
-    validation.check_root(root, invalid_actions)
+            max_nodes, temperature, final_action, value_range, tree, solver, expand_all,
+            **rule_options):
+    batch_size, num_actions = validation.check_root(root, invalid_actions)
+    if tree is not None and max_nodes is None:
+        max_nodes = tree.max_nodes
+    if max_nodes is None and expand_all:
+        max_nodes = num_simulations * num_actions + 1
     max_nodes = validation.check_search_args(num_simulations, max_nodes, max_depth,
-                                             final_action, temperature, value_range)
+                                             final_action, temperature, value_range,
+                                             continuing=tree is not None)
+    value_range = tuple(float(v) for v in value_range)
+    if tree is not None:
+        validation.check_tree(tree, root, batch_size, num_actions, max_nodes, value_range)
     if not callable(recurrent_fn):
         raise TypeError(f"recurrent_fn must be callable, got {type(recurrent_fn).__name__}")
     config = SearchConfig(num_simulations=int(num_simulations), max_nodes=max_nodes,
                           max_depth=None if max_depth is None else int(max_depth),
-                          final_action=final_action,
-                          value_range=tuple(float(v) for v in value_range), **rule_options)
+                          final_action=final_action, value_range=value_range,
+                          solver=bool(solver), expand_all=bool(expand_all), **rule_options)
     return _run_policy(params, rng_key, root, invalid_actions,
-                       jnp.asarray(temperature, jnp.float32),
+                       jnp.asarray(temperature, jnp.float32), tree,
                        recurrent_fn=recurrent_fn, config=config)
 
 
@@ -131,7 +186,10 @@ def uct_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
                uct_c: float = 1.4,
                final_action: str = "most_visited",
                temperature: float = 1.0,
-               value_range: Tuple[float, float] = (-1.0, 1.0)) -> base.PolicyOutput:
+               value_range: Tuple[float, float] = (-1.0, 1.0),
+               tree: Optional[tree_lib.Tree] = None,
+               solver: bool = False,
+               expand_all: bool = False) -> base.PolicyOutput:
     """Classic UCT: UCB1 selection, values from `recurrent_fn` (e.g. playouts).
 
     Selection scores each legal child with `Q + uct_c * sqrt(ln N / n)`, Q on
@@ -161,14 +219,30 @@ def uct_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
         `root` and `recurrent_fn` give. (0, 1) maps each of them with
         `x -> 2 x - 1` (so a neutral reward is 0.5 and a draw is worth 0.5);
         summaries answer in the same scale.
+      tree: a `Tree` to continue (from `get_subtree`, `reset_tree`, or an
+        earlier search): non-empty rows keep their statistics and gain
+        `num_simulations` more; empty rows start from `root`. Its capacity is
+        `max_nodes`; once full, simulations re-evaluate leaves instead of
+        expanding (nothing is ever written past it).
+      solver: MCTS-solver. Terminal results propagate as proven values: a
+        node is proven when a child is proven to give its mover the best
+        possible value (a win), or when all legal children are proven (then
+        its value is their best). Proven children are never entered again; a
+        proven win is always played, proven losses are avoided while another
+        move remains; `summary()` reports `proven` / `proven_qvalues`.
+      expand_all: when a leaf is first expanded, create all its legal children
+        at once, evaluate each (one recurrent_fn call on B x A transitions, so
+        recurrent_fn must accept any batch size) and back up their summed
+        values, one visit each. Default capacity becomes
+        `num_simulations * A + 1`.
 
     Returns:
       `PolicyOutput(action [B], action_weights [B, A] = root visit
       distribution, search_tree)`.
     """
     return _policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions,
-                   max_depth, max_nodes, temperature, final_action, value_range,
-                   rule="uct", uct_c=float(uct_c))
+                   max_depth, max_nodes, temperature, final_action, value_range, tree, solver,
+                   expand_all, rule="uct", uct_c=float(uct_c))
 
 
 def alphazero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
@@ -183,7 +257,10 @@ def alphazero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.Root
                      q_transform: str = "parent_and_siblings",
                      final_action: str = "sampled",
                      temperature: float = 1.0,
-                     value_range: Tuple[float, float] = (-1.0, 1.0)) -> base.PolicyOutput:
+                     value_range: Tuple[float, float] = (-1.0, 1.0),
+                     tree: Optional[tree_lib.Tree] = None,
+                     solver: bool = False,
+                     expand_all: bool = False) -> base.PolicyOutput:
     """AlphaZero PUCT search with priors and values from `recurrent_fn`.
 
     Selection maximises `Q + c(N) * P * sqrt(N) / (1 + n)` with
@@ -205,7 +282,7 @@ def alphazero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.Root
     if float(dirichlet_alpha) <= 0.0:
         raise ValueError(f"dirichlet_alpha must be > 0, got {dirichlet_alpha}")
     return _policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions,
-                   max_depth, max_nodes, temperature, final_action, value_range,
-                   rule="puct", pb_c_init=float(pb_c_init), pb_c_base=float(pb_c_base),
+                   max_depth, max_nodes, temperature, final_action, value_range, tree, solver,
+                   expand_all, rule="puct", pb_c_init=float(pb_c_init), pb_c_base=float(pb_c_base),
                    q_transform=q_transform, dirichlet_fraction=float(dirichlet_fraction),
                    dirichlet_alpha=float(dirichlet_alpha))

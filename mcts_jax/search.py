@@ -4,22 +4,25 @@ The three phases live here, one function each:
 
 - `select_leaf`: from the root, follow the selection rule down to an
   unexpanded edge, a terminal node, a node at `max_depth`, or a dead end.
-- `expand`: one batched `recurrent_fn` call; rows that reached an unexpanded
-  edge write the new node into their next free slot.
-- `backup`: add the leaf value to every node on the path to the root, flipping
-  it through each edge's `reward + discount * value`.
+- `expand` (one child per simulation) or `expand_all` (every legal child of
+  the leaf at once, each evaluated, the "Tiny-MCTS" style): one batched
+  `recurrent_fn` call; rows that reached an unexpanded edge write the new
+  node(s) into their next free slots.
+- `backup`: add the visits and values to every node on the path to the root,
+  converting values through each edge with `reward + discount * value`, and,
+  with the MCTS-solver, mark nodes whose exact value is now proven.
 
 Performance: the loops carry only per-row scalars ([B] node index, depth,
-value) plus, in `backup`, the two arrays it updates by scatter. Their
-predicates are scalars (`jnp.any` over the batch), and no step reads or writes
-all N nodes, so one simulation costs O(depth x K) per row however large the
-tree is. The search is batched by construction; do not `vmap` it (a vmapped
-while-loop rewrites every carried array on every iteration).
+value) plus, in `backup`, the arrays it updates by scatter. Their predicates
+are scalars (`jnp.any` over the batch), and no step reads or writes all N
+nodes, so one simulation costs O(depth x K) per row however large the tree is.
+The search is batched by construction; do not `vmap` it (a vmapped while-loop
+rewrites every carried array on every iteration).
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Callable, Optional
 
 import chex
 import jax
@@ -28,6 +31,10 @@ import jax.numpy as jnp
 from mcts_jax import base
 from mcts_jax import tree as tree_lib
 from mcts_jax.selection import ScoreFn
+
+# A proven Q-value at least this high is the best any move can achieve
+# (returns lie in [-1, 1]), so one such child proves its parent.
+PROVEN_WIN = 1.0 - 1e-6
 
 
 @chex.dataclass(frozen=True)
@@ -39,7 +46,7 @@ class LeafChoice:
         the new node; otherwise it is the leaf whose value is backed up again
         (terminal, at max_depth, a dead end, or a parent in a full tree).
       slot: the child slot of `node` to expand (meaningful when `expand`).
-      expand: bool, a new node is created below `node` at `slot`.
+      expand: bool, new node(s) are created below `node`.
     """
 
     node: chex.Array
@@ -47,8 +54,26 @@ class LeafChoice:
     expand: chex.Array
 
 
-def select_leaf(tree: tree_lib.Tree, score_fn: ScoreFn, max_depth: int) -> LeafChoice:
-    """Descends every row from the root; O(depth x K) per row."""
+@chex.dataclass(frozen=True)
+class Backup:
+    """What a simulation adds to the path from `start` to the root, all [B].
+
+    Attributes:
+      start: the first node to update.
+      count: visits added to every node on the path (1, or the number of
+        children created by `expand_all`, or 0 for a no-op).
+      value: the sum of the `count` values, for the player to move at `start`.
+    """
+
+    start: chex.Array
+    count: chex.Array
+    value: chex.Array
+
+
+def select_leaf(tree: tree_lib.Tree, score_fn: ScoreFn, max_depth: int,
+                solver: bool) -> LeafChoice:
+    """Descends every row from the root; O(depth x K) per row. With the
+    solver, children whose value is proven are never entered."""
     batch_size = tree.batch_size
     rows = tree_lib.batch_rows(batch_size)
     root = jnp.full((batch_size,), tree_lib.ROOT_INDEX, jnp.int32)
@@ -59,10 +84,13 @@ def select_leaf(tree: tree_lib.Tree, score_fn: ScoreFn, max_depth: int) -> LeafC
 
     def body(state):
         node, depth, active = state["node"], state["depth"], state["active"]
-        scores = score_fn(tree, node, depth)
+        stats = tree_lib.children_stats(tree, node)
+        scores = score_fn(tree, node, depth, stats)
+        if solver:
+            scores = jnp.where(stats.solved, -jnp.inf, scores)
         slot = jnp.argmax(scores, axis=-1).astype(jnp.int32)
         has_legal_child = jnp.max(scores, axis=-1) > -jnp.inf
-        child = tree.children[rows, node, slot].astype(jnp.int32)
+        child = stats.index[rows, slot]
         can_descend = active & has_legal_child & (child >= 0)
         next_depth = depth + 1
         next_node = jnp.where(can_descend, child, node)
@@ -102,104 +130,236 @@ def check_recurrent_output(output: base.RecurrentFnOutput, batch_size: int,
                 f"(B={batch_size} searches, A={num_actions} actions, as in the root)")
 
 
-def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
-           recurrent_fn: base.RecurrentFn, leaf: LeafChoice) -> tuple[tree_lib.Tree, chex.Array]:
-    """Calls recurrent_fn once for the batch and writes the new nodes.
+@chex.dataclass(frozen=True)
+class NewNodes:
+    """New nodes computed from a recurrent_fn output, leading shape S ([B] or
+    [B, K]), internal value scale."""
 
-    Rows with `leaf.expand` False still take part in the call (the batch is
-    the unit of work) but write nothing.
+    reward: chex.Array
+    discount: chex.Array
+    value: chex.Array
+    terminal: chex.Array
+    priors: chex.Array  # S + [A]
+    slots: chex.Array  # S + [A], UNEXPANDED or ILLEGAL
 
-    Returns:
-      The updated tree and the [B] node index to back up from: the new node
-      where a row expanded, else `leaf.node`.
-    """
-    batch_size, max_nodes = tree.batch_size, tree.max_nodes
-    rows = tree_lib.batch_rows(batch_size)
-    action = tree_lib.slot_actions(tree, leaf.node)[rows, leaf.slot]
-    parent_embedding = tree_lib.gather_embeddings(tree, leaf.node)
-    output, embedding = recurrent_fn(params, rng_key, action, parent_embedding)
-    check_recurrent_output(output, batch_size, tree.num_actions)
 
-    new_node = tree.num_nodes
-    write_at = jnp.where(leaf.expand, new_node, max_nodes)  # out of range: dropped
+def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree) -> NewNodes:
     discount = output.discount.astype(jnp.float32)
     terminal = discount == 0
     value = jnp.where(terminal, 0.0,
                       tree_lib.to_internal_scale(output.value.astype(jnp.float32),
                                                  tree.value_range))
-    reward = tree_lib.to_internal_scale(output.reward.astype(jnp.float32), tree.value_range)
     if output.invalid_actions is None:
-        legal = jnp.ones((batch_size, tree.num_actions), jnp.bool_)
+        legal = jnp.ones(output.prior_logits.shape, jnp.bool_)
     else:
         legal = ~output.invalid_actions.astype(jnp.bool_)
-    legal = legal & ~terminal[:, None]
-    priors = tree_lib.masked_priors(output.prior_logits.astype(jnp.float32), legal)
-    slots = jnp.where(legal, tree_lib.UNEXPANDED, tree_lib.ILLEGAL).astype(tree.children.dtype)
+    legal = legal & ~terminal[..., None]
+    return NewNodes(
+        reward=tree_lib.to_internal_scale(output.reward.astype(jnp.float32), tree.value_range),
+        discount=discount,
+        value=value,
+        terminal=terminal,
+        priors=tree_lib.masked_priors(output.prior_logits.astype(jnp.float32), legal),
+        slots=jnp.where(legal, tree_lib.UNEXPANDED, tree_lib.ILLEGAL).astype(tree.children.dtype),
+    )
+
+
+def write_new_nodes(tree: tree_lib.Tree, write_at: chex.Array, parent: chex.Array,
+                    action: chex.Array, new: NewNodes, embedding, visits: int) -> tree_lib.Tree:
+    """Writes nodes at `write_at` (leading shape S, an index >= N is dropped).
+    A node is written with `visits` visits and value sum `visits * value`."""
+    rows = tree_lib.batch_rows(tree.batch_size).reshape((-1,) + (1,) * (write_at.ndim - 1))
 
     def write(array, values):
         return array.at[rows, write_at].set(values, mode="drop")
 
-    parent_write_at = jnp.where(leaf.expand, leaf.node, max_nodes)
-    tree = tree.replace(
-        node_visits=write(tree.node_visits, 0),
-        value_sums=write(tree.value_sums, 0.0),
-        raw_values=write(tree.raw_values, value),
-        parents=write(tree.parents, leaf.node),
+    return tree.replace(
+        node_visits=write(tree.node_visits, visits),
+        value_sums=write(tree.value_sums, visits * new.value),
+        raw_values=write(tree.raw_values, new.value),
+        parents=write(tree.parents, parent),
         actions_from_parent=write(tree.actions_from_parent, action),
-        rewards=write(tree.rewards, reward),
-        discounts=write(tree.discounts, discount),
-        is_terminal=write(tree.is_terminal, terminal),
-        children=write(tree.children, slots).at[rows, parent_write_at, leaf.slot].set(
-            new_node.astype(tree.children.dtype), mode="drop"),
-        priors=write(tree.priors, priors),
+        rewards=write(tree.rewards, new.reward),
+        discounts=write(tree.discounts, new.discount),
+        is_terminal=write(tree.is_terminal, new.terminal),
+        solved=write(tree.solved, new.terminal),
+        solved_values=write(tree.solved_values, 0.0),
+        children=write(tree.children, new.slots),
+        priors=write(tree.priors, new.priors),
         embeddings=jax.tree.map(write, tree.embeddings, embedding),
+    )
+
+
+def revisit(tree: tree_lib.Tree, node: chex.Array, solver: bool) -> Backup:
+    """A simulation that created nothing re-evaluates `node` with its stored
+    value. With the solver, reaching a proven node (only the proven root can
+    be reached) is a no-op."""
+    rows = tree_lib.batch_rows(tree.batch_size)
+    count = jnp.ones_like(node)
+    if solver:
+        count = jnp.where(tree.solved[rows, node], 0, count)
+    return Backup(start=node, count=count, value=count * tree.raw_values[rows, node])
+
+
+def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
+           recurrent_fn: base.RecurrentFn, leaf: LeafChoice,
+           solver: bool) -> tuple[tree_lib.Tree, Backup]:
+    """Calls recurrent_fn once for the batch and writes one new node per row
+    that reached an unexpanded edge. Other rows take part in the call (the
+    batch is the unit of work) but write nothing."""
+    batch_size, max_nodes = tree.batch_size, tree.max_nodes
+    rows = tree_lib.batch_rows(batch_size)
+    action = tree_lib.slot_actions(tree, leaf.node)[rows, leaf.slot]
+    output, embedding = recurrent_fn(params, rng_key, action,
+                                     tree_lib.gather_embeddings(tree, leaf.node))
+    check_recurrent_output(output, batch_size, tree.num_actions)
+    new = new_nodes_from_output(output, tree)
+
+    new_node = tree.num_nodes
+    write_at = jnp.where(leaf.expand, new_node, max_nodes)  # out of range: dropped
+    tree = write_new_nodes(tree, write_at, leaf.node, action, new, embedding, visits=0)
+    parent_at = jnp.where(leaf.expand, leaf.node, max_nodes)
+    tree = tree.replace(
+        children=tree.children.at[rows, parent_at, leaf.slot].set(
+            new_node.astype(tree.children.dtype), mode="drop"),
         num_nodes=tree.num_nodes + leaf.expand.astype(jnp.int32),
     )
-    return tree, jnp.where(leaf.expand, new_node, leaf.node)
+    again = revisit(tree, leaf.node, solver)
+    return tree, Backup(start=jnp.where(leaf.expand, new_node, again.start),
+                        count=jnp.where(leaf.expand, 1, again.count),
+                        value=jnp.where(leaf.expand, new.value, again.value))
 
 
-def backup(tree: tree_lib.Tree, leaf_node: chex.Array) -> tree_lib.Tree:
-    """Adds one visit and the leaf's value to every node from `leaf_node` [B]
-    up to the root, converting the value through each edge with
-    `reward + discount * value` (so a two-player value changes sign)."""
+def expand_all(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
+               recurrent_fn: base.RecurrentFn, leaf: LeafChoice,
+               solver: bool) -> tuple[tree_lib.Tree, Backup]:
+    """Creates every legal child of the leaf at once, each evaluated by
+    recurrent_fn (one call on a batch of B x K transitions, so the function
+    must accept any batch size), and backs up the sum of their values.
+
+    Each new child starts with one visit and its own value; the leaf and its
+    ancestors gain one visit per new child. A row whose tree lacks room for
+    all the children re-evaluates the leaf instead.
+    """
+    batch_size, max_nodes, num_slots = tree.batch_size, tree.max_nodes, tree.num_slots
+    rows = tree_lib.batch_rows(batch_size)
+    node = leaf.node
+    slot_state = tree_lib.gather_nodes(tree.children, node)
+    creates = slot_state == tree_lib.UNEXPANDED  # [B, K]
+    num_new = jnp.sum(creates, axis=-1).astype(jnp.int32)
+    expanding = leaf.expand & (tree.num_nodes + num_new <= max_nodes)
+    new_index = tree.num_nodes[:, None] + jnp.cumsum(creates, axis=-1).astype(jnp.int32) - 1
+    written = expanding[:, None] & creates
+    write_at = jnp.where(written, new_index, max_nodes)
+
+    actions = tree_lib.slot_actions(tree, node)
+    parent_embedding = tree_lib.gather_embeddings(tree, node)
+    repeated = jax.tree.map(lambda x: jnp.repeat(x, num_slots, axis=0), parent_embedding)
+    output, embedding = recurrent_fn(params, rng_key, actions.reshape(-1), repeated)
+    check_recurrent_output(output, batch_size * num_slots, tree.num_actions)
+    by_row = lambda x: x.reshape((batch_size, num_slots) + x.shape[1:])  # noqa: E731
+    output, embedding = jax.tree.map(by_row, output), jax.tree.map(by_row, embedding)
+    new = new_nodes_from_output(output, tree)
+
+    tree = write_new_nodes(tree, write_at, jnp.broadcast_to(node[:, None], write_at.shape),
+                           actions, new, embedding, visits=1)
+    children_row = jnp.where(written, new_index, slot_state).astype(tree.children.dtype)
+    parent_at = jnp.where(expanding, node, max_nodes)
+    tree = tree.replace(
+        children=tree.children.at[rows, parent_at].set(children_row, mode="drop"),
+        num_nodes=tree.num_nodes + jnp.where(expanding, num_new, 0),
+    )
+    returns = jnp.sum(jnp.where(written, new.reward + new.discount * new.value, 0.0), axis=-1)
+    again = revisit(tree, node, solver)
+    return tree, Backup(start=node,
+                        count=jnp.where(expanding, num_new, again.count),
+                        value=jnp.where(expanding, returns, again.value))
+
+
+def prove(tree: tree_lib.Tree, node: chex.Array, solved: chex.Array,
+          solved_values: chex.Array) -> tuple[chex.Array, chex.Array]:
+    """MCTS-solver rule for `node` [B] given the current solved arrays [B, N]:
+    proven if some child is proven to give the mover the best possible value,
+    or if every legal child is proven. Returns (proven [B], exact value [B])."""
+    index = tree_lib.gather_nodes(tree.children, node).astype(jnp.int32)
+    legal = index != tree_lib.ILLEGAL
+    safe_index = jnp.maximum(index, 0)
+
+    def take(per_node):
+        return jnp.take_along_axis(per_node, safe_index, axis=1)
+
+    child_solved = (index >= 0) & take(solved)
+    child_q = take(tree.rewards) + take(tree.discounts) * take(solved_values)
+    best = jnp.max(jnp.where(child_solved, child_q, -jnp.inf), axis=-1)
+    all_solved = jnp.any(legal, axis=-1) & jnp.all(~legal | child_solved, axis=-1)
+    return (best >= PROVEN_WIN) | all_solved, best
+
+
+def backup(tree: tree_lib.Tree, update: Backup, solver: bool) -> tree_lib.Tree:
+    """Adds `update.count` visits and the value sum to every node from
+    `update.start` [B] up to the root. The value sum crosses each edge as
+    `count * reward + discount * value` (a two-player value changes sign).
+    With the solver, each node on the path is then re-checked by `prove`."""
     batch_size, max_nodes = tree.batch_size, tree.max_nodes
     rows = tree_lib.batch_rows(batch_size)
 
     def cond(state):
-        return jnp.any(state[2] >= 0)
+        return jnp.any(state["node"] >= 0)
 
     def body(state):
-        node_visits, value_sums, node, value = state
+        node, count, value = state["node"], state["count"], state["value"]
         on_path = node >= 0
         write_at = jnp.where(on_path, node, max_nodes)
-        node_visits = node_visits.at[rows, write_at].add(1, mode="drop")
-        value_sums = value_sums.at[rows, write_at].add(value, mode="drop")
+        state = dict(state)
+        state["node_visits"] = state["node_visits"].at[rows, write_at].add(count, mode="drop")
+        state["value_sums"] = state["value_sums"].at[rows, write_at].add(value, mode="drop")
         safe_node = jnp.maximum(node, 0)
-        value = tree.rewards[rows, safe_node] + tree.discounts[rows, safe_node] * value
-        node = jnp.where(on_path, tree.parents[rows, safe_node], tree_lib.NO_PARENT)
-        return node_visits, value_sums, node, value
+        if solver:
+            proven, exact = prove(tree, safe_node, state["solved"], state["solved_values"])
+            newly = on_path & proven & ~state["solved"][rows, safe_node]
+            prove_at = jnp.where(newly, node, max_nodes)
+            state["solved"] = state["solved"].at[rows, prove_at].set(True, mode="drop")
+            state["solved_values"] = state["solved_values"].at[rows, prove_at].set(
+                exact, mode="drop")
+        state["value"] = (count * tree.rewards[rows, safe_node]
+                          + tree.discounts[rows, safe_node] * value)
+        state["node"] = jnp.where(on_path, tree.parents[rows, safe_node], tree_lib.NO_PARENT)
+        return state
 
-    leaf_value = tree.raw_values[rows, leaf_node]
-    node_visits, value_sums, _, _ = jax.lax.while_loop(
-        cond, body, (tree.node_visits, tree.value_sums, leaf_node, leaf_value))
-    return tree.replace(node_visits=node_visits, value_sums=value_sums)
+    state = dict(node_visits=tree.node_visits, value_sums=tree.value_sums,
+                 node=jnp.where(update.count > 0, update.start, tree_lib.NO_PARENT),
+                 count=update.count, value=update.value)
+    if solver:
+        state.update(solved=tree.solved, solved_values=tree.solved_values)
+    state = jax.lax.while_loop(cond, body, state)
+    tree = tree.replace(node_visits=state["node_visits"], value_sums=state["value_sums"])
+    if solver:
+        tree = tree.replace(solved=state["solved"], solved_values=state["solved_values"])
+    return tree
 
 
 def run_simulations(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
-                    recurrent_fn: base.RecurrentFn, score_fn: ScoreFn,
-                    num_simulations: int, max_depth: Optional[int]) -> tree_lib.Tree:
+                    recurrent_fn: base.RecurrentFn,
+                    score_fn_for: Callable[[chex.Array], ScoreFn],
+                    num_simulations: int, max_depth: Optional[int], *,
+                    solver: bool = False, expand_all_children: bool = False) -> tree_lib.Tree:
     """Runs `num_simulations` simulations on every row of `tree`.
+
+    Args:
+      score_fn_for: simulation index (traced int) -> the selection rule for
+        that simulation (constant for UCT and PUCT; Gumbel's root schedule
+        depends on it).
 
     Simulation i uses `fold_in(rng_key, i)` for its recurrent_fn call, so the
     result depends only on the key, never on the batch size or the device.
     """
     depth_limit = tree.max_nodes if max_depth is None else max_depth
+    expand_fn = expand_all if expand_all_children else expand
 
     def simulate(simulation_index, tree):
         key = jax.random.fold_in(rng_key, simulation_index)
-        leaf = select_leaf(tree, score_fn, depth_limit)
-        tree, leaf_node = expand(params, key, tree, recurrent_fn, leaf)
-        return backup(tree, leaf_node)
+        leaf = select_leaf(tree, score_fn_for(simulation_index), depth_limit, solver)
+        tree, update = expand_fn(params, key, tree, recurrent_fn, leaf, solver)
+        return backup(tree, update, solver)
 
     return jax.lax.fori_loop(0, num_simulations, simulate, tree)
-

@@ -1,6 +1,7 @@
 """Selection rules: the score of each child slot of a node, for a batch of rows.
 
-A rule is a function `(tree, node [B], depth [B]) -> scores [B, K]`; the search
+A rule is a function `(tree, node [B], depth [B], stats) -> scores [B, K]`, where
+`stats` are the node's `ChildrenStats` (gathered once by the search); the search
 descends into the argmax (lowest slot wins ties). Illegal slots score -inf and
 are never chosen; a node whose slots are all -inf is a dead end and is
 re-evaluated instead of descended. Every rule reads only the K children of the
@@ -22,20 +23,19 @@ import jax.numpy as jnp
 
 from mcts_jax import tree as tree_lib
 
-ScoreFn = Callable[[tree_lib.Tree, chex.Array, chex.Array], chex.Array]
+ScoreFn = Callable[[tree_lib.Tree, chex.Array, chex.Array, tree_lib.ChildrenStats], chex.Array]
 
 Q_TRANSFORMS = ("parent_and_siblings", "raw")
 
 
-def uct_scores(tree: tree_lib.Tree, node: chex.Array, depth: chex.Array, *,
-               uct_c: float) -> chex.Array:
+def uct_scores(tree: tree_lib.Tree, node: chex.Array, depth: chex.Array,
+               stats: tree_lib.ChildrenStats, *, uct_c: float) -> chex.Array:
     """UCB1: `Q + uct_c * sqrt(ln N / n)`; unvisited legal children score +inf.
 
     N is the visit count of `node` (its expansion plus every pass through it),
     n the child's. Priors play no part.
     """
     del depth
-    stats = tree_lib.children_stats(tree, node)
     parent_visits = tree_lib.gather_nodes(tree.node_visits, node).astype(jnp.float32)
     log_parent = jnp.log(jnp.maximum(parent_visits, 1.0))[:, None]
     visits = stats.visits.astype(jnp.float32)
@@ -71,15 +71,15 @@ def normalized_qvalues(tree: tree_lib.Tree, node: chex.Array,
     return (completed - low) / jnp.maximum(high - low, 1e-8)
 
 
-def puct_scores(tree: tree_lib.Tree, node: chex.Array, depth: chex.Array, *,
-                pb_c_init: float, pb_c_base: float, q_transform: str) -> chex.Array:
+def puct_scores(tree: tree_lib.Tree, node: chex.Array, depth: chex.Array,
+                stats: tree_lib.ChildrenStats, *, pb_c_init: float, pb_c_base: float,
+                q_transform: str) -> chex.Array:
     """AlphaZero PUCT: `Q + c(N) * P * sqrt(N) / (1 + n)`.
 
     `c(N) = pb_c_init + log((N + pb_c_base + 1) / pb_c_base)`, N the visit
     count of `node`, n the child's, P its prior, Q from `normalized_qvalues`.
     """
     del depth
-    stats = tree_lib.children_stats(tree, node)
     parent_visits = tree_lib.gather_nodes(tree.node_visits, node).astype(jnp.float32)[:, None]
     pb_c = pb_c_init + jnp.log((parent_visits + pb_c_base + 1.0) / pb_c_base)
     exploration = (pb_c * jnp.sqrt(parent_visits) * stats.priors

@@ -66,6 +66,10 @@ class Tree:
       discounts: float32, discount of the edge into the node (-1 two-player,
         0 terminal).
       is_terminal: bool, the edge into the node ended the game (discount 0).
+      solved: bool, the node's exact (minimax) value is known: terminal nodes,
+        and with the MCTS-solver, nodes proven from their children.
+      solved_values: float32, that exact value for the player to move at the
+        node (internal scale); 0 where not solved.
     Per-edge arrays, shape [B, N, K]:
       children: int16 (int32 when N > 32767), the child's node index,
         UNEXPANDED or ILLEGAL.
@@ -87,6 +91,8 @@ class Tree:
     rewards: chex.Array
     discounts: chex.Array
     is_terminal: chex.Array
+    solved: chex.Array
+    solved_values: chex.Array
     children: chex.Array
     priors: chex.Array
     children_actions: Optional[chex.Array]
@@ -122,11 +128,20 @@ class Tree:
         visit_probs = visit_counts / jnp.maximum(total, 1)
         value = self.value_sums[:, ROOT_INDEX] / jnp.maximum(
             self.node_visits[:, ROOT_INDEX], 1)
+        proven_qvalues = jnp.where(stats.solved,
+                                   to_user_scale(stats.solved_qvalues, self.value_range), 0.0)
+        root_solved = self.solved[:, ROOT_INDEX]
         return SearchSummary(
             visit_counts=visit_counts,
             visit_probs=visit_probs.astype(jnp.float32),
             qvalues=qvalues,
             value=to_user_scale(value, self.value_range),
+            proven=slots_to_actions(self, root, stats.solved, False),
+            proven_qvalues=slots_to_actions(self, root, proven_qvalues, 0.0),
+            root_proven=root_solved,
+            root_proven_value=jnp.where(
+                root_solved,
+                to_user_scale(self.solved_values[:, ROOT_INDEX], self.value_range), 0.0),
         )
 
 
@@ -159,6 +174,9 @@ class ChildrenStats:
       qvalues: float32 reward + discount * mean child value, from the point of
         view of the parent's mover (internal scale); 0 if unexpanded.
       priors: float32 prior probability of each slot.
+      solved: bool, the child's exact value is known.
+      solved_qvalues: float32 reward + discount * exact child value, parent's
+        point of view (internal scale); 0 where not solved.
     """
 
     index: chex.Array
@@ -166,6 +184,8 @@ class ChildrenStats:
     visits: chex.Array
     qvalues: chex.Array
     priors: chex.Array
+    solved: chex.Array
+    solved_qvalues: chex.Array
 
 
 def children_stats(tree: Tree, node: chex.Array) -> ChildrenStats:
@@ -179,13 +199,17 @@ def children_stats(tree: Tree, node: chex.Array) -> ChildrenStats:
 
     visits = jnp.where(expanded, take(tree.node_visits), 0)
     mean_value = take(tree.value_sums) / jnp.maximum(visits, 1)
-    qvalues = jnp.where(expanded, take(tree.rewards) + take(tree.discounts) * mean_value, 0.0)
+    rewards, discounts = take(tree.rewards), take(tree.discounts)
+    qvalues = jnp.where(expanded, rewards + discounts * mean_value, 0.0)
+    solved = expanded & take(tree.solved)
     return ChildrenStats(
         index=index.astype(jnp.int32),
         legal=index != ILLEGAL,
         visits=visits,
         qvalues=qvalues,
         priors=gather_nodes(tree.priors, node),
+        solved=solved,
+        solved_qvalues=jnp.where(solved, rewards + discounts * take(tree.solved_values), 0.0),
     )
 
 
@@ -270,6 +294,8 @@ def init_tree(
         rewards=per_node(0.0, jnp.float32),
         discounts=per_node(0.0, jnp.float32),
         is_terminal=per_node(False, jnp.bool_),
+        solved=per_node(False, jnp.bool_),
+        solved_values=per_node(0.0, jnp.float32),
         children=children,
         priors=priors,
         children_actions=None,

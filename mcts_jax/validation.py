@@ -82,7 +82,7 @@ def check_root(root: base.RootFnOutput, invalid_actions: Optional[Any]) -> Tuple
 
 def check_search_args(num_simulations: Any, max_nodes: Optional[Any], max_depth: Optional[Any],
                       final_action: str, temperature: Any,
-                      value_range: Tuple[float, float]) -> int:
+                      value_range: Tuple[float, float], continuing: bool = False) -> int:
     """Validates the common keyword arguments; returns the capacity N."""
     if isinstance(num_simulations, bool) or not isinstance(num_simulations, (int, np.integer)):
         raise TypeError(f"num_simulations must be a Python int, got {num_simulations!r}")
@@ -92,7 +92,7 @@ def check_search_args(num_simulations: Any, max_nodes: Optional[Any], max_depth:
         max_nodes = num_simulations + 1
     if isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer)):
         raise TypeError(f"max_nodes must be a Python int, got {max_nodes!r}")
-    if max_nodes < num_simulations + 1:
+    if max_nodes < num_simulations + 1 and not continuing:
         raise ValueError(f"max_nodes={max_nodes} is too small: a fresh search of "
                          f"num_simulations={num_simulations} needs num_simulations + 1 = "
                          f"{num_simulations + 1} node slots")
@@ -109,3 +109,30 @@ def check_search_args(num_simulations: Any, max_nodes: Optional[Any], max_depth:
     if tuple(float(v) for v in value_range) not in VALUE_RANGES:
         raise ValueError(f"value_range must be one of {VALUE_RANGES}, got {value_range!r}")
     return int(max_nodes)
+
+
+def check_tree(tree: Any, root: base.RootFnOutput, batch_size: int, num_actions: int,
+               max_nodes: int, value_range: Tuple[float, float]) -> None:
+    """A tree passed to `tree=` must come from a search of the same shape."""
+    from mcts_jax.tree import Tree  # local: tree imports nothing from here
+
+    if not isinstance(tree, Tree):
+        raise TypeError(f"tree must be a mcts_jax.Tree, got {type(tree).__name__}")
+    if tree.batch_size != batch_size:
+        raise ValueError(f"tree has B={tree.batch_size} rows but root has B={batch_size}")
+    if tree.num_actions != num_actions:
+        raise ValueError(f"tree has A={tree.num_actions} actions but root.prior_logits has "
+                         f"A={num_actions}")
+    if tree.max_nodes != max_nodes:
+        raise ValueError(f"tree has max_nodes={tree.max_nodes} but max_nodes={max_nodes} was "
+                         f"asked for; a continued tree keeps its capacity")
+    if tuple(tree.value_range) != tuple(value_range):
+        raise ValueError(f"tree was built with value_range={tree.value_range}, not "
+                         f"{value_range}")
+    expected = jax.tree.map(lambda x: (tuple(jnp.shape(x)[1:]), jnp.result_type(x)),
+                            root.embedding)
+    stored = jax.tree.map(lambda x: (tuple(x.shape[2:]), x.dtype), tree.embeddings)
+    if jax.tree.structure(expected) != jax.tree.structure(stored) or \
+            jax.tree.leaves(expected) != jax.tree.leaves(stored):
+        raise ValueError("tree.embeddings do not match root.embedding (structure, per-row "
+                         "shapes or dtypes): the tree comes from another problem")

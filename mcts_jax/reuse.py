@@ -1,0 +1,145 @@
+"""Subtree reuse: keep the part of a tree below the move that was played.
+
+    out = mcts_jax.alphazero_policy(params, key, root, recurrent_fn, 64, max_nodes=256)
+    tree = mcts_jax.get_subtree(out.search_tree, out.action)     # re-root every row
+    tree = mcts_jax.reset_tree(tree, game_over)                  # auto-reset rows
+    out = mcts_jax.alphazero_policy(params, key, next_root, recurrent_fn, 64, tree=tree)
+
+A row whose tree is empty (`num_nodes == 0`) starts fresh from the policy's
+`root` argument; every other row continues its kept tree. These functions
+touch every node once (O(N log N) per row): they run once per move, outside
+the simulation loop.
+"""
+
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from mcts_jax import tree as tree_lib
+
+
+def _empty_rows(tree: tree_lib.Tree) -> tree_lib.Tree:
+    """A tree of the same shapes with every row empty (num_nodes 0)."""
+    def fill(array, value):
+        return jnp.full(array.shape, value, array.dtype)
+
+    return tree.replace(
+        node_visits=fill(tree.node_visits, 0),
+        value_sums=fill(tree.value_sums, 0.0),
+        raw_values=fill(tree.raw_values, 0.0),
+        parents=fill(tree.parents, tree_lib.NO_PARENT),
+        actions_from_parent=fill(tree.actions_from_parent, -1),
+        rewards=fill(tree.rewards, 0.0),
+        discounts=fill(tree.discounts, 0.0),
+        is_terminal=fill(tree.is_terminal, False),
+        solved=fill(tree.solved, False),
+        solved_values=fill(tree.solved_values, 0.0),
+        children=fill(tree.children, tree_lib.UNEXPANDED),
+        priors=fill(tree.priors, 0.0),
+        children_actions=None if tree.children_actions is None
+        else fill(tree.children_actions, -1),
+        embeddings=jax.tree.map(jnp.zeros_like, tree.embeddings),
+        num_nodes=fill(tree.num_nodes, 0),
+    )
+
+
+def select_rows(mask: chex.Array, if_true: tree_lib.Tree,
+                if_false: tree_lib.Tree) -> tree_lib.Tree:
+    """Row b from `if_true` where mask[b], else from `if_false` (same shapes).
+    Use it to put a tree kept from an earlier game's first move back into the
+    rows whose game restarted from the initial position."""
+    def pick(a, b):
+        return jnp.where(mask.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)
+
+    return jax.tree.map(pick, if_true, if_false)
+
+
+def reset_tree(tree: tree_lib.Tree, mask: chex.Array) -> tree_lib.Tree:
+    """Empties the rows where mask [B] is True; the next search starts them
+    fresh from its `root` argument."""
+    mask = jnp.asarray(mask, jnp.bool_)
+    if mask.shape != (tree.batch_size,):
+        raise ValueError(f"mask must have shape [B] = ({tree.batch_size},), got {mask.shape}")
+    return select_rows(mask, _empty_rows(tree), tree)
+
+
+def get_subtree(tree: tree_lib.Tree, action: chex.Array) -> tree_lib.Tree:
+    """Re-roots each row on the child reached by `action` [B].
+
+    The kept nodes (the child and its descendants) move to the front of the
+    arrays in their old order, with every statistic, prior, proven flag and
+    embedding; parent and child indices are renumbered; the rest is freed. A
+    row whose child was never expanded, or is terminal, comes back empty.
+    """
+    action = jnp.asarray(action)
+    if action.shape != (tree.batch_size,):
+        raise ValueError(f"action must have shape [B] = ({tree.batch_size},), "
+                         f"got {action.shape}")
+    if not jnp.issubdtype(action.dtype, jnp.integer):
+        raise TypeError(f"action must be an integer array, got {action.dtype}")
+    return _get_subtree(tree, action.astype(jnp.int32))
+
+
+@jax.jit
+def _get_subtree(tree: tree_lib.Tree, action: chex.Array) -> tree_lib.Tree:
+    batch_size, max_nodes = tree.batch_size, tree.max_nodes
+    rows = tree_lib.batch_rows(batch_size)
+    root = jnp.zeros((batch_size,), jnp.int32)
+    slot_actions = tree_lib.slot_actions(tree, root)
+    slot = jnp.argmax(slot_actions == action[:, None], axis=-1)
+    has_slot = jnp.any(slot_actions == action[:, None], axis=-1)
+    child = jnp.where(has_slot, tree.children[rows, 0, slot].astype(jnp.int32),
+                      tree_lib.UNEXPANDED)
+    safe_child = jnp.maximum(child, 0)
+    keep_row = (child > 0) & ~tree.is_terminal[rows, safe_child]
+
+    # Pointer jumping: every node's ancestor chain ends at the child (a fixed
+    # point) or at the root; log2(N) rounds of up = up[up] reach the end.
+    node_ids = jnp.arange(max_nodes, dtype=jnp.int32)[None, :]
+    used = node_ids < tree.num_nodes[:, None]
+    up = jnp.where(tree.parents >= 0, tree.parents, 0)
+    up = jnp.where(node_ids == child[:, None], node_ids, up)
+    for _ in range(max(1, (max_nodes - 1).bit_length())):
+        up = jnp.take_along_axis(up, up, axis=1)
+    keep = used & (up == child[:, None]) & keep_row[:, None]
+    new_index = jnp.cumsum(keep, axis=1, dtype=jnp.int32) - 1
+    move_to = jnp.where(keep, new_index, max_nodes)  # dropped when not kept
+
+    empty = _empty_rows(tree)
+
+    def move(array, default):
+        return default.at[rows[:, None], move_to].set(array, mode="drop")
+
+    def renumber(index_array):
+        safe = jnp.maximum(index_array.astype(jnp.int32), 0)
+        if index_array.ndim == 3:
+            renumbered = jnp.take_along_axis(
+                new_index, safe.reshape(batch_size, -1), axis=1).reshape(index_array.shape)
+        else:
+            renumbered = jnp.take_along_axis(new_index, safe, axis=1)
+        return jnp.where(index_array >= 0, renumbered, index_array).astype(index_array.dtype)
+
+    parents = renumber(tree.parents)
+    is_new_root = node_ids == child[:, None]
+    moved = empty.replace(
+        node_visits=move(tree.node_visits, empty.node_visits),
+        value_sums=move(tree.value_sums, empty.value_sums),
+        raw_values=move(tree.raw_values, empty.raw_values),
+        parents=move(jnp.where(is_new_root, tree_lib.NO_PARENT, parents), empty.parents),
+        actions_from_parent=move(jnp.where(is_new_root, -1, tree.actions_from_parent),
+                                 empty.actions_from_parent),
+        rewards=move(jnp.where(is_new_root, 0.0, tree.rewards), empty.rewards),
+        discounts=move(jnp.where(is_new_root, 0.0, tree.discounts), empty.discounts),
+        is_terminal=move(tree.is_terminal, empty.is_terminal),
+        solved=move(tree.solved, empty.solved),
+        solved_values=move(tree.solved_values, empty.solved_values),
+        children=move(renumber(tree.children), empty.children),
+        priors=move(tree.priors, empty.priors),
+        children_actions=None if tree.children_actions is None
+        else move(tree.children_actions, empty.children_actions),
+        embeddings=jax.tree.map(move, tree.embeddings, empty.embeddings),
+        num_nodes=jnp.sum(keep, axis=1, dtype=jnp.int32),
+    )
+    return moved
