@@ -34,6 +34,7 @@ import mcts_jax
 Evaluator = Callable[[Any, chex.PRNGKey, "PgxGame", pgx.State], Tuple[chex.Array, chex.Array]]
 
 LEAN_FIELDS = ("observation", "legal_action_mask")
+MAX_LEGAL_MOVES = {"chess": 218}
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -53,6 +54,11 @@ class PgxGame:
     @property
     def num_actions(self) -> int:
         return self.env.num_actions
+
+    @property
+    def max_legal_moves(self) -> int:
+        """An upper bound on the legal moves of any position (chess: 218)."""
+        return MAX_LEGAL_MOVES.get(self.name, self.num_actions)
 
     @property
     def observation_shape(self) -> Tuple[int, ...]:
@@ -89,6 +95,15 @@ class PgxGame:
     def reward_for(states: pgx.State, player: chex.Array) -> chex.Array:
         """[B] reward of the last transition for `player` [B]."""
         return jnp.take_along_axis(states.rewards, player[:, None].astype(jnp.int32), 1)[:, 0]
+
+    def heuristic(self, states: pgx.State) -> chex.Array:
+        """[B] static evaluation in (-1, 1) for the player to move, used at a
+        minimax horizon: material for chess (`chess_tools.material`), 0 for
+        the other games."""
+        if self.name == "chess":
+            from envs import chess_tools
+            return chess_tools.material(states)
+        return jnp.zeros(states.current_player.shape, jnp.float32)
 
     # ---- lean embeddings ---------------------------------------------------
     def lean_state(self, states: pgx.State) -> pgx.State:

@@ -11,7 +11,7 @@ search.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import jax
 import jax.numpy as jnp
@@ -66,6 +66,65 @@ class RandomPlayouts:
         _, _, result, _ = jax.lax.while_loop(cond, body, initial)
         value = result.reshape(batch_size, self.num_playouts).mean(axis=1)
         return _uniform_logits(game, states), value
+
+
+@dataclasses.dataclass(frozen=True)
+class Minimax:
+    """Uniform priors; value = depth-limited negamax over the legal moves.
+
+    Terminal results are exact; at the horizon `game.heuristic(states)` (material
+    for chess, 0 otherwise) is used. Each level considers up to `max_moves`
+    legal moves per state (the lowest action ids; None = the game's
+    `max_legal_moves`, so no legal move is dropped), so one
+    evaluation steps B x max_moves^depth states at once: keep depth small
+    (1 to 3) and set max_moves for large action spaces (chess has at most 218
+    legal moves).
+    """
+
+    depth: int = 1
+    max_moves: Optional[int] = None
+
+    def __call__(self, params, rng_key, game, states):
+        del params
+        return _uniform_logits(game, states), self.negamax(rng_key, game, states, self.depth)
+
+    def negamax(self, rng_key, game, states, depth):
+        """[B] value of non-terminal `states` for their player to move."""
+        if depth == 0:
+            return game.heuristic(states).astype(jnp.float32)
+        _, valid, q = self.move_values(rng_key, game, states, depth)
+        best = jnp.max(jnp.where(valid, q, -jnp.inf), axis=1)
+        return jnp.where(jnp.isfinite(best), best, 0.0)
+
+    def move_values(self, rng_key, game, states, depth):
+        """Negamax Q of the candidate moves of `states` (depth >= 1).
+
+        Returns (moves [B, W] action ids, valid [B, W] bool, q [B, W] float,
+        the value of each move for the player to move in `states`).
+        """
+        legal = game.legal_actions(states)
+        batch_size, num_actions = legal.shape
+        width = min(self.max_moves or getattr(game, "max_legal_moves", num_actions),
+                    num_actions)
+        # Legal actions first, lowest ids first.
+        order = legal.astype(jnp.float32) - jnp.arange(num_actions) / (2.0 * num_actions)
+        _, moves = jax.lax.top_k(order, width)  # [B, width]
+        valid = jnp.take_along_axis(legal, moves, axis=1)
+        step_key, deeper_key = jax.random.split(rng_key)
+        repeated = jax.tree.map(lambda x: jnp.repeat(x, width, axis=0), states)
+        mover = game.current_player(repeated)
+        children = game.step(repeated, moves.reshape(-1), step_key)
+        terminal = game.is_terminal(children)
+        sign = jnp.where(game.current_player(children) == mover, 1.0, -1.0)
+        below = self.negamax(deeper_key, game, children, depth - 1)
+        q = game.reward_for(children, mover) + jnp.where(terminal, 0.0, sign * below)
+        return moves, valid, q.reshape(batch_size, width)
+
+    def best_action(self, rng_key, game, states):
+        """[B] the move a depth-`depth` minimax player makes (lowest id on ties)."""
+        moves, valid, q = self.move_values(rng_key, game, states, self.depth)
+        best = jnp.argmax(jnp.where(valid, q, -jnp.inf), axis=1)
+        return jnp.take_along_axis(moves, best[:, None], axis=1)[:, 0].astype(jnp.int32)
 
 
 @dataclasses.dataclass(frozen=True)

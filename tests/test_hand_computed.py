@@ -97,3 +97,23 @@ def test_puct_three_simulations_by_hand():
     np.testing.assert_array_equal(summary.visit_counts[0], [0, 3])
     np.testing.assert_allclose(summary.qvalues[0], [0.0, -0.1], atol=1e-6)
     np.testing.assert_allclose(out.action_weights[0], [0.0, 1.0])
+
+
+def test_expand_all_two_simulations_by_hand():
+    # Same values as the UCT example. sim 1: the root's first visit expands
+    # both children at once: code 1 (v -0.5) and code 2 (v 0.2), one visit
+    # each; the root gains two visits and -(-0.5) + -(0.2) = 0.3.
+    # sim 2: Q0 = 0.5 > Q1 = -0.2 (same bonus) -> code 1, whose children
+    # are all created: code 4 (v 0.6), code 5 (v 0.1). code 1: 3 visits,
+    # -0.5 - 0.6 - 0.1 = -1.2; root: 5 visits, 0.3 + 0.6 + 0.1 = 1.0.
+    root, recurrent_fn = table_problem({1: -0.5, 2: 0.2, 4: 0.6, 5: 0.1}, [0.0, 0.0])
+    out = mcts_jax.uct_policy(None, jax.random.key(0), root, recurrent_fn, 2, uct_c=1.0,
+                              expand_all=True)
+    tree = out.search_tree
+    assert tree.max_nodes == 2 * NUM_ACTIONS + 1
+    expected = {0: (5, 1.0), 1: (3, -1.2), 2: (1, 0.2), 4: (1, 0.6), 5: (1, 0.1)}
+    assert int(tree.num_nodes[0]) == len(expected)
+    for code, (visits, value_sum) in expected.items():
+        index = node_by_code(tree, code)
+        assert int(tree.node_visits[0, index]) == visits, code
+        assert float(tree.value_sums[0, index]) == pytest.approx(value_sum, abs=1e-6), code

@@ -29,3 +29,23 @@ def test_immediate_win_found_for_both_players(policy):
     summary = out.search_tree.summary()
     np.testing.assert_allclose(summary.qvalues[np.arange(len(wins)), wins], 1.0)
     assert (summary.value > 0).all()
+
+
+def test_expand_all_finds_the_win_and_keeps_visit_sums():
+    pictures = [p for p, _ in WIN_IN_ONE]
+    wins = np.array([w for _, w in WIN_IN_ONE])
+    root, illegal = tictactoe.make_root(pictures)
+    out = mcts_jax.uct_policy(None, jax.random.key(0), root, tictactoe.recurrent_fn, 60,
+                              invalid_actions=illegal, expand_all=True)
+    np.testing.assert_array_equal(out.action, wins)
+    tree = jax.device_get(out.search_tree)
+    for row in range(len(wins)):
+        n = int(tree.num_nodes[row])
+        children = tree.children[row, :n]
+        expanded = children >= 0
+        # a node's children are created all together or not at all
+        legal = children != mcts_jax.ILLEGAL
+        assert ((expanded | ~legal).all(-1) | ~expanded.any(-1)).all()
+        sums = np.where(expanded, tree.node_visits[row][np.maximum(children, 0)], 0).sum(-1)
+        inner = expanded.any(-1)
+        np.testing.assert_array_equal(tree.node_visits[row, :n][inner], 1 + sums[inner])
