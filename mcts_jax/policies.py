@@ -43,11 +43,19 @@ class SearchConfig:
     dirichlet_alpha: float = 0.3
     solver: bool = False
     expand_all: bool = False
+    max_num_considered_actions: int = 16
+    gumbel_scale: float = 1.0
+    value_scale: float = 0.1
+    maxvisit_init: float = 50.0
 
     def score_fn(self) -> selection.ScoreFn:
         if self.rule == "uct":
             return selection.make_uct(self.uct_c)
         return selection.make_puct(self.pb_c_init, self.pb_c_base, self.q_transform)
+
+    def completed_q(self, tree, node, stats):
+        return selection.completed_qvalues(tree, node, stats, value_scale=self.value_scale,
+                                           maxvisit_init=self.maxvisit_init)
 
 
 def root_priors_with_noise(rng_key: chex.PRNGKey, prior_logits: chex.Array, legal: chex.Array,
@@ -103,14 +111,51 @@ def choose_action(rng_key: chex.PRNGKey, tree: tree_lib.Tree, final_action: str,
                            jnp.log(jnp.maximum(visits, 1)) / safe_temperature, -jnp.inf)
         sampled = jax.random.categorical(rng_key, logits, axis=-1)
         action = jnp.where(temperature > 0, sampled, most_visited)
+    # Nothing allowed was visited (the solver excluded every visited move):
+    # fall back to the most visited allowed move, which may be unvisited.
+    action = jnp.where(jnp.any(allowed & (visits > 0), axis=-1), action, most_visited)
     if solver:
-        proven = in_actions(stats.solved, False)
-        proven_q = in_actions(stats.solved_qvalues, 0.0)
-        best_proven = jnp.argmax(jnp.where(proven, proven_q + 1e-3 * tie_break, -jnp.inf),
-                                 axis=-1)
-        has_win = jnp.any(proven & (proven_q >= search.PROVEN_WIN), axis=-1)
-        action = jnp.where(has_win | tree.solved[:, tree_lib.ROOT_INDEX], best_proven, action)
+        action = play_proven(tree, stats, action)
     return action.astype(jnp.int32)
+
+
+def play_proven(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats,
+                action: chex.Array) -> chex.Array:
+    """Overrides `action` [B] with a proven move where the solver has one:
+    a proven win, or, at a proven root, a move realising its exact value."""
+    root = jnp.zeros((tree.batch_size,), jnp.int32)
+    proven = tree_lib.slots_to_actions(tree, root, stats.solved, False)
+    proven_q = tree_lib.slots_to_actions(tree, root, stats.solved_qvalues, 0.0)
+    visits = tree_lib.slots_to_actions(tree, root, stats.visits, 0)
+    best_proven = jnp.argmax(jnp.where(proven, proven_q + 1e-6 * visits, -jnp.inf), axis=-1)
+    has_win = jnp.any(proven & (proven_q >= search.PROVEN_WIN), axis=-1)
+    return jnp.where(has_win | tree.solved[:, tree_lib.ROOT_INDEX], best_proven, action)
+
+
+def gumbel_action(tree: tree_lib.Tree, gumbel: chex.Array, baseline_visits: chex.Array,
+                  config: SearchConfig) -> tuple[chex.Array, chex.Array]:
+    """Gumbel MuZero's choice and policy target.
+
+    Returns:
+      action [B]: among the root actions visited most in this search (the
+        last survivors of sequential halving), the best
+        `g + log P + sigma(completed Q)`.
+      action_weights [B, A]: the improved policy
+        `softmax(log P + sigma(completed Q))` over the legal actions.
+    """
+    root = jnp.zeros((tree.batch_size,), jnp.int32)
+    stats = tree_lib.children_stats(tree, root)
+    completed = config.completed_q(tree, root, stats)
+    logits = selection.prior_logits(stats)
+    visits_this_search = stats.visits - baseline_visits
+    most = jnp.max(jnp.where(stats.legal, visits_this_search, -1), axis=-1)
+    survivors = stats.legal & (visits_this_search == most[:, None])
+    slot = jnp.argmax(jnp.where(survivors, gumbel + logits + completed, -jnp.inf), axis=-1)
+    action = tree_lib.slot_actions(tree, root)[tree_lib.batch_rows(tree.batch_size), slot]
+    if config.solver:
+        action = play_proven(tree, stats, action)
+    improved = jax.nn.softmax(jnp.where(stats.legal, logits + completed, -jnp.inf), axis=-1)
+    return action.astype(jnp.int32), tree_lib.slots_to_actions(tree, root, improved, 0.0)
 
 
 def start_tree(noise_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
@@ -144,13 +189,36 @@ def _run_policy(params, rng_key, root: base.RootFnOutput, invalid_actions, tempe
                 config: SearchConfig) -> base.PolicyOutput:
     noise_key, search_key, action_key = jax.random.split(rng_key, 3)
     tree = start_tree(noise_key, root, invalid_actions, config, tree)
-    score_fn = config.score_fn()
-    tree = search.run_simulations(params, search_key, tree, recurrent_fn, lambda _: score_fn,
-                                  config.num_simulations, config.max_depth,
-                                  solver=config.solver, expand_all_children=config.expand_all)
-    action = choose_action(action_key, tree, config.final_action, temperature, config.solver)
-    return base.PolicyOutput(action=action, action_weights=tree.summary().visit_probs,
-                             search_tree=tree)
+    run = functools.partial(search.run_simulations, params, search_key, recurrent_fn=recurrent_fn,
+                            num_simulations=config.num_simulations, max_depth=config.max_depth,
+                            solver=config.solver, expand_all_children=config.expand_all)
+    if config.rule != "gumbel":
+        score_fn = config.score_fn()
+        tree = run(tree=tree, score_fn_for=lambda _: score_fn)
+        action = choose_action(action_key, tree, config.final_action, temperature, config.solver)
+        return base.PolicyOutput(action=action, action_weights=tree.summary().visit_probs,
+                                 search_tree=tree)
+
+    root_index = jnp.zeros((tree.batch_size,), jnp.int32)
+    root_stats = tree_lib.children_stats(tree, root_index)
+    # Drawn in action space from split(rng_key)[1], as mctx.gumbel_muzero_policy
+    # draws it, so that equal keys give both libraries equal noise.
+    gumbel_key = jax.random.split(rng_key)[1]
+    gumbel = config.gumbel_scale * jax.random.gumbel(gumbel_key, root.prior_logits.shape)
+    gumbel = jnp.where(root_stats.legal, jnp.take_along_axis(
+        gumbel, tree_lib.slot_actions(tree, root_index), axis=1), 0.0)
+    num_considered = jnp.minimum(config.max_num_considered_actions,
+                                 jnp.sum(root_stats.legal, axis=-1)).astype(jnp.int32)
+    table = selection.halving_table(config.max_num_considered_actions, config.num_simulations)
+
+    def score_fn_for(simulation_index):
+        return selection.make_gumbel(simulation_index, table, num_considered, gumbel,
+                                     root_stats.visits, value_scale=config.value_scale,
+                                     maxvisit_init=config.maxvisit_init)
+
+    tree = run(tree=tree, score_fn_for=score_fn_for)
+    action, action_weights = gumbel_action(tree, gumbel, root_stats.visits, config)
+    return base.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
 
 
 def _policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions, max_depth,
@@ -286,3 +354,46 @@ def alphazero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.Root
                    expand_all, rule="puct", pb_c_init=float(pb_c_init), pb_c_base=float(pb_c_base),
                    q_transform=q_transform, dirichlet_fraction=float(dirichlet_fraction),
                    dirichlet_alpha=float(dirichlet_alpha))
+
+
+def gumbel_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
+                  recurrent_fn: base.RecurrentFn, num_simulations: int, *,
+                  invalid_actions: Optional[chex.Array] = None,
+                  max_depth: Optional[int] = None,
+                  max_nodes: Optional[int] = None,
+                  max_num_considered_actions: int = 16,
+                  gumbel_scale: float = 1.0,
+                  value_scale: float = 0.1,
+                  maxvisit_init: float = 50.0,
+                  value_range: Tuple[float, float] = (-1.0, 1.0),
+                  tree: Optional[tree_lib.Tree] = None,
+                  solver: bool = False) -> base.PolicyOutput:
+    """Gumbel MuZero: policy improvement that works with very few simulations.
+
+    At the root, Gumbel noise `g` is drawn for every legal action; sequential
+    halving spends the budget on the `max_num_considered_actions` best by
+    `g + log P` and halves them, by `g + log P + sigma(completed Q)`, until
+    the survivor is the action. `sigma(completed Q)` fills unvisited children
+    with the node's mixed value, min-max rescales and multiplies by
+    `(maxvisit_init + max visits) * value_scale`. Below the root the child
+    whose visit share lags most behind `softmax(log P + sigma(completed Q))`
+    is chosen (deterministic). `action_weights` is that improved policy at the
+    root: the training target. The defaults match `mctx.gumbel_muzero_policy`.
+
+    `gumbel_scale` plays the role of a temperature (0: deterministic); the
+    `final_action` and `temperature` options of the other policies do not
+    apply. With `tree=`, sequential halving counts only this search's visits.
+    The other arguments are as in `uct_policy`.
+    """
+    if isinstance(max_num_considered_actions, bool) or not isinstance(
+            max_num_considered_actions, int) or max_num_considered_actions < 1:
+        raise ValueError(f"max_num_considered_actions must be an int >= 1, got "
+                         f"{max_num_considered_actions!r}")
+    if float(gumbel_scale) < 0:
+        raise ValueError(f"gumbel_scale must be >= 0, got {gumbel_scale}")
+    return _policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions,
+                   max_depth, max_nodes, 0.0, "most_visited", value_range, tree, solver,
+                   False, rule="gumbel",
+                   max_num_considered_actions=int(max_num_considered_actions),
+                   gumbel_scale=float(gumbel_scale), value_scale=float(value_scale),
+                   maxvisit_init=float(maxvisit_init))

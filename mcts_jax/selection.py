@@ -16,9 +16,11 @@ relative to their own range.
 from __future__ import annotations
 
 import functools
-from typing import Callable
+import math
+from typing import Callable, Tuple
 
 import chex
+import jax
 import jax.numpy as jnp
 
 from mcts_jax import tree as tree_lib
@@ -95,3 +97,119 @@ def make_uct(uct_c: float) -> ScoreFn:
 def make_puct(pb_c_init: float, pb_c_base: float, q_transform: str) -> ScoreFn:
     return functools.partial(puct_scores, pb_c_init=pb_c_init, pb_c_base=pb_c_base,
                              q_transform=q_transform)
+
+
+# ---------------------------------------------------------------------------
+# Gumbel MuZero (Danihelka et al., 2022): sequential halving at the root,
+# completed Q-values, and a deterministic rule below the root.
+# ---------------------------------------------------------------------------
+
+
+def halving_schedule(num_considered: int, num_simulations: int) -> Tuple[int, ...]:
+    """The visit count an action must have to be chosen at each simulation of
+    sequential halving with `num_considered` actions.
+
+    The budget is split into about log2(num_considered) phases; in each phase
+    every surviving action is visited equally often, then half of them (the
+    worse half by score) drop out, down to two. With one action (or none)
+    every simulation goes to it.
+    """
+    if num_considered <= 1:
+        return tuple(range(num_simulations))
+    phases = math.ceil(math.log2(num_considered))
+    schedule, visits, alive = [], [0] * num_considered, num_considered
+    while len(schedule) < num_simulations:
+        rounds = max(1, num_simulations // (phases * alive))
+        for _ in range(rounds):
+            schedule.extend(visits[:alive])
+            visits[:alive] = [v + 1 for v in visits[:alive]]
+        alive = max(2, alive // 2)
+    return tuple(schedule[:num_simulations])
+
+
+def halving_table(max_considered: int, num_simulations: int) -> jnp.ndarray:
+    """[max_considered + 1, num_simulations] int32: row m is the schedule for
+    m considered actions."""
+    return jnp.asarray([halving_schedule(m, num_simulations)
+                        for m in range(max_considered + 1)], jnp.int32)
+
+
+def completed_qvalues(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenStats, *,
+                      value_scale: float, maxvisit_init: float) -> chex.Array:
+    """sigma(completed Q) [B, K] of the Gumbel MuZero paper.
+
+    Unvisited children get the node's mixed value (its raw value blended with
+    the prior-weighted mean Q of the visited children); all Q are min-max
+    rescaled over the legal children to [0, 1], then multiplied by
+    `(maxvisit_init + max child visits) * value_scale`. Illegal slots get 0.
+    """
+    visited = stats.visits > 0
+    priors = jnp.maximum(stats.priors, jnp.finfo(jnp.float32).tiny)
+    visited_mass = jnp.sum(jnp.where(visited, priors, 0.0), axis=-1, keepdims=True)
+    weighted_q = jnp.sum(jnp.where(visited, priors * stats.qvalues, 0.0), axis=-1,
+                         keepdims=True) / jnp.maximum(visited_mass, jnp.finfo(jnp.float32).tiny)
+    total_visits = jnp.sum(stats.visits, axis=-1, keepdims=True).astype(jnp.float32)
+    raw_value = tree_lib.gather_nodes(tree.raw_values, node)[:, None]
+    mixed_value = (raw_value + total_visits * weighted_q) / (total_visits + 1.0)
+    completed = jnp.where(visited, stats.qvalues, mixed_value)
+    low = jnp.min(jnp.where(stats.legal, completed, jnp.inf), axis=-1, keepdims=True)
+    high = jnp.max(jnp.where(stats.legal, completed, -jnp.inf), axis=-1, keepdims=True)
+    rescaled = (completed - low) / jnp.maximum(high - low, 1e-8)
+    max_visits = jnp.max(stats.visits, axis=-1, keepdims=True).astype(jnp.float32)
+    return jnp.where(stats.legal, (maxvisit_init + max_visits) * value_scale * rescaled, 0.0)
+
+
+def prior_logits(stats: tree_lib.ChildrenStats) -> chex.Array:
+    """log P [B, K] over legal slots, a very low finite value elsewhere."""
+    return jnp.where(stats.legal & (stats.priors > 0),
+                     jnp.log(jnp.maximum(stats.priors, jnp.finfo(jnp.float32).tiny)), -1e9)
+
+
+def gumbel_interior_scores(tree: tree_lib.Tree, node: chex.Array,
+                           stats: tree_lib.ChildrenStats, *, value_scale: float,
+                           maxvisit_init: float) -> chex.Array:
+    """Deterministic selection below the root: the child whose visit share
+    lags most behind the improved policy `softmax(log P + sigma(completed Q))`."""
+    improved = jax.nn.softmax(prior_logits(stats) + completed_qvalues(
+        tree, node, stats, value_scale=value_scale, maxvisit_init=maxvisit_init), axis=-1)
+    visits = stats.visits.astype(jnp.float32)
+    share = visits / (1.0 + jnp.sum(visits, axis=-1, keepdims=True))
+    return jnp.where(stats.legal, improved - share, -jnp.inf)
+
+
+def gumbel_root_scores(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats,
+                       gumbel: chex.Array, visits_this_search: chex.Array,
+                       target_visits: chex.Array, *, value_scale: float,
+                       maxvisit_init: float) -> chex.Array:
+    """Sequential halving at the root: among the actions whose visits in this
+    search equal `target_visits` [B], the best `g + log P + sigma(completed Q)`."""
+    root = jnp.zeros((tree.batch_size,), jnp.int32)
+    score = gumbel + prior_logits(stats) + completed_qvalues(
+        tree, root, stats, value_scale=value_scale, maxvisit_init=maxvisit_init)
+    eligible = stats.legal & (visits_this_search == target_visits[:, None])
+    return jnp.where(eligible, jnp.maximum(score, -1e9), -jnp.inf)
+
+
+def make_gumbel(simulation_index: chex.Array, table: chex.Array, num_considered: chex.Array,
+                gumbel: chex.Array, baseline_visits: chex.Array, *, value_scale: float,
+                maxvisit_init: float) -> ScoreFn:
+    """The Gumbel MuZero rule for one simulation.
+
+    Args:
+      simulation_index: traced int, which simulation of this search.
+      table: `halving_table(max_considered, num_simulations)`.
+      num_considered: [B] int32, min(max_num_considered_actions, legal actions).
+      gumbel: [B, K] Gumbel noise of the root slots (0 where illegal).
+      baseline_visits: [B, K] root child visits before this search (a reused
+        tree): sequential halving counts only the visits of this search.
+    """
+    target = table[num_considered, simulation_index]
+
+    def scores(tree, node, depth, stats):
+        interior = gumbel_interior_scores(tree, node, stats, value_scale=value_scale,
+                                          maxvisit_init=maxvisit_init)
+        root = gumbel_root_scores(tree, stats, gumbel, stats.visits - baseline_visits, target,
+                                  value_scale=value_scale, maxvisit_init=maxvisit_init)
+        return jnp.where((depth == 0)[:, None], root, interior)
+
+    return scores

@@ -41,3 +41,20 @@ def test_alphazero_matches_mctx_muzero_policy(num_actions, num_simulations):
     assert same_choice.mean() >= 0.95, same_choice.mean()
     # Not only the argmax: most rows have the very same visit counts.
     assert (our_visits == their_visits).all(-1).mean() >= 0.9
+
+
+@pytest.mark.parametrize("num_actions,num_simulations", [(4, 8), (9, 32), (16, 64)])
+def test_gumbel_matches_mctx_gumbel_muzero_policy(num_actions, num_simulations):
+    """Equal keys give equal Gumbel noise (drawn as mctx draws it)."""
+    problem = HashedProblem(num_actions=num_actions)
+    root, _ = problem.root(random_root_codes(100 + num_actions, 256))
+    ours = mcts_jax.gumbel_policy(None, jax.random.key(5), root, problem.recurrent_fn,
+                                  num_simulations)
+    theirs = jax.jit(lambda key: mctx.gumbel_muzero_policy(
+        None, key, mctx.RootFnOutput(prior_logits=root.prior_logits, value=root.value,
+                                     embedding=root.embedding),
+        mctx_recurrent_fn(problem), num_simulations))(jax.random.key(5))
+    same_action = np.asarray(ours.action) == np.asarray(theirs.action)
+    print("gumbel: same action", same_action.mean())
+    assert same_action.mean() >= 0.9
+    np.testing.assert_allclose(ours.action_weights, theirs.action_weights, atol=1e-4)

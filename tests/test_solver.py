@@ -90,9 +90,12 @@ def assert_proves_every_position(policy, boards, **options):
         assert not unproven, f"{len(unproven)} roots unproven after {budget} simulations: " \
                              f"{unproven[:5]}"
         check_proven_children(rows, summary)
-        for board, action in zip(rows, actions):
+        for row, (board, action) in enumerate(zip(rows, actions)):
             assert int(action) in minimax.optimal_moves(board), (
                 minimax.to_tictactoe(board), int(action), minimax.optimal_moves(board))
+            if minimax.value(board) < 1:  # no win: proven only once every move is
+                assert summary.proven[row][minimax.legal_moves(board)].all(), \
+                    minimax.to_tictactoe(board)
 
 
 # ---- (a) the solver proves positions, with the exact values ---------------------
@@ -104,8 +107,10 @@ def test_uct_solver_proves_random_reachable_positions(expand_all):
     assert_proves_every_position("uct", boards, expand_all=expand_all)
 
 
+@pytest.mark.slow
 def test_solver_on_the_empty_board():
-    """The largest tree: 549945 nodes below the empty board (a draw)."""
+    """The largest tree: 549945 nodes below the empty board (a draw). Slow
+    (about 70 s on 2 CPU cores): a simulation's cost grows with max_nodes."""
     board = minimax.EMPTY_BOARD
     budget = minimax.game_tree_size(board)
     assert budget == 549945
@@ -183,6 +188,33 @@ def test_alphazero_solver_avoids_proven_losses_with_small_budget(final_action):
     assert informative >= 10, f"only {informative} rows had a proven loss to avoid"
 
 
+@pytest.mark.parametrize("final_action", ["most_visited", "highest_value", "sampled"])
+def test_alphazero_solver_choice_when_only_unvisited_moves_are_not_lost(final_action):
+    """Priors steer PUCT into a move that loses at once, so after a few
+    simulations the only visited root moves can be proven losses while the
+    other moves are still unvisited. The chosen move must then be a legal move
+    that is not a proven loss. Checked after each of the first 8 simulations
+    (one simulation per call, continuing the tree)."""
+    boards = blunder_positions(64, SAMPLE_SEED + 6, empties=(4, 5, 6))
+    steered = [min(blunders(b)) for b in boards]
+    root, illegal = tictactoe.make_root([minimax.to_tictactoe(b) for b in boards])
+    logits = np.full((len(boards), 9), -30.0, np.float32)
+    logits[np.arange(len(boards)), steered] = 0.0
+    root = root.replace(prior_logits=jax.numpy.asarray(logits))
+    tree = None
+    informative = 0
+    for step in range(8):
+        out = mcts_jax.alphazero_policy(None, jax.random.key(step), root, tictactoe.recurrent_fn,
+                                        1, invalid_actions=illegal, max_nodes=16, solver=True,
+                                        dirichlet_fraction=0.0, final_action=final_action,
+                                        tree=tree)
+        tree = out.search_tree
+        summary = jax.device_get(tree.summary())
+        check_proven_children(boards, summary)
+        informative += assert_never_plays_a_proven_loss(boards, np.asarray(out.action), summary)
+    assert informative > 0
+
+
 # ---- (d) no simulation is spent inside a proven subtree -------------------------
 
 def tree_arrays(tree):
@@ -190,22 +222,49 @@ def tree_arrays(tree):
     return {jax.tree_util.keystr(path): np.asarray(leaf) for path, leaf in leaves}
 
 
-@pytest.mark.parametrize("policy", ["uct", "puct"])
-def test_simulations_after_the_root_is_proven_change_nothing(policy):
-    boards = [b for b in sample_positions(4520, SAMPLE_SEED + 4) if minimax.empties(b) == 6][:24]
-    budget = max(minimax.game_tree_size(b) for b in boards)
-    capacity = budget + 51
-    short = search(policy, boards, budget, max_nodes=capacity, seed=5)
-    long = search(policy, boards, budget + 50, max_nodes=capacity, seed=5)
-    assert short[1].root_proven.all()
+def assert_extra_simulations_change_nothing(policy, boards, num_simulations, seed):
+    """Searches with N and N + 50 simulations (same key, same capacity) give the
+    same action and the same tree, bit for bit. Returns the N search."""
+    capacity = num_simulations + 51
+    short = search(policy, boards, num_simulations, max_nodes=capacity, seed=seed)
+    long = search(policy, boards, num_simulations + 50, max_nodes=capacity, seed=seed)
+    assert short[1].root_proven.all(), "the premise: every root is proven within N"
     check_proven_children(boards, short[1])
-    np.testing.assert_array_equal(short[0], long[0])
     short_arrays, long_arrays = tree_arrays(short[2]), tree_arrays(long[2])
     assert short_arrays.keys() == long_arrays.keys()
     for name in short_arrays:
         a, b = short_arrays[name], long_arrays[name]
         assert a.dtype == b.dtype and a.shape == b.shape, name
-        assert a.tobytes() == b.tobytes(), f"tree field {name} changed after the root was proven"
+        if a.tobytes() != b.tobytes():
+            differ = np.flatnonzero((a != b).reshape(a.shape[0], -1).any(axis=1))
+            raise AssertionError(
+                f"tree field {name} changed after the root was proven, in rows "
+                f"{differ.tolist()[:10]} ({len(differ)} of {len(boards)}), e.g. "
+                f"{[minimax.to_tictactoe(boards[r]) for r in differ[:3]]}")
+    np.testing.assert_array_equal(short[0], long[0])
+    return short
+
+
+@pytest.mark.parametrize("policy", ["uct", "puct"])
+def test_simulations_after_a_win_is_proven_change_nothing(policy):
+    """Roots with a win in one: proven as soon as the winning move is tried (for
+    UCT within the first e simulations, each legal move being tried once), long
+    before their tree (up to 293 nodes) is exhausted at N = 60."""
+    boards = [b for b in sample_positions(4520, SAMPLE_SEED + 4)
+              if minimax.empties(b) == 5 and immediate_wins(b)][:24]
+    assert len(boards) == 24
+    short = assert_extra_simulations_change_nothing(policy, boards, 60, seed=5)
+    np.testing.assert_array_equal(short[1].root_proven_value, 1.0)
+    for board, action in zip(boards, short[0]):
+        assert int(action) in minimax.optimal_moves(board), minimax.to_tictactoe(board)
+
+
+@pytest.mark.parametrize("policy", ["uct", "puct"])
+def test_simulations_after_a_full_proof_change_nothing(policy):
+    """Positions with 6 empty squares and a budget sure to prove them."""
+    boards = [b for b in sample_positions(4520, SAMPLE_SEED + 4) if minimax.empties(b) == 6][:24]
+    budget = max(minimax.game_tree_size(b) for b in boards)
+    assert_extra_simulations_change_nothing(policy, boards, budget, seed=5)
 
 
 @pytest.mark.parametrize("policy", ["uct", "puct"])
