@@ -13,7 +13,7 @@ import pytest
 
 import envs
 import mcts_jax
-from chess_positions import MATE_IN_ONE
+from chess_positions import MATE_IN_ONE, MATE_IN_TWO
 from envs import chess_tools
 from mcts_jax import evaluators
 
@@ -236,3 +236,37 @@ def test_minimax_depth_one_plays_mate_in_one(mate_positions):
     actions = jax.jit(lambda s: evaluators.Minimax(depth=1).best_action(
         jax.random.key(0), game, s))(mate_positions)
     assert_all_mate(actions)
+
+
+@pytest.mark.parametrize("fens,num_simulations", [(MATE_IN_ONE, 200), (MATE_IN_TWO, 1000)],
+                         ids=["mate_in_one", "mate_in_two"])
+def test_solver_proves_chess_mates(fens, num_simulations):
+    game = envs.make("chess")
+    evaluator = evaluators.Uniform()
+    states = chess_tools.batch_from_fens(fens)
+    root, invalid = game.root(None, jax.random.key(0), states, evaluator)
+    out = mcts_jax.alphazero_policy(None, jax.random.key(1), root,
+                                    game.recurrent_fn(evaluator), num_simulations,
+                                    invalid_actions=invalid, dirichlet_fraction=0.0,
+                                    solver=True)
+    summary = out.search_tree.summary()
+    assert np.asarray(summary.root_proven).all()
+    np.testing.assert_array_equal(summary.root_proven_value, 1.0)
+    for fen, action in zip(fens, np.asarray(out.action)):
+        board = chess.Board(fen)
+        board.push_uci(chess_tools.action_to_uci(chess_tools.from_fen(fen), int(action)))
+        if fens is MATE_IN_ONE:
+            assert board.is_checkmate(), fen
+        else:  # every defence allows a mate at once
+            assert not board.is_game_over()
+            for defence in list(board.legal_moves):
+                board.push(defence)
+                assert any(_mates(board, move) for move in list(board.legal_moves)), fen
+                board.pop()
+
+
+def _mates(board, move):
+    board.push(move)
+    mate = board.is_checkmate()
+    board.pop()
+    return mate
