@@ -71,10 +71,9 @@ def main(argv=None):
             print(row, flush=True)
     columns = ["problem", "B", "simulations", "plain_sims_per_s", "solver_sims_per_s",
                "solver/plain time", "plain_search_ms", "get_subtree_ms", "get_subtree/search"]
-    print("\nCost of the solver and of subtree reuse (alphazero_policy, same process)")
-    print(harness.markdown_table(columns, rows))
-    if not args.no_save:
-        print("saved", harness.save("feature_costs", rows, vars(args)))
+    harness.report("feature_costs",
+                   "Cost of the solver and of subtree reuse (alphazero_policy, same process)",
+                   columns, rows, vars(args), not args.no_save)
     return rows
 
 

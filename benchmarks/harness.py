@@ -83,3 +83,12 @@ def save(name: str, rows: List[Dict[str, Any]], settings: Dict[str, Any]) -> str
     with open(path, "w") as f:
         json.dump(dict(benchmark=name, machine=info, settings=settings, rows=rows), f, indent=2)
     return path
+
+
+def report(name: str, title: str, columns: Sequence[str], rows: List[Dict[str, Any]],
+           settings: Dict[str, Any], save_results: bool = True) -> None:
+    """Prints the table under `title` and, unless told not to, saves the JSON."""
+    print(f"\n{title}")
+    print(markdown_table(columns, rows))
+    if save_results:
+        print("saved", save(name, rows, settings))

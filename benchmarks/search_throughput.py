@@ -21,6 +21,10 @@ from benchmarks import harness
 from mcts_jax.synthetic import HashedProblem, random_root_codes
 
 
+COLUMNS = ["B", "A", "simulations", "ours_puct", "ours_uct", "mctx_muzero", "puct/mctx",
+           "ours_puct_us_per_sim", "mctx_muzero_us_per_sim"]
+
+
 def mctx_recurrent_fn(problem, mctx):
     def recurrent_fn(params, rng_key, action, code):
         output, code = problem.recurrent_fn(params, rng_key, action, code)
@@ -98,18 +102,11 @@ def main(argv=None):
                 if isinstance(row.get("mctx_muzero"), float):
                     row["puct/mctx"] = row["ours_puct"] / row["mctx_muzero"]
                 rows.append(row)
-                print(harness.markdown_table(
-                    ["B", "A", "simulations", "ours_puct", "ours_uct", "mctx_muzero",
-                     "puct/mctx", "ours_puct_us_per_sim", "mctx_muzero_us_per_sim"], [row])
-                    .splitlines()[-1], flush=True)
+                print(harness.markdown_table(COLUMNS, [row]).splitlines()[-1], flush=True)
 
-    columns = ["B", "A", "simulations", "ours_puct", "ours_uct", "mctx_muzero", "puct/mctx",
-               "ours_puct_us_per_sim", "mctx_muzero_us_per_sim"]
-    print("\nSimulations per second (B x simulations / median wall time of one search call)")
-    print(harness.markdown_table(columns, rows))
-    if not args.no_save:
-        path = harness.save("search_throughput", rows, vars(args))
-        print(f"\nsaved {path}")
+    harness.report("search_throughput",
+                   "Simulations per second (B x simulations / median wall time of one search "
+                   "call)", COLUMNS, rows, vars(args), not args.no_save)
     return rows
 
 

@@ -134,10 +134,9 @@ def main(argv=None):
             rows.append(row)
             print(harness.markdown_table(columns, [row]).splitlines()[-1], flush=True)
 
-    print("\nSimulations per second with the pgx simulator in the loop")
-    print(harness.markdown_table(columns, rows))
-    if not args.no_save:
-        print("saved", harness.save("simulator_throughput", rows, vars(args)))
+    harness.report("simulator_throughput",
+                   "Simulations per second with the pgx simulator in the loop", columns, rows,
+                   vars(args), not args.no_save)
     return rows
 
 

@@ -187,3 +187,25 @@ def test_tree_from_another_configuration_is_rejected():
     root, _ = other.root(codes)
     with pytest.raises(ValueError, match="A="):
         mcts_jax.uct_policy(None, jax.random.key(0), root, other.recurrent_fn, 8, tree=tree)
+
+
+def test_tree_kept_across_games_with_select_rows():
+    """A tree searched at the initial position is put back into the rows
+    whose game restarted; they continue it instead of starting fresh."""
+    problem = HashedProblem(num_actions=4, illegal_eighths=1)
+    start = random_root_codes(37, 1).repeat(BATCH)  # every game starts here
+    first = search(start, 20, max_nodes=100, problem=problem)
+    kept_initial = first.search_tree
+    moved = mcts_jax.get_subtree(first.search_tree, first.action)
+    restarted = jnp.asarray(np.arange(BATCH) < 3)
+    tree = mcts_jax.select_rows(restarted, kept_initial, moved)
+    codes = np.where(np.asarray(restarted), start,
+                     np.asarray(moved.embeddings[:, 0]).astype(np.uint64))
+    fresh_rows = np.asarray(tree.num_nodes) == 0
+    codes[fresh_rows] = [problem.step_code(int(s), int(a)) for s, a in
+                         zip(start[fresh_rows], np.asarray(first.action)[fresh_rows])]
+    out = search(codes, 20, tree=tree, problem=problem)
+    visits = np.asarray(out.search_tree.node_visits[:, 0])
+    np.testing.assert_array_equal(visits[:3], 21 + 20)
+    np.testing.assert_array_equal(visits[3:], np.maximum(np.asarray(moved.node_visits[3:, 0]),
+                                                         1) + 20)
