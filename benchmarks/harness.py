@@ -48,12 +48,23 @@ def _version(name: str) -> str:
         return "not installed"
 
 
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def machine_info() -> Dict[str, Any]:
     device = jax.devices()[0]
     return dict(
         date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         platform=platform.platform(),
-        processor=platform.processor() or platform.machine(),
+        processor=_cpu_model(),
         cpu_count=os.cpu_count(),
         backend=jax.default_backend(),
         device=getattr(device, "device_kind", str(device)),

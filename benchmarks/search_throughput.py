@@ -33,7 +33,7 @@ def mctx_recurrent_fn(problem, mctx):
     return recurrent_fn
 
 
-def make_runners(batch_size, num_actions, num_simulations):
+def make_runners(batch_size, num_actions, num_simulations, max_depth=None):
     problem = HashedProblem(num_actions=num_actions)
     root, _ = problem.root(random_root_codes(batch_size, batch_size))
     key = jax.random.key(0)
@@ -42,12 +42,13 @@ def make_runners(batch_size, num_actions, num_simulations):
     @jax.jit
     def ours_puct(key, root):
         return mcts_jax.alphazero_policy(None, key, root, problem.recurrent_fn, num_simulations,
-                                         dirichlet_fraction=0.0).action_weights
+                                         dirichlet_fraction=0.0,
+                                         max_depth=max_depth).action_weights
 
     @jax.jit
     def ours_uct(key, root):
         return mcts_jax.uct_policy(None, key, root, problem.recurrent_fn,
-                                   num_simulations).action_weights
+                                   num_simulations, max_depth=max_depth).action_weights
 
     runners["ours_puct"] = lambda: ours_puct(key, root)
     runners["ours_uct"] = lambda: ours_uct(key, root)
@@ -62,7 +63,7 @@ def make_runners(batch_size, num_actions, num_simulations):
     @jax.jit
     def mctx_muzero(key, root):
         return mctx.muzero_policy(None, key, root, their_fn, num_simulations,
-                                  dirichlet_fraction=0.0).action_weights
+                                  dirichlet_fraction=0.0, max_depth=max_depth).action_weights
 
     runners["mctx_muzero"] = lambda: mctx_muzero(key, their_root)
     return runners
@@ -76,6 +77,10 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--mctx-budget-s", type=float, default=60.0,
                         help="skip an mctx cell whose estimated time per call exceeds this")
+    parser.add_argument("--max-depth", type=int, default=None,
+                        help="depth limit for both libraries: PUCT on these random trees "
+                             "dives deeper as simulations grow, and a simulation costs "
+                             "O(depth); a limit isolates the cost of tree size")
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
 
@@ -84,7 +89,8 @@ def main(argv=None):
     for num_actions in args.num_actions:
         for batch_size in args.batch_sizes:
             for num_simulations in sorted(args.simulations):
-                runners = make_runners(batch_size, num_actions, num_simulations)
+                runners = make_runners(batch_size, num_actions, num_simulations,
+                                       args.max_depth)
                 row = dict(B=batch_size, A=num_actions, simulations=num_simulations)
                 for name, fn in runners.items():
                     estimate = mctx_seconds_per_sim.get((batch_size, num_actions), 0) * \
@@ -104,7 +110,9 @@ def main(argv=None):
                 rows.append(row)
                 print(harness.markdown_table(COLUMNS, [row]).splitlines()[-1], flush=True)
 
-    harness.report("search_throughput",
+    name = "search_throughput" if args.max_depth is None else \
+        f"search_throughput-max_depth{args.max_depth}"
+    harness.report(name,
                    "Simulations per second (B x simulations / median wall time of one search "
                    "call)", COLUMNS, rows, vars(args), not args.no_save)
     return rows

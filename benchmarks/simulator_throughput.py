@@ -49,12 +49,14 @@ def mctx_wrap(recurrent_fn, mctx):
     return wrapped
 
 
-def runners_for(game, batch_size, num_simulations, include_mctx):
+def runners_for(game, batch_size, num_simulations, include_mctx, playouts):
     states = game.init(jax.random.key(0), batch_size)
     key = jax.random.key(1)
     runners = {}
-    for label, evaluator in (("", evaluators.Uniform()),
-                             ("_playout", evaluators.RandomPlayouts(num_playouts=1))):
+    choices = [("", evaluators.Uniform())]
+    if playouts:
+        choices.append(("_playout", evaluators.RandomPlayouts(num_playouts=1)))
+    for label, evaluator in choices:
         recurrent_fn = game.recurrent_fn(evaluator)
         root, invalid = game.root(None, key, states, evaluator)
         if label:
@@ -106,6 +108,9 @@ def main(argv=None):
                         help="per search (default: 64 tic-tac-toe, 32 chess)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-mctx", action="store_true")
+    parser.add_argument("--playout-games", nargs="*", default=["tic_tac_toe"],
+                        help="games that also get the random-playout rows (a random chess "
+                             "game of up to 512 plies per leaf is far too slow on a CPU)")
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
 
@@ -121,7 +126,8 @@ def main(argv=None):
             if not mctx_fits:
                 row["mctx_muzero"] = row["mctx_playout"] = "skipped (memory)"
             runners = runners_for(game, batch_size, num_simulations,
-                                  include_mctx=mctx_fits and not args.no_mctx)
+                                  include_mctx=mctx_fits and not args.no_mctx,
+                                  playouts=name in args.playout_games)
             for runner_name, fn in runners.items():
                 timing = harness.time_call(fn, args.repeats)
                 row[runner_name] = batch_size * num_simulations / timing["median_s"]
