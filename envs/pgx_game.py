@@ -19,6 +19,7 @@ stepped) are replaced by empty placeholders. `full_state` puts them back.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Callable, Optional, Tuple
 
 import chex
@@ -126,17 +127,23 @@ class PgxGame:
     # ---- the search contract -------------------------------------------------
     def root(self, params: Any, rng_key: chex.PRNGKey, states: pgx.State,
              evaluator: Evaluator) -> Tuple[mcts_jax.RootFnOutput, chex.Array]:
-        """(RootFnOutput, invalid_actions [B, A]) for full, non-terminal states."""
-        logits, value = evaluator(params, rng_key, self, states)
-        root = mcts_jax.RootFnOutput(prior_logits=logits, value=value,
-                                     embedding=self.lean_state(states))
-        return root, ~self.legal_actions(states)
+        """(RootFnOutput, invalid_actions [B, A]) for full, non-terminal states.
+        Compiled once per game, evaluator and shapes (also outside jit)."""
+        return _root(self, evaluator, params, rng_key, states)
 
     def recurrent_fn(self, evaluator: Evaluator) -> mcts_jax.RecurrentFn:
         """A recurrent_fn that steps the true simulator and evaluates the new
         states with `evaluator`. The same evaluator gives the same function
         object, so repeated searches reuse one compilation."""
         return _recurrent_fn_for(self, evaluator)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _root(game: PgxGame, evaluator: Evaluator, params, rng_key, states):
+    logits, value = evaluator(params, rng_key, game, states)
+    root = mcts_jax.RootFnOutput(prior_logits=logits, value=value,
+                                 embedding=game.lean_state(states))
+    return root, ~game.legal_actions(states)
 
 
 _RECURRENT_FNS: dict = {}
