@@ -113,12 +113,9 @@ def _get_subtree(tree: tree_lib.Tree, action: chex.Array) -> tree_lib.Tree:
         return default.at[rows[:, None], move_to].set(array, mode="drop")
 
     def renumber(index_array):
-        safe = jnp.maximum(index_array.astype(jnp.int32), 0)
-        if index_array.ndim == 3:
-            renumbered = jnp.take_along_axis(
-                new_index, safe.reshape(batch_size, -1), axis=1).reshape(index_array.shape)
-        else:
-            renumbered = jnp.take_along_axis(new_index, safe, axis=1)
+        """Old node indices -> new ones; negative codes stay. [B, N] or [B, N, K]."""
+        safe = jnp.maximum(index_array.astype(jnp.int32), 0).reshape(batch_size, -1)
+        renumbered = jnp.take_along_axis(new_index, safe, axis=1).reshape(index_array.shape)
         return jnp.where(index_array >= 0, renumbered, index_array).astype(index_array.dtype)
 
     parents = renumber(tree.parents)

@@ -303,17 +303,10 @@ def prove(tree: tree_lib.Tree, node: chex.Array, solved: chex.Array,
     """MCTS-solver rule for `node` [B] given the current solved arrays [B, N]:
     proven if some child is proven to give the mover the best possible value,
     or if every legal child is proven. Returns (proven [B], exact value [B])."""
-    index = tree_lib.gather_nodes(tree.children, node).astype(jnp.int32)
-    legal = index != tree_lib.ILLEGAL
-    safe_index = jnp.maximum(index, 0)
-
-    def take(per_node):
-        return jnp.take_along_axis(per_node, safe_index, axis=1)
-
-    child_solved = (index >= 0) & take(solved)
-    child_q = take(tree.rewards) + take(tree.discounts) * take(solved_values)
-    best = jnp.max(jnp.where(child_solved, child_q, -jnp.inf), axis=-1)
-    all_solved = jnp.any(legal, axis=-1) & jnp.all(~legal | child_solved, axis=-1)
+    stats = tree_lib.children_stats(
+        tree.replace(solved=solved, solved_values=solved_values), node)
+    best = jnp.max(jnp.where(stats.solved, stats.solved_qvalues, -jnp.inf), axis=-1)
+    all_solved = jnp.any(stats.legal, axis=-1) & jnp.all(~stats.legal | stats.solved, axis=-1)
     return (best >= PROVEN_WIN) | all_solved, best
 
 
