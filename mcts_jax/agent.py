@@ -1,0 +1,90 @@
+"""A trained agent, loaded from a training run folder.
+
+    agent = Agent.load("runs/tic_tac_toe")
+    states = agent.game.init(jax.random.key(0), batch_size=8)
+    actions = agent.act(jax.random.key(1), states, num_simulations=64)   # [8] int32
+
+`act` searches batched pgx states of the agent's game with the run's search
+policy (alphazero or gumbel) and the trained network; `num_simulations=0`
+plays the raw policy network (no search).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+from typing import Any, Optional
+
+import jax
+
+import envs
+from mcts_jax import arena, networks
+from mcts_jax.training import checkpoint as checkpoint_lib
+from mcts_jax.training import config as config_lib
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Agent:
+    """A network and the search it was trained with.
+
+    config: the run's TrainConfig; game: the `envs` game; model: the
+    `networks.Model`; variables: its {"params", "batch_stats"}; iteration:
+    the training iteration of the checkpoint.
+    """
+
+    config: config_lib.TrainConfig
+    game: Any
+    model: networks.Model
+    variables: Any
+    iteration: int
+
+    @classmethod
+    def load(cls, run_dir: str, iteration: Optional[int] = None) -> "Agent":
+        """The agent of `run_dir`'s latest checkpoint (or of `iteration`)."""
+        config_path = os.path.join(run_dir, "config.json")
+        if not os.path.exists(config_path):
+            raise FileNotFoundError(f"{run_dir} is not a training run (no config.json)")
+        config = config_lib.load_json(config_path)
+        game = envs.make(config.game)
+        model = networks.make_model(config.network_config(), game)
+        like = jax.eval_shape(model.init, jax.random.key(0))
+        checkpointer = checkpoint_lib.Checkpointer(os.path.join(run_dir, "checkpoints"),
+                                                   keep=config.keep_checkpoints)
+        try:
+            variables, iteration = checkpointer.restore_variables(like, iteration)
+        finally:
+            checkpointer.close()
+        return cls(config=config, game=game, model=model, variables=variables,
+                   iteration=int(iteration))
+
+    def player(self, num_simulations: Optional[int] = None, greedy: bool = True):
+        """The `arena` player of this agent (for `arena.play_match`)."""
+        if num_simulations == 0:
+            return arena.PolicyPlayer(self.model.evaluator, greedy=greedy)
+        return arena.SearchPlayer(self.model.evaluator, self.config.policy,
+                                  num_simulations or self.config.final_simulations,
+                                  greedy=greedy,
+                                  considered_actions=self.config.considered_actions)
+
+    def act(self, rng_key: jax.Array, states, num_simulations: Optional[int] = None,
+            greedy: bool = True) -> jax.Array:
+        """Moves [B] int32 for batched, non-terminal pgx states [B] of the game.
+
+        num_simulations: search budget (None: the run's final_simulations;
+          0: the raw policy network, no search).
+        greedy: the most visited move without root noise (Gumbel: no Gumbel
+          noise); False samples as in self-play (raw policy: softmax).
+        """
+        return _act(self.player(num_simulations, greedy), self.game, self.variables, rng_key,
+                    states)
+
+    def policy_value(self, states):
+        """The raw network on states [B]: (logits [B, A], value [B] for the player to move)."""
+        return jax.jit(self.model.predict)(self.variables, states.observation)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _act(player, game, variables, rng_key, states):
+    """Compiled once per player, game and shapes."""
+    return player(variables, rng_key, game, states)

@@ -1,0 +1,267 @@
+"""Batched matches between players, and Elo ratings from their results.
+
+A player is a hashable callable `player(params, rng_key, game, states [n]) ->
+actions [n] int32` on full pgx states (frozen dataclasses, so equal players
+share compiled code): `RandomPlayer`, `PolicyPlayer` (the raw network),
+`SearchPlayer` (uct / alphazero / gumbel search with any evaluator), or e.g.
+`envs.perfect_play.PerfectPlayer`.
+
+    result = arena.play_match(game, SearchPlayer(model.evaluator, "gumbel", 64), variables,
+                              RandomPlayer(), None, key, num_games=200)
+    result.wins, result.draws, result.losses      # for the first player (A)
+
+`play_match` plays `num_games` games at once, half with A moving first
+(rows [0, n)) and half with B first (rows [n, 2n)). The pgx games here
+alternate turns strictly (a player with no move passes with an explicit pass
+action), so on each ply one half of the rows is A's to move and the other
+half B's: each player is called once per ply on n rows. The match checks that
+assumption on every ply and raises if it fails.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import mcts_jax
+
+# Upper bounds on game length in plies, for the match loop.
+MAX_PLIES = {"tic_tac_toe": 9, "connect_four": 42, "othello": 140, "go_9x9": 400,
+             "chess": 1024}
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomPlayer:
+    """Uniformly random legal moves."""
+
+    def __call__(self, params, rng_key, game, states):
+        del params
+        legal = game.legal_actions(states)
+        return jax.random.categorical(rng_key, jnp.where(legal, 0.0, -jnp.inf)).astype(jnp.int32)
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyPlayer:
+    """The raw policy of an evaluator (no search): its legal argmax, or a
+    sample from its legal softmax when `greedy` is False."""
+
+    evaluator: Any
+    greedy: bool = True
+
+    def __call__(self, params, rng_key, game, states):
+        eval_key, sample_key = jax.random.split(rng_key)
+        logits, _ = self.evaluator(params, eval_key, game, states)
+        logits = jnp.where(game.legal_actions(states), logits, -jnp.inf)
+        if self.greedy:
+            return jnp.argmax(logits, axis=-1).astype(jnp.int32)
+        return jax.random.categorical(sample_key, logits).astype(jnp.int32)
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchPlayer:
+    """A search with `evaluator` at the leaves.
+
+    policy: "uct", "alphazero" or "gumbel". `greedy` plays the most visited
+    move (alphazero / uct, no root noise) or Gumbel's choice with
+    `gumbel_scale` 0; otherwise alphazero samples from the visit counts and
+    Gumbel keeps its noise.
+    """
+
+    evaluator: Any
+    policy: str = "alphazero"
+    num_simulations: int = 64
+    greedy: bool = True
+    max_nodes: Optional[int] = None
+    considered_actions: int = 16
+    uct_c: float = 1.4
+
+    def search(self, params, rng_key, game, states) -> mcts_jax.PolicyOutput:
+        root_key, search_key = jax.random.split(rng_key)
+        root, invalid = game.root(params, root_key, states, self.evaluator)
+        recurrent_fn = game.recurrent_fn(self.evaluator)
+        common = dict(invalid_actions=invalid, max_nodes=self.max_nodes)
+        if self.policy == "uct":
+            return mcts_jax.uct_policy(params, search_key, root, recurrent_fn,
+                                       self.num_simulations, uct_c=self.uct_c,
+                                       final_action="most_visited" if self.greedy else "sampled",
+                                       temperature=0.0 if self.greedy else 1.0, **common)
+        if self.policy == "alphazero":
+            return mcts_jax.alphazero_policy(
+                params, search_key, root, recurrent_fn, self.num_simulations,
+                dirichlet_fraction=0.0 if self.greedy else 0.25,
+                final_action="most_visited" if self.greedy else "sampled",
+                temperature=0.0 if self.greedy else 1.0, **common)
+        if self.policy == "gumbel":
+            return mcts_jax.gumbel_policy(
+                params, search_key, root, recurrent_fn, self.num_simulations,
+                max_num_considered_actions=min(self.considered_actions, game.num_actions),
+                gumbel_scale=0.0 if self.greedy else 1.0, **common)
+        raise ValueError(f"policy must be 'uct', 'alphazero' or 'gumbel', got {self.policy!r}")
+
+    def __call__(self, params, rng_key, game, states):
+        return self.search(params, rng_key, game, states).action
+
+
+@dataclasses.dataclass(frozen=True)
+class MatchResult:
+    """Results of a match for player A (each game 1 win, 0 draw, -1 loss).
+
+    wins / draws / losses: totals over all games; first / second: (wins,
+    draws, losses) of A when moving first / second; unfinished: games cut at
+    the ply cap (counted as draws); seconds: wall time.
+    """
+
+    wins: int
+    draws: int
+    losses: int
+    first: Tuple[int, int, int]
+    second: Tuple[int, int, int]
+    unfinished: int
+    seconds: float
+
+    @property
+    def num_games(self) -> int:
+        return self.wins + self.draws + self.losses
+
+    @property
+    def score(self) -> float:
+        """A's mean score in [0, 1] (win 1, draw 1/2)."""
+        return (self.wins + 0.5 * self.draws) / max(1, self.num_games)
+
+    def as_dict(self, prefix: str = "") -> Dict[str, Any]:
+        return {f"{prefix}wins": self.wins, f"{prefix}draws": self.draws,
+                f"{prefix}losses": self.losses, f"{prefix}score": round(self.score, 4)}
+
+
+def _half(tree, start, size):
+    return jax.tree.map(lambda x: jax.lax.dynamic_slice_in_dim(x, start, size, axis=0), tree)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
+def _match_step(game, player_a, player_b, opening_moves, params_a, params_b, rng_key, states,
+                ply, a_id, score_a, violations):
+    """One ply of every game. A moves in rows [0, n) on even plies, [n, 2n) on odd."""
+    size = states.current_player.shape[0] // 2
+    key_a, key_b, key_open, key_step = jax.random.split(rng_key, 4)
+    even = ply % 2 == 0
+    start_a = jnp.where(even, 0, size)
+    actions_a = player_a(params_a, key_a, game, _half(states, start_a, size))
+    actions_b = player_b(params_b, key_b, game, _half(states, size - start_a, size))
+    actions = jnp.where(even, jnp.concatenate([actions_a, actions_b]),
+                        jnp.concatenate([actions_b, actions_a]))
+    if opening_moves:
+        legal = game.legal_actions(states)
+        random_moves = jax.random.categorical(key_open, jnp.where(legal, 0.0, -jnp.inf))
+        actions = jnp.where(ply < opening_moves, random_moves.astype(jnp.int32), actions)
+    rows = jnp.arange(2 * size)
+    a_moves = (rows < size) == even
+    mover = jnp.where(a_moves, a_id, 1 - a_id)
+    live = ~game.is_terminal(states)
+    violations = violations + jnp.sum(live & (game.current_player(states) != mover))
+    states = game.step(states, actions.astype(jnp.int32), key_step)
+    # pgx rewards only the move that ends the game (zero after it).
+    score_a = score_a + game.reward_for(states, a_id)
+    return states, score_a, violations
+
+
+def play_match(game, player_a, params_a, player_b, params_b, rng_key, num_games: int,
+               opening_moves: int = 0, max_plies: Optional[int] = None) -> MatchResult:
+    """`num_games` (even) games of A against B, half with each moving first.
+
+    opening_moves: the first plies of every game are uniformly random (for
+    both sides), to vary the games of deterministic players.
+    max_plies: cap on game length (default `MAX_PLIES[game.name]`); games
+    still running are counted as draws.
+    """
+    if num_games < 2 or num_games % 2:
+        raise ValueError(f"num_games must be even and >= 2, got {num_games}")
+    started = time.perf_counter()
+    size = num_games // 2
+    init_key, rng_key = jax.random.split(rng_key)
+    states = game.init(init_key, num_games)
+    first_id = states.current_player
+    a_id = jnp.concatenate([first_id[:size], 1 - first_id[size:]]).astype(jnp.int32)
+    score_a = jnp.zeros((num_games,), jnp.float32)
+    violations = jnp.zeros((), jnp.int32)
+    max_plies = max_plies or MAX_PLIES.get(game.name, 1024)
+    for ply in range(max_plies):
+        rng_key, step_key = jax.random.split(rng_key)
+        states, score_a, violations = _match_step(
+            game, player_a, player_b, int(opening_moves), params_a, params_b, step_key, states,
+            jnp.int32(ply), a_id, score_a, violations)
+        if bool(jnp.all(game.is_terminal(states))):
+            break
+    if int(violations):
+        raise RuntimeError(f"{game.name}: turns did not alternate ({int(violations)} "
+                           f"row-plies); play_match assumes strict alternation")
+    score = np.asarray(score_a)
+    unfinished = int(np.sum(~np.asarray(game.is_terminal(states))))
+
+    def tally(part):
+        return (int(np.sum(part > 0)), int(np.sum(part == 0)), int(np.sum(part < 0)))
+
+    first, second = tally(score[:size]), tally(score[size:])
+    wins, draws, losses = (a + b for a, b in zip(first, second))
+    return MatchResult(wins=wins, draws=draws, losses=losses, first=first, second=second,
+                       unfinished=unfinished, seconds=time.perf_counter() - started)
+
+
+# ---- Elo --------------------------------------------------------------------
+
+ELO_SCALE = 400.0 / math.log(10.0)
+
+
+def expected_score(rating_a: float, rating_b: float) -> float:
+    """Elo's expected score of A against B."""
+    return 1.0 / (1.0 + 10.0 ** ((rating_b - rating_a) / 400.0))
+
+
+def fit_elo(results: Sequence[Tuple[Hashable, Hashable, float, float]],
+            anchor: Hashable, prior_games: float = 1.0,
+            iterations: int = 2000) -> Dict[Hashable, float]:
+    """Elo ratings by maximum likelihood (Bradley-Terry, a draw counts half).
+
+    results: (player_i, player_j, score_i, games): player i scored `score_i`
+      points (win 1, draw 1/2) in `games` games against player j.
+    anchor: the player rated 0.
+    prior_games: each player also gets this many virtual drawn games against
+      the anchor (a weak prior that keeps perfect scores finite).
+    Returns {player: rating}.
+    """
+    players: List[Hashable] = [anchor]
+    for i, j, _, _ in results:
+        for p in (i, j):
+            if p not in players:
+                players.append(p)
+    index = {p: k for k, p in enumerate(players)}
+    rows = [(index[i], index[j], float(s), float(n)) for i, j, s, n in results if n > 0]
+    rows += [(k, 0, 0.5 * prior_games, prior_games) for k in range(1, len(players))]
+    if not rows:
+        return {anchor: 0.0}
+    i_idx = np.array([r[0] for r in rows])
+    j_idx = np.array([r[1] for r in rows])
+    scores = np.array([r[2] for r in rows])
+    games = np.array([r[3] for r in rows])
+    theta = np.zeros(len(players))  # natural-log scale
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(theta[j_idx] - theta[i_idx]))
+        residual = scores - games * p
+        grad = np.zeros_like(theta)
+        np.add.at(grad, i_idx, residual)
+        np.add.at(grad, j_idx, -residual)
+        curvature = np.zeros_like(theta)
+        np.add.at(curvature, i_idx, games * p * (1 - p))
+        np.add.at(curvature, j_idx, games * p * (1 - p))
+        step = grad / np.maximum(curvature, 1e-9)
+        step[0] = 0.0
+        theta += np.clip(step, -1.0, 1.0)
+        if np.max(np.abs(step)) < 1e-9:
+            break
+    return {p: float(ELO_SCALE * (theta[k] - theta[0])) for p, k in index.items()}

@@ -1,0 +1,327 @@
+"""Training configuration: one flat dataclass, defaults per game, presets, the CLI.
+
+Resolution order (later wins): `TrainConfig` defaults, `GAME_DEFAULTS[game]`,
+`PRESETS[game][preset]`, flags given on the command line. Resuming a run
+folder starts from its saved `config.json` instead, and only flags given on the
+command line change it; flags that fix array shapes (`SHAPE_FIELDS`) must
+match the saved run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from typing import Any, Dict, List, Optional, Sequence
+
+import envs
+from mcts_jax import networks
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Every setting of a training run (hashable; saved as config.json)."""
+
+    game: str = "tic_tac_toe"
+    preset: str = "default"
+    seed: int = 0
+    iterations: int = 100
+    # network (None: the game's default in networks.DEFAULT_NETWORKS)
+    network: str = "resnet"
+    channels: int = 64
+    blocks: int = 6
+    hidden: int = 128
+    layers: int = 3
+    value_hidden: int = 64
+    # self-play
+    policy: str = "gumbel"               # "gumbel" or "alphazero"
+    simulations: int = 32
+    num_games: int = 256                 # B games played at once
+    moves_per_iteration: int = 32        # self-play moves (per game row) per iteration
+    max_nodes: int = 0                   # 0: simulations + 1 (x 4 with tree reuse)
+    reuse_tree: bool = False
+    temperature_moves: int = 10          # alphazero: sample N^(1/T=1) for this many plies
+    dirichlet_fraction: float = 0.25     # alphazero root noise
+    dirichlet_alpha: float = 0.3
+    considered_actions: int = 16         # gumbel: max_num_considered_actions
+    random_opening_plies: int = 0        # games open with U[0, this] random, unrecorded plies
+    # replay and learner
+    replay_size: int = 65536             # samples (rounded to a multiple of num_games)
+    min_replay: int = 4096               # ready samples before the first update
+    train_batch_size: int = 256
+    updates_per_iteration: int = 32
+    learning_rate: float = 1e-3
+    warmup_fraction: float = 0.05
+    end_learning_rate_fraction: float = 0.05
+    weight_decay: float = 1e-4
+    clip_norm: float = 1.0
+    value_weight: float = 1.0
+    augment: bool = True
+    # checkpoints
+    checkpoint_every: int = 1
+    keep_checkpoints: int = 3
+    # evaluation
+    eval_every: int = 10
+    eval_games: int = 64                 # per opponent, half as each side
+    eval_simulations: int = 32           # agent's search in evaluation matches
+    uct_simulations: int = 0             # 0: same as eval_simulations
+    uct_playouts: int = 1
+    elo_every: int = 10                  # snapshot + matches against earlier snapshots
+    elo_opponents: int = 4
+    elo_opening_moves: int = 2           # random plies opening each Elo game
+    final_games: int = 200               # end-of-run match against the strongest reference
+    final_simulations: int = 64
+    max_game_length: int = 0             # arena cap on plies (0: the game's default)
+
+    # ---- derived -----------------------------------------------------------
+    def network_config(self) -> networks.NetworkConfig:
+        return networks.NetworkConfig(kind=self.network, channels=self.channels,
+                                      num_blocks=self.blocks, hidden=self.hidden,
+                                      num_layers=self.layers, value_hidden=self.value_hidden)
+
+    @property
+    def replay_slots(self) -> int:
+        """T, time slots of the [T, B] replay ring."""
+        return max(1, -(-self.replay_size // self.num_games))
+
+    @property
+    def search_max_nodes(self) -> int:
+        if self.max_nodes:
+            return self.max_nodes
+        return (self.simulations + 1) * (4 if self.reuse_tree else 1)
+
+    @property
+    def total_updates(self) -> int:
+        return self.iterations * self.updates_per_iteration
+
+    def to_json(self) -> Dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "TrainConfig":
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(f"config.json has unknown settings: {', '.join(unknown)}")
+        return cls(**data)
+
+
+def _network_defaults(game: str) -> Dict[str, Any]:
+    net = networks.DEFAULT_NETWORKS[game]
+    return dict(network=net.kind, channels=net.channels, blocks=net.num_blocks,
+                hidden=net.hidden, layers=net.num_layers, value_hidden=net.value_hidden)
+
+
+# Defaults per game, on top of TrainConfig's. Tic-tac-toe is the default job:
+# perfect play in a few minutes on a laptop CPU.
+GAME_DEFAULTS: Dict[str, Dict[str, Any]] = {
+    "tic_tac_toe": dict(iterations=60, policy="gumbel", simulations=32, num_games=256,
+                        random_opening_plies=6,
+                        moves_per_iteration=18, replay_size=32768, min_replay=2048,
+                        train_batch_size=256, updates_per_iteration=48, learning_rate=2e-3,
+                        checkpoint_every=1, eval_every=10, elo_every=5, eval_games=200,
+                        eval_simulations=64, final_games=200, final_simulations=64),
+    "connect_four": dict(iterations=200, simulations=64, num_games=512, moves_per_iteration=42,
+                         replay_size=262144, min_replay=16384, train_batch_size=512,
+                         updates_per_iteration=64, eval_simulations=64, eval_every=10),
+    "othello": dict(iterations=300, simulations=64, num_games=512, moves_per_iteration=64,
+                    replay_size=524288, min_replay=32768, train_batch_size=1024,
+                    updates_per_iteration=64, eval_simulations=64),
+    "go_9x9": dict(iterations=400, simulations=64, num_games=512, moves_per_iteration=64,
+                   replay_size=524288, min_replay=32768, train_batch_size=1024,
+                   updates_per_iteration=64, eval_simulations=64, uct_playouts=1),
+    "chess": dict(iterations=400, simulations=64, num_games=512, moves_per_iteration=64,
+                  replay_size=262144, min_replay=32768, train_batch_size=1024,
+                  updates_per_iteration=64, eval_simulations=64, considered_actions=16,
+                  max_game_length=512),
+}
+
+# Named flag sets. "cpu": a short run that fits a 2-core CPU. "tiny": a smoke
+# test (a few iterations, tiny shapes) that shows the pipeline end to end.
+PRESETS: Dict[str, Dict[str, Dict[str, Any]]] = {
+    "tic_tac_toe": {
+        "tiny": dict(iterations=3, simulations=8, num_games=16, moves_per_iteration=4,
+                     replay_size=512, min_replay=16, train_batch_size=32,
+                     updates_per_iteration=2, hidden=16, layers=1, value_hidden=8,
+                     eval_every=2, elo_every=1, eval_games=8, eval_simulations=8,
+                     final_games=8, final_simulations=8, elo_opponents=2),
+    },
+    "connect_four": {
+        "cpu": dict(iterations=40, network="resnet", channels=32, blocks=3, value_hidden=32,
+                    policy="gumbel", simulations=32, num_games=128, moves_per_iteration=16,
+                    replay_size=65536, min_replay=4096, train_batch_size=256,
+                    updates_per_iteration=48, learning_rate=2e-3, eval_every=10, elo_every=10,
+                    eval_games=100, eval_simulations=32, uct_simulations=32,
+                    final_games=200, final_simulations=32),
+        "tiny": dict(iterations=2, network="resnet", channels=8, blocks=1, value_hidden=8,
+                     simulations=8, num_games=8, moves_per_iteration=4, replay_size=256,
+                     min_replay=8, train_batch_size=16, updates_per_iteration=2,
+                     eval_every=2, elo_every=1, eval_games=4, eval_simulations=4,
+                     final_games=4, final_simulations=4, elo_opponents=1),
+    },
+    "chess": {
+        "tiny": dict(iterations=2, network="resnet", channels=8, blocks=1, value_hidden=8,
+                     simulations=4, num_games=4, moves_per_iteration=4, replay_size=64,
+                     min_replay=4, train_batch_size=8, updates_per_iteration=2,
+                     eval_every=2, elo_every=2, eval_games=2, eval_simulations=2,
+                     uct_simulations=2, final_games=2, final_simulations=2, elo_opponents=1,
+                     max_game_length=8),
+    },
+}
+for _game in ("othello", "go_9x9"):
+    PRESETS[_game] = {"tiny": dict(PRESETS["connect_four"]["tiny"], max_game_length=16)}
+
+# Settings that fix array shapes (network, replay ring, self-play batch,
+# search tree): a run folder cannot be resumed with other values.
+SHAPE_FIELDS = ("game", "network", "channels", "blocks", "hidden", "layers", "value_hidden",
+                "num_games", "replay_size", "reuse_tree", "max_nodes", "simulations", "policy")
+
+_CHOICES = {"network": ("resnet", "mlp"), "policy": ("gumbel", "alphazero")}
+_HELP = {
+    "game": "game to train", "preset": "named flag set for the game (see PRESETS)",
+    "iterations": "training iterations (self-play + updates + maybe eval each)",
+    "policy": "search used in self-play", "simulations": "simulations per self-play move",
+    "num_games": "self-play games played at once (B)",
+    "moves_per_iteration": "self-play moves per game row per iteration",
+    "reuse_tree": "keep the chosen child's subtree for the next move",
+    "replay_size": "replay buffer capacity in samples",
+    "augment": "random board symmetry per training sample, where the game has one",
+    "checkpoint_every": "iterations between checkpoints",
+    "eval_every": "iterations between evaluations (0: only at the end)",
+    "elo_every": "iterations between snapshots for Elo matches (0: none)",
+}
+
+
+def flag_name(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="train.py",
+        description="AlphaZero training with mcts_jax on pgx games. With no arguments: "
+                    "tic-tac-toe to perfect play on a CPU.")
+    parser.add_argument("--run-dir", default=None,
+                        help="run folder (default runs/<game> or runs/<game>_<preset>)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="delete an existing run folder and start fresh")
+    parser.add_argument("--no-resume", action="store_true",
+                        help="refuse to continue an existing run folder (error instead)")
+    parser.add_argument("--resume", action="store_true",
+                        help="require an existing run folder to continue (default: continue "
+                             "if one exists, else start)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    for field in dataclasses.fields(TrainConfig):
+        kwargs: Dict[str, Any] = dict(default=None, help=_HELP.get(field.name))
+        if field.type in ("bool", bool):
+            kwargs["action"] = argparse.BooleanOptionalAction
+        else:
+            kwargs["type"] = {"int": int, "float": float, "str": str}[str(field.type)]
+        if field.name in _CHOICES:
+            kwargs["choices"] = _CHOICES[field.name]
+        parser.add_argument(flag_name(field.name), dest=field.name, **kwargs)
+    return parser
+
+
+def explicit_settings(args: argparse.Namespace) -> Dict[str, Any]:
+    """The TrainConfig fields given on the command line."""
+    names = [f.name for f in dataclasses.fields(TrainConfig)]
+    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+
+
+def resolve(explicit: Dict[str, Any]) -> TrainConfig:
+    """A fresh run's config: defaults, the game's, the preset's, then `explicit`."""
+    game = explicit.get("game", TrainConfig.game)
+    if game not in envs.GAMES:
+        raise ValueError(f"unknown game {game!r}; known games: {', '.join(envs.GAMES)}")
+    preset = explicit.get("preset", "default")
+    presets = PRESETS.get(game, {})
+    if preset != "default" and preset not in presets:
+        known = ", ".join(["default"] + sorted(presets))
+        raise ValueError(f"unknown --preset {preset!r} for {game}; known: {known}")
+    settings: Dict[str, Any] = dict(game=game)
+    settings.update(_network_defaults(game))
+    settings.update(GAME_DEFAULTS.get(game, {}))
+    settings.update(presets.get(preset, {}))
+    settings.update(explicit)
+    config = TrainConfig(**settings)
+    validate(config)
+    return config
+
+
+def resume_config(saved: TrainConfig, explicit: Dict[str, Any]) -> TrainConfig:
+    """The config of a resumed run: the saved one with `explicit` flags on top.
+    Raises ValueError naming the flag when a shape-fixing setting differs."""
+    for name in SHAPE_FIELDS + ("preset",):
+        if name in explicit and explicit[name] != getattr(saved, name):
+            raise ValueError(
+                f"cannot resume: the run folder was made with {flag_name(name)}="
+                f"{getattr(saved, name)!r}, not {explicit[name]!r} (use another --run-dir, "
+                f"or --overwrite to start over)")
+    config = dataclasses.replace(saved, **explicit)
+    validate(config)
+    return config
+
+
+def changed_settings(old: TrainConfig, new: TrainConfig) -> List[str]:
+    return [f"{flag_name(f.name)}: {getattr(old, f.name)!r} -> {getattr(new, f.name)!r}"
+            for f in dataclasses.fields(TrainConfig) if getattr(old, f.name) != getattr(new, f.name)]
+
+
+def validate(config: TrainConfig) -> None:
+    """Raises ValueError naming the flag of the first bad setting."""
+    if config.game not in envs.GAMES:
+        raise ValueError(f"unknown game {config.game!r}; known games: {', '.join(envs.GAMES)}")
+    for name, choices in _CHOICES.items():
+        if getattr(config, name) not in choices:
+            raise ValueError(f"{flag_name(name)} must be one of {choices}, "
+                             f"got {getattr(config, name)!r}")
+    positive = ("iterations", "simulations", "num_games", "moves_per_iteration", "replay_size",
+                "train_batch_size", "updates_per_iteration", "checkpoint_every",
+                "keep_checkpoints", "eval_simulations", "final_simulations", "considered_actions",
+                "uct_playouts", "channels", "hidden", "layers", "value_hidden")
+    for name in positive:
+        if getattr(config, name) < 1:
+            raise ValueError(f"{flag_name(name)} must be >= 1, got {getattr(config, name)}")
+    non_negative = ("blocks", "min_replay", "temperature_moves", "eval_every", "elo_every",
+                    "elo_opponents", "elo_opening_moves", "max_nodes", "uct_simulations",
+                    "max_game_length", "eval_games", "final_games", "seed",
+                    "random_opening_plies")
+    for name in non_negative:
+        if getattr(config, name) < 0:
+            raise ValueError(f"{flag_name(name)} must be >= 0, got {getattr(config, name)}")
+    for name in ("eval_games", "final_games"):
+        if getattr(config, name) % 2:
+            raise ValueError(f"{flag_name(name)} must be even (half the games as each side), "
+                             f"got {getattr(config, name)}")
+    if config.max_nodes and config.max_nodes < config.simulations + 1:
+        raise ValueError(f"--max-nodes must be 0 or >= --simulations + 1, got {config.max_nodes}")
+    for name in ("learning_rate", "weight_decay", "clip_norm", "value_weight",
+                 "dirichlet_alpha"):
+        if getattr(config, name) < 0 or (name in ("learning_rate", "dirichlet_alpha")
+                                         and getattr(config, name) == 0):
+            raise ValueError(f"{flag_name(name)} must be positive, got {getattr(config, name)}")
+    for name in ("warmup_fraction", "end_learning_rate_fraction", "dirichlet_fraction"):
+        if not 0.0 <= getattr(config, name) <= 1.0:
+            raise ValueError(f"{flag_name(name)} must be in [0, 1], got {getattr(config, name)}")
+
+
+def describe(config: TrainConfig) -> str:
+    """A printable block of every setting."""
+    width = max(len(f.name) for f in dataclasses.fields(TrainConfig))
+    return "\n".join(f"  {f.name:<{width}} {getattr(config, f.name)}"
+                     for f in dataclasses.fields(TrainConfig))
+
+
+def load_json(path: str) -> TrainConfig:
+    with open(path) as f:
+        return TrainConfig.from_json(json.load(f))
+
+
+def parse(argv: Optional[Sequence[str]] = None):
+    """(argparse namespace, explicit TrainConfig settings) from the command line."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.game is not None and args.game not in envs.GAMES:
+        parser.error(f"unknown game {args.game!r}; known games: {', '.join(envs.GAMES)}")
+    return args, explicit_settings(args)

@@ -1,0 +1,133 @@
+"""Evaluation during and after training, batched (`mcts_jax.arena`).
+
+The agent is the network searched with the run's policy, greedy (no root
+noise), at `eval_simulations` (periodic) or `final_simulations` (end).
+Opponents:
+  - random: uniformly random legal moves;
+  - uct: UCT with `uct_playouts` random playouts per leaf, at
+    `uct_simulations` (0: the agent's budget);
+  - perfect (tic-tac-toe): uniformly random among the optimal moves
+    (`envs.perfect_play`); plus `policy_optimal`, the fraction of the 4520
+    reachable positions where the raw network's legal argmax is optimal;
+  - earlier snapshots (Elo): the current network against the last few
+    snapshots, `elo_opening_moves` random plies opening each game; ratings by
+    maximum likelihood over every match of the run, the first snapshot
+    (iteration 0, the untrained network) rated 0.
+Every figure is from the agent's point of view.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+import jax
+import numpy as np
+
+from envs import perfect_play
+from mcts_jax import arena, evaluators, networks
+from mcts_jax.training.config import TrainConfig
+
+
+class Evaluation:
+    """The evaluation suite of one run (its players are built once, so every
+    match compiles once per shape)."""
+
+    def __init__(self, config: TrainConfig, game, model: networks.Model):
+        self.config = config
+        self.game = game
+        self.model = model
+        self.agent = arena.SearchPlayer(model.evaluator, config.policy, config.eval_simulations,
+                                        greedy=True, considered_actions=config.considered_actions)
+        self.final_agent = arena.SearchPlayer(model.evaluator, config.policy,
+                                              config.final_simulations, greedy=True,
+                                              considered_actions=config.considered_actions)
+        playouts = evaluators.RandomPlayouts(num_playouts=config.uct_playouts,
+                                             max_length=config.max_game_length or 512)
+        self.uct = arena.SearchPlayer(playouts, "uct",
+                                      config.uct_simulations or config.eval_simulations)
+        self.final_uct = arena.SearchPlayer(playouts, "uct", config.final_simulations)
+        self.max_plies = config.max_game_length or None
+        self._predict = jax.jit(model.predict)
+        self.positions = (perfect_play.reachable_positions()
+                          if game.name == "tic_tac_toe" else None)
+
+    def match(self, player, variables, opponent, opponent_params, key, num_games, opening=0):
+        return arena.play_match(self.game, player, variables, opponent, opponent_params, key,
+                                num_games, opening_moves=opening, max_plies=self.max_plies)
+
+    def policy_optimality(self, variables) -> float:
+        """Tic-tac-toe: fraction of reachable positions where the raw policy is optimal."""
+        logits, _ = self._predict(variables, self.positions["observations"])
+        return perfect_play.policy_optimality(np.asarray(logits), self.positions)
+
+    def periodic(self, variables, key, num_games: Optional[int] = None) -> Dict[str, Any]:
+        """Agent against random, UCT and (tic-tac-toe) perfect play."""
+        num_games = num_games or self.config.eval_games
+        if num_games < 2:
+            return {}
+        keys = jax.random.split(key, 3)
+        out: Dict[str, Any] = {}
+        out.update(self.match(self.agent, variables, arena.RandomPlayer(), None, keys[0],
+                              num_games).as_dict("vs_random_"))
+        out.update(self.match(self.agent, variables, self.uct, None, keys[1],
+                              num_games).as_dict("vs_uct_"))
+        if self.game.name == "tic_tac_toe":
+            out.update(self.match(self.agent, variables, perfect_play.PerfectPlayer(), None,
+                                  keys[2], num_games).as_dict("vs_perfect_"))
+            out["policy_optimal"] = round(self.policy_optimality(variables), 4)
+        return out
+
+    def final(self, variables, key) -> Dict[str, Any]:
+        """End of run: `final_games` at `final_simulations` against the
+        strongest reference (perfect play for tic-tac-toe, UCT at the same
+        budget otherwise) and against random."""
+        num_games = self.config.final_games
+        out: Dict[str, Any] = dict(final_simulations=self.config.final_simulations,
+                                   final_games=num_games)
+        if num_games < 2:
+            return out
+        keys = jax.random.split(key, 3)
+        result = self.match(self.final_agent, variables, arena.RandomPlayer(), None, keys[0],
+                            num_games)
+        out.update(result.as_dict("final_vs_random_"))
+        result = self.match(self.final_agent, variables, self.final_uct, None, keys[1],
+                            num_games)
+        out.update(result.as_dict("final_vs_uct_"))
+        out["final_vs_uct_as_first"] = list(result.first)
+        out["final_vs_uct_as_second"] = list(result.second)
+        if self.game.name == "tic_tac_toe":
+            result = self.match(self.final_agent, variables, perfect_play.PerfectPlayer(), None,
+                                keys[2], num_games)
+            out.update(result.as_dict("final_vs_perfect_"))
+            out["final_vs_perfect_as_first"] = list(result.first)
+            out["final_vs_perfect_as_second"] = list(result.second)
+            out["final_policy_optimal"] = round(self.policy_optimality(variables), 4)
+        return out
+
+    def elo_matches(self, variables, iteration: int, pool: Dict[int, Any], key) -> List[List]:
+        """Current network against up to `elo_opponents` snapshots of `pool`
+        ({iteration: variables}, earlier iterations): the last ones, and the
+        first. Returns [[iteration, opponent, score, games], ...]."""
+        earlier = sorted(i for i in pool if i < iteration)
+        if not earlier or self.config.elo_opponents == 0 or self.config.eval_games < 2:
+            return []
+        chosen = earlier[-self.config.elo_opponents:]
+        if earlier[0] not in chosen:
+            chosen = [earlier[0]] + chosen[1:]
+        matches = []
+        for opponent, match_key in zip(chosen, jax.random.split(key, len(chosen))):
+            result = self.match(self.agent, variables, self.agent, pool[opponent], match_key,
+                                self.config.eval_games, opening=self.config.elo_opening_moves)
+            matches.append([iteration, opponent, result.wins + 0.5 * result.draws,
+                            result.num_games])
+        return matches
+
+
+def elo_ratings(records: List[Dict[str, Any]]) -> Dict[int, float]:
+    """Ratings of every snapshot from the `elo_matches` of metrics records
+    (snapshot 0 rated 0)."""
+    matches = [m for r in records for m in r.get("elo_matches", [])]
+    if not matches:
+        return {}
+    ratings = arena.fit_elo([(int(i), int(j), s, n) for i, j, s, n in matches], anchor=0)
+    return {int(k): round(v, 1) for k, v in ratings.items()}

@@ -1,0 +1,105 @@
+"""The learner: loss, optimiser, one jitted update on a replay minibatch.
+
+Loss per sample, for the player to move in the observation:
+  policy: cross-entropy `-sum_a pi(a) log softmax(logits)(a)` against the
+    search's policy target pi;
+  value: `(v - z)^2` against the final result z in {-1, 0, 1};
+  total = policy + value_weight * value (weight decay is in adamw).
+Optimiser: global-norm clipping, then adamw with a linear warmup and a cosine
+decay over the run's updates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Optional
+
+import chex
+import jax
+import jax.numpy as jnp
+import optax
+
+from envs import symmetry
+from mcts_jax import networks
+from mcts_jax.training import replay
+
+
+@chex.dataclass(frozen=True)
+class LearnerState:
+    """variables: {"params", "batch_stats"} of the network; opt_state: optax
+    state of the params; updates: [] int32, updates applied so far."""
+
+    variables: Any
+    opt_state: Any
+    updates: chex.Array
+
+
+def make_optimizer(learning_rate: float, total_updates: int, warmup_fraction: float,
+                   end_fraction: float, weight_decay: float,
+                   clip_norm: float) -> optax.GradientTransformation:
+    """clip_by_global_norm -> adamw with warmup + cosine decay."""
+    warmup = max(1, int(round(warmup_fraction * total_updates)))
+    schedule = optax.warmup_cosine_decay_schedule(
+        init_value=0.0, peak_value=learning_rate, warmup_steps=warmup,
+        decay_steps=max(warmup + 1, total_updates), end_value=learning_rate * end_fraction)
+    return optax.chain(optax.clip_by_global_norm(clip_norm),
+                       optax.adamw(schedule, weight_decay=weight_decay))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Learner:
+    """Updates of one model with one optimiser (static argument: compare by identity)."""
+
+    model: networks.Model
+    optimizer: optax.GradientTransformation
+    batch_size: int
+    value_weight: float = 1.0
+    symmetries: Optional[str] = None   # game name whose symmetries augment samples
+
+    def init(self, variables) -> LearnerState:
+        return LearnerState(variables=variables,
+                            opt_state=self.optimizer.init(variables["params"]),
+                            updates=jnp.zeros((), jnp.int32))
+
+    def loss(self, params, batch_stats, observation, policy_target, value_target):
+        """(total loss, (metrics dict, new batch_stats)) on one minibatch."""
+        logits, value, new_stats = self.model.apply_train(
+            {"params": params, "batch_stats": batch_stats}, observation)
+        log_probs = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+        policy_loss = -jnp.mean(jnp.sum(policy_target * log_probs, axis=-1))
+        # Entropy of the target: policy_loss - entropy is the KL divergence.
+        target_entropy = -jnp.mean(jnp.sum(
+            policy_target * jnp.log(jnp.maximum(policy_target, 1e-12)), axis=-1))
+        value_loss = jnp.mean((value - value_target) ** 2)
+        total = policy_loss + self.value_weight * value_loss
+        metrics = dict(loss=total, policy_loss=policy_loss, value_loss=value_loss,
+                       policy_kl=policy_loss - target_entropy)
+        return total, (metrics, new_stats)
+
+    def update(self, state: LearnerState, rng_key: chex.PRNGKey,
+               buffer: replay.ReplayBuffer):
+        """One update on a minibatch drawn from `buffer`: (state, metrics)."""
+        return _update(self, state, rng_key, buffer)
+
+
+@functools.partial(jax.jit, static_argnums=0, donate_argnums=1)
+def _update(self: Learner, state: LearnerState, rng_key, buffer):
+    sample_key, sym_key = jax.random.split(rng_key)
+    observation, policy_target, value_target = replay.sample(buffer, sample_key,
+                                                             self.batch_size)
+    if self.symmetries is not None:
+        tables = symmetry.tables(self.symmetries)
+        index = jax.random.randint(sym_key, (self.batch_size,), 0, tables["observation"].shape[0])
+        observation, policy_target = symmetry.apply(tables, index, observation, policy_target)
+    grad_fn = jax.grad(self.loss, has_aux=True)
+    grads, (metrics, batch_stats) = grad_fn(state.variables["params"],
+                                            state.variables["batch_stats"], observation,
+                                            policy_target, value_target)
+    updates, opt_state = self.optimizer.update(grads, state.opt_state,
+                                               state.variables["params"])
+    params = optax.apply_updates(state.variables["params"], updates)
+    metrics["grad_norm"] = optax.global_norm(grads)
+    new_state = LearnerState(variables={"params": params, "batch_stats": batch_stats},
+                             opt_state=opt_state, updates=state.updates + 1)
+    return new_state, metrics

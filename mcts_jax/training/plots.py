@@ -1,0 +1,76 @@
+"""PNG plots of a run from its metrics records: loss, Elo, win rates."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def _series(records: List[Dict[str, Any]], key: str):
+    points = [(r["iteration"], r[key]) for r in records if r.get(key) is not None]
+    return [p[0] for p in points], [p[1] for p in points]
+
+
+def write_plots(records: List[Dict[str, Any]], elo: Dict[int, float], directory: str,
+                title: str) -> List[str]:
+    """loss.png, elo.png, win_rates.png under `directory`; returns their paths."""
+    os.makedirs(directory, exist_ok=True)
+    paths = []
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for key in ("loss", "policy_loss", "value_loss", "policy_kl"):
+        x, y = _series(records, key)
+        if x:
+            ax.plot(x, y, label=key)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("loss (mean over the iteration's updates)")
+    ax.set_title(f"{title}: training loss")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    paths.append(os.path.join(directory, "loss.png"))
+    fig.tight_layout()
+    fig.savefig(paths[-1], dpi=100)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    if elo:
+        iterations = sorted(elo)
+        ax.plot(iterations, [elo[i] for i in iterations], marker="o")
+    ax.set_xlabel("iteration (snapshot)")
+    ax.set_ylabel("Elo (iteration 0 = 0)")
+    ax.set_title(f"{title}: Elo of snapshots")
+    ax.grid(alpha=0.3)
+    paths.append(os.path.join(directory, "elo.png"))
+    fig.tight_layout()
+    fig.savefig(paths[-1], dpi=100)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for key, label in (("vs_random_score", "score vs random"), ("vs_uct_score", "score vs UCT"),
+                       ("vs_perfect_score", "score vs perfect play"),
+                       ("policy_optimal", "raw policy optimal (fraction)")):
+        x, y = _series(records, key)
+        if x:
+            ax.plot(x, y, marker="o", label=label)
+    x, y = _series(records, "vs_perfect_losses")
+    games = [r.get("vs_perfect_wins", 0) + r.get("vs_perfect_draws", 0) + r["vs_perfect_losses"]
+             for r in records if r.get("vs_perfect_losses") is not None]
+    if x:
+        ax.plot(x, [l / max(1, g) for l, g in zip(y, games)], marker="x",
+                label="loss rate vs perfect play")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("score (win 1, draw 1/2) / rate")
+    ax.set_title(f"{title}: evaluation")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    paths.append(os.path.join(directory, "win_rates.png"))
+    fig.tight_layout()
+    fig.savefig(paths[-1], dpi=100)
+    plt.close(fig)
+    return paths

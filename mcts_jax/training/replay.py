@@ -1,0 +1,109 @@
+"""The device replay buffer of self-play samples.
+
+Samples are kept in a ring of T time slots by B game rows, `[T, B, ...]`:
+self-play writes one slot per move (one sample per game row), so a write is a
+single `dynamic_update_slice`. A sample is *pending* until its game ends; then
+every pending sample of that row gets its value target, the final result for
+the player who was to move at that sample, and becomes *ready*. Only ready
+samples are drawn for training. A game longer than T moves loses its oldest
+samples (overwritten before they are ready), nothing else.
+"""
+
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+
+EMPTY, PENDING, READY = 0, 1, 2
+
+
+@chex.dataclass(frozen=True)
+class ReplayBuffer:
+    """Self-play samples, ring of T slots x B game rows.
+
+    observation: [T, B, *obs_shape], pgx observation (player to move's view).
+    policy: [T, B, A] float32, the search's policy target (sums to 1).
+    player: [T, B] int32, pgx id of the player to move at the sample.
+    value: [T, B] float32, final result for `player` (+1 / 0 / -1); set when
+      the game ends.
+    status: [T, B] int8, EMPTY, PENDING (game not over) or READY.
+    cursor: [] int32, the next slot to write.
+    """
+
+    observation: chex.Array
+    policy: chex.Array
+    player: chex.Array
+    value: chex.Array
+    status: chex.Array
+    cursor: chex.Array
+
+    @property
+    def capacity(self) -> int:
+        return self.status.shape[0] * self.status.shape[1]
+
+
+def init(num_slots: int, batch_size: int, observation_shape, observation_dtype,
+         num_actions: int) -> ReplayBuffer:
+    """An empty buffer of `num_slots` x `batch_size` samples."""
+    shape = (num_slots, batch_size)
+    return ReplayBuffer(
+        observation=jnp.zeros(shape + tuple(observation_shape), observation_dtype),
+        policy=jnp.zeros(shape + (num_actions,), jnp.float32),
+        player=jnp.zeros(shape, jnp.int32),
+        value=jnp.zeros(shape, jnp.float32),
+        status=jnp.zeros(shape, jnp.int8),
+        cursor=jnp.zeros((), jnp.int32),
+    )
+
+
+def add(buffer: ReplayBuffer, observation: chex.Array, policy: chex.Array,
+        player: chex.Array, record: chex.Array | None = None) -> ReplayBuffer:
+    """Writes one pending sample per row (observation [B, ...], policy [B, A],
+    player [B]) into the slot at the cursor and advances it. Rows where
+    record [B] is False leave their slot empty (never drawn)."""
+    status = jnp.full(player.shape, PENDING, jnp.int8)
+    if record is not None:
+        status = jnp.where(record, status, EMPTY).astype(jnp.int8)
+    def put(array, row):
+        return jax.lax.dynamic_update_index_in_dim(array, row.astype(array.dtype),
+                                                   buffer.cursor, axis=0)
+
+    num_slots = buffer.status.shape[0]
+    return buffer.replace(
+        observation=put(buffer.observation, observation),
+        policy=put(buffer.policy, policy),
+        player=put(buffer.player, player),
+        value=put(buffer.value, jnp.zeros_like(player, jnp.float32)),
+        status=put(buffer.status, status),
+        cursor=(buffer.cursor + 1) % num_slots,
+    )
+
+
+def finish_games(buffer: ReplayBuffer, done: chex.Array, rewards: chex.Array) -> ReplayBuffer:
+    """Rows with done [B] True ended: their pending samples get value
+    `rewards[b, player]` (rewards [B, 2], the final results per player id,
+    pgx's `state.rewards` after the last move) and become ready."""
+    final = jnp.take_along_axis(jnp.broadcast_to(rewards[None], buffer.player.shape + (2,)),
+                                buffer.player[..., None], axis=-1)[..., 0]
+    resolve = (buffer.status == PENDING) & done[None, :]
+    return buffer.replace(value=jnp.where(resolve, final, buffer.value),
+                          status=jnp.where(resolve, READY, buffer.status).astype(jnp.int8))
+
+
+def num_ready(buffer: ReplayBuffer) -> chex.Array:
+    """[] int32 samples that can be drawn."""
+    return jnp.sum(buffer.status == READY, dtype=jnp.int32)
+
+
+def sample(buffer: ReplayBuffer, rng_key: chex.PRNGKey, batch_size: int):
+    """`batch_size` ready samples, uniformly with replacement.
+
+    Returns (observation [n, ...], policy [n, A], value [n]); the value is for
+    the player to move in the observation. Requires num_ready > 0.
+    """
+    ready = (buffer.status == READY).reshape(-1)
+    probabilities = ready / jnp.maximum(jnp.sum(ready), 1)
+    index = jax.random.choice(rng_key, ready.shape[0], (batch_size,), p=probabilities)
+    flat = lambda x: x.reshape((-1,) + x.shape[2:])[index]  # noqa: E731
+    return flat(buffer.observation), flat(buffer.policy), flat(buffer.value)

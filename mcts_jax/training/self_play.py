@@ -1,0 +1,174 @@
+"""Batched self-play: B games at once, one jitted step per move for the whole batch.
+
+Each step searches every row's position with the network (`gumbel_policy` or
+`alphazero_policy`), writes one pending sample per row into the replay buffer
+(observation, the search's policy target, the player to move), plays the
+chosen moves, gives the value targets to the rows whose game ended, and
+restarts those rows from a fresh initial position (auto-reset). With subtree
+reuse the chosen child's subtree becomes the next root's tree (an ended row's
+tree is emptied).
+
+Policy targets: the visit distribution (`alphazero`) or Gumbel MuZero's
+improved policy (`gumbel`), both `PolicyOutput.action_weights`. Value targets:
+the final result for the player to move at the sample (see `replay`).
+Exploration: `alphazero` adds Dirichlet noise at the root and samples the move
+from the visit distribution for the first `temperature_moves` plies of each
+game (most visited afterwards); `gumbel` plays its sequential-halving choice,
+which is randomised by the Gumbel noise. Both can open each game with k
+uniformly random moves, k drawn uniformly from [0, random_opening_plies] per
+game; those plies are not recorded (their positions are searched, but the
+move is random and the sample is dropped), so every recorded position is
+followed by searched play only and its value target stays that of the
+search's play, while the positions seen cover unusual openings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Optional
+
+import chex
+import jax
+import jax.numpy as jnp
+
+import mcts_jax
+from mcts_jax import networks
+from mcts_jax.training import replay
+
+
+@chex.dataclass(frozen=True)
+class SelfPlayState:
+    """The games in progress.
+
+    states: pgx states [B], never terminal (ended rows are restarted).
+    ply: [B] int32, moves played so far in each row's current game.
+    opening: [B] int32, how many random plies open each row's current game.
+    tree: a `mcts_jax.Tree` of B rows kept for subtree reuse, or None.
+    """
+
+    states: Any
+    ply: chex.Array
+    opening: chex.Array
+    tree: Optional[mcts_jax.Tree] = None
+
+
+@chex.dataclass(frozen=True)
+class StepStats:
+    """Counts over one self-play step ([] int32 each).
+
+    games: games that ended on this move; plies: their total length;
+    draws: how many of them were drawn (or truncated with no result).
+    """
+
+    games: chex.Array
+    plies: chex.Array
+    draws: chex.Array
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SelfPlay:
+    """Self-play of one game with one network and one search setting.
+
+    Compared by identity: it is the static argument of the compiled step.
+    Build it once per run.
+    """
+
+    game: Any                     # envs.PgxGame
+    model: networks.Model
+    policy: str                   # "gumbel" or "alphazero"
+    num_simulations: int
+    num_games: int
+    max_nodes: int
+    reuse_tree: bool = False
+    temperature_moves: int = 0
+    dirichlet_fraction: float = 0.25
+    dirichlet_alpha: float = 0.3
+    considered_actions: int = 16
+    random_opening_plies: int = 0
+
+    @property
+    def recurrent_fn(self):
+        return self.game.recurrent_fn(self.model.evaluator)
+
+    def search(self, variables, rng_key, states, tree=None) -> mcts_jax.PolicyOutput:
+        """The self-play search of full pgx states [B] (non-terminal)."""
+        root_key, search_key = jax.random.split(rng_key)
+        root, invalid = self.game.root(variables, root_key, states, self.model.evaluator)
+        if self.policy == "gumbel":
+            return mcts_jax.gumbel_policy(
+                variables, search_key, root, self.recurrent_fn, self.num_simulations,
+                invalid_actions=invalid, max_nodes=self.max_nodes, tree=tree,
+                max_num_considered_actions=min(self.considered_actions,
+                                               self.game.num_actions))
+        return mcts_jax.alphazero_policy(
+            variables, search_key, root, self.recurrent_fn, self.num_simulations,
+            invalid_actions=invalid, max_nodes=self.max_nodes, tree=tree,
+            dirichlet_fraction=self.dirichlet_fraction, dirichlet_alpha=self.dirichlet_alpha,
+            final_action="most_visited", temperature=0.0)
+
+    def init(self, rng_key: chex.PRNGKey) -> SelfPlayState:
+        """B fresh games (and an empty reuse tree when `reuse_tree`)."""
+        states = self.game.init(rng_key, self.num_games)
+        tree = None
+        if self.reuse_tree:
+            variables = jax.eval_shape(self.model.init, jax.random.key(0))
+            shapes = jax.eval_shape(lambda v, k, s: self.search(v, k, s).search_tree,
+                                    variables, rng_key, states)
+            zeros = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)
+            tree = mcts_jax.reset_tree(zeros, jnp.ones((self.num_games,), jnp.bool_))
+        return SelfPlayState(states=states, ply=jnp.zeros((self.num_games,), jnp.int32),
+                             opening=self.draw_openings(jax.random.fold_in(rng_key, 1)),
+                             tree=tree)
+
+    def draw_openings(self, rng_key) -> chex.Array:
+        """[B] int32 random plies opening each new game, uniform in
+        [0, random_opening_plies]."""
+        return jax.random.randint(rng_key, (self.num_games,), 0, self.random_opening_plies + 1)
+
+    def step(self, variables, rng_key: chex.PRNGKey, state: SelfPlayState,
+             buffer: replay.ReplayBuffer):
+        """One move of every game: (state, buffer, StepStats). Compiled once."""
+        return _step(self, variables, rng_key, state, buffer)
+
+
+@functools.partial(jax.jit, static_argnums=0, donate_argnums=(3, 4))
+def _step(self: SelfPlay, variables, rng_key, state: SelfPlayState,
+          buffer: replay.ReplayBuffer):
+    search_key, sample_key, step_key, reset_key, random_key = jax.random.split(rng_key, 5)
+    states = state.states
+    out = self.search(variables, search_key, states, state.tree)
+    action = out.action
+    if self.policy == "alphazero" and self.temperature_moves > 0:
+        legal = states.legal_action_mask & (out.action_weights > 0)
+        sampled = jax.random.categorical(
+            sample_key, jnp.where(legal, jnp.log(jnp.maximum(out.action_weights, 1e-30)),
+                                  -jnp.inf)).astype(jnp.int32)
+        action = jnp.where(state.ply < self.temperature_moves, sampled, action)
+
+    opening = state.ply < state.opening
+    if self.random_opening_plies > 0:
+        random_action = jax.random.categorical(
+            random_key, jnp.where(states.legal_action_mask, 0.0, -jnp.inf)).astype(jnp.int32)
+        action = jnp.where(opening, random_action, action)
+    buffer = replay.add(buffer, states.observation, out.action_weights, states.current_player,
+                        record=~opening)
+    next_states = self.game.step(states, action, step_key)
+    done = self.game.is_terminal(next_states)
+    buffer = replay.finish_games(buffer, done, next_states.rewards)
+
+    fresh = self.game.init(reset_key, self.num_games)
+    restart = lambda a, b: jnp.where(done.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)  # noqa
+    new_states = jax.tree.map(restart, fresh, next_states)
+    tree = None
+    if self.reuse_tree:
+        tree = mcts_jax.reset_tree(mcts_jax.get_subtree(out.search_tree, action), done)
+    ply = jnp.where(done, 0, state.ply + 1)
+    new_opening = jnp.where(done, self.draw_openings(jax.random.fold_in(reset_key, 1)),
+                            state.opening)
+    stats = StepStats(games=jnp.sum(done, dtype=jnp.int32),
+                      plies=jnp.sum(jnp.where(done, state.ply + 1, 0), dtype=jnp.int32),
+                      draws=jnp.sum(done & jnp.all(next_states.rewards == 0, axis=-1),
+                                    dtype=jnp.int32))
+    return (SelfPlayState(states=new_states, ply=ply, opening=new_opening, tree=tree), buffer,
+            stats)

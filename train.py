@@ -1,0 +1,34 @@
+"""Train an AlphaZero agent with mcts_jax.
+
+    python train.py                                   # tic-tac-toe to perfect play, CPU
+    python train.py --game connect_four --preset cpu  # a short Connect Four run on a CPU
+    python train.py --game chess --preset tiny        # chess end to end, tiny shapes
+    python train.py --game othello                    # full-size defaults (GPU / TPU)
+    python train.py --help                            # every flag
+
+The run folder (default runs/<game>[_<preset>]) holds config.json,
+metrics.jsonl, checkpoints/, plots/ and final.json. Running the same command
+again continues the run from its last checkpoint.
+"""
+
+import sys
+
+from mcts_jax.training import config as config_lib
+from mcts_jax.training import loop
+
+
+def main(argv=None) -> int:
+    args, explicit = config_lib.parse(argv)
+    resume = True if args.resume else (False if args.no_resume else None)
+    try:
+        config, run_dir = loop.open_run(args.run_dir, explicit, overwrite=args.overwrite,
+                                        resume=resume)
+    except (ValueError, FileNotFoundError, FileExistsError) as error:
+        print(f"train.py: error: {error}", file=sys.stderr)
+        return 2
+    loop.train(config, run_dir, progress=not args.no_progress)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
