@@ -11,9 +11,23 @@ terminal (or truncated) transition has discount 0, so every game here fits the
 [-1, 1] two-player convention of mcts_jax.
 
 Embeddings: the search stores one embedding per node, so the pgx state is kept
-lean: `observation` (recomputed by pgx on every step) and `legal_action_mask`
-(the tree already marks illegal child slots, and no illegal action is ever
-stepped) are replaced by empty placeholders. `full_state` puts them back.
+lean (`lean_state`), and `full_state` puts back what was dropped:
+
+- `observation` is dropped: pgx recomputes it on every step, and under `jit`
+  XLA removes that computation when nothing reads it (an evaluator that does
+  not look at observations, or a replayed transition), so the observation
+  is computed only when a network needs it.
+- both legal masks (`legal_action_mask`, and chess's internal copy) are
+  dropped: the tree already marks illegal child slots, no illegal action is
+  ever stepped, and pgx recomputes them after each move.
+- boards and board histories are stored as int8 (int16 above 127 cells).
+- chess keeps only the newest `CHESS_HASH_WINDOW` position hashes of its
+  513: a position can only repeat one seen since the last capture or pawn
+  move, and the game ends after 100 such half-moves, so older hashes never
+  match (repetition draws and the repetition planes of the observation are
+  unchanged; a test steps lean and full states side by side).
+
+`lean_bytes()` gives the bytes per node: chess 11.7 KB -> about 1.5 KB.
 """
 
 from __future__ import annotations
@@ -34,8 +48,10 @@ import mcts_jax
 # (observation and legal mask present) that are not terminal.
 Evaluator = Callable[[Any, chex.PRNGKey, "PgxGame", pgx.State], Tuple[chex.Array, chex.Array]]
 
-LEAN_FIELDS = ("observation", "legal_action_mask")
 MAX_LEGAL_MOVES = {"chess": 218}
+# Newest position hashes a lean chess state keeps (see the module docstring).
+CHESS_HASH_WINDOW = 102
+BOARD_FIELDS = ("board", "board_history")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -107,22 +123,71 @@ class PgxGame:
         return jnp.zeros(states.current_player.shape, jnp.float32)
 
     # ---- lean embeddings ---------------------------------------------------
+    @functools.cached_property
+    def _full_shapes(self) -> pgx.State:
+        """Shapes and dtypes of one full state (no batch axis)."""
+        return jax.eval_shape(self.env.init, jax.random.key(0))
+
+    def _board_dtype(self):
+        return jnp.int8 if self._full_shapes._x.board.shape[-1] <= 127 else jnp.int16
+
     def lean_state(self, states: pgx.State) -> pgx.State:
-        """The embedding stored per node: recomputable fields emptied."""
+        """The embedding stored per node [B]: recomputable fields emptied,
+        boards narrowed (see the module docstring)."""
         batch_size = states.current_player.shape[0]
-        return states.replace(observation=jnp.zeros((batch_size, 0), jnp.bool_),
-                              legal_action_mask=jnp.zeros((batch_size, 0), jnp.bool_))
+        empty = jnp.zeros((batch_size, 0), jnp.bool_)
+        inner = states._x
+        narrowed = {name: getattr(inner, name).astype(self._board_dtype())
+                    for name in BOARD_FIELDS if hasattr(inner, name)}
+        if self.name == "chess":
+            narrowed.update(legal_action_mask=empty,
+                            hash_history=inner.hash_history[:, :CHESS_HASH_WINDOW])
+        return states.replace(observation=empty, legal_action_mask=empty,
+                              _x=inner._replace(**narrowed))
 
     def full_state(self, lean: pgx.State) -> pgx.State:
-        """A steppable state from a lean one. The legal mask is set all-True:
-        the search never steps an illegal action; the observation is zeros
-        (pgx recomputes it on every step)."""
+        """A steppable state [B] from a lean one. The legal masks are set
+        all-True (the search never steps an illegal action; pgx recomputes
+        them on every step); the observation is zeros (pgx recomputes it on
+        every step); boards get their dtypes back; chess hashes older than
+        the window are zeros (they never match, see the module docstring)."""
         batch_size = lean.current_player.shape[0]
-        dummy = jax.eval_shape(self.env.init, jax.random.key(0))
+        shapes = self._full_shapes
+
+        def zeros(leaf):
+            return jnp.zeros((batch_size,) + leaf.shape, leaf.dtype)
+
+        inner = lean._x
+        restored = {name: getattr(inner, name).astype(getattr(shapes._x, name).dtype)
+                    for name in BOARD_FIELDS if hasattr(inner, name)}
+        if self.name == "chess":
+            restored.update(
+                legal_action_mask=jnp.ones((batch_size, self.num_actions), jnp.bool_),
+                hash_history=zeros(shapes._x.hash_history).at[:, :CHESS_HASH_WINDOW].set(
+                    inner.hash_history))
         return lean.replace(
-            observation=jnp.zeros((batch_size,) + dummy.observation.shape,
-                                  dummy.observation.dtype),
-            legal_action_mask=jnp.ones((batch_size, self.num_actions), jnp.bool_))
+            observation=zeros(shapes.observation),
+            legal_action_mask=jnp.ones((batch_size, self.num_actions), jnp.bool_),
+            _x=inner._replace(**restored))
+
+    def lean_bytes(self) -> int:
+        """Bytes of one lean state (the per-node embedding of a search)."""
+        lean = jax.eval_shape(lambda key: self.lean_state(self.init(key, 1)), jax.random.key(0))
+        return sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(lean))
+
+    def tree_memory(self, batch_size: int, max_nodes: int, max_children: Optional[int] = None,
+                    replay_embeddings: bool = False) -> "mcts_jax.memory.MemoryReport":
+        """The memory of a batch of search trees over this game's lean states
+        (see `mcts_jax.memory.tree_memory`); `report.table()` prints it."""
+        lean = jax.eval_shape(lambda key: self.lean_state(self.init(key, 1)), jax.random.key(0))
+        one = jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(leaf.shape[1:], leaf.dtype), lean)
+        return mcts_jax.memory.tree_memory(one, self.num_actions, batch_size, max_nodes,
+                                           max_children, replay_embeddings)
+
+    def full_bytes(self) -> int:
+        """Bytes of one full pgx state (what an mctx user would store)."""
+        return sum(leaf.size * leaf.dtype.itemsize
+                   for leaf in jax.tree.leaves(self._full_shapes))
 
     # ---- the search contract -------------------------------------------------
     def root(self, params: Any, rng_key: chex.PRNGKey, states: pgx.State,

@@ -43,6 +43,8 @@ class SearchConfig:
     dirichlet_alpha: float = 0.3
     solver: bool = False
     expand_all: bool = False
+    max_children: Optional[int] = None
+    replay_embeddings: bool = False
     max_num_considered_actions: int = 16
     gumbel_scale: float = 1.0
     value_scale: float = 0.1
@@ -163,10 +165,11 @@ def start_tree(noise_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions
     """The tree a search starts from: a fresh root per row, or, where `tree`
     has a non-empty row, that row continued.
 
-    A continued root keeps its visits, values and subtree, but its priors are
-    replaced by `root.prior_logits` with fresh Dirichlet noise: noise drawn once
-    per move, as in a fresh search, so exploration at the root does not fade
-    with inherited visits.
+    A continued root keeps its visits, values, child slots and subtree, but
+    its priors are replaced by `root.prior_logits` with fresh Dirichlet
+    noise: noise drawn once per move, as in a fresh search, so exploration at
+    the root does not fade with inherited visits. With replayed embeddings,
+    a continued root also takes `root.embedding` as its state.
     """
     batch_size, num_actions = root.prior_logits.shape
     legal = (jnp.ones((batch_size, num_actions), jnp.bool_) if invalid_actions is None
@@ -175,11 +178,23 @@ def start_tree(noise_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions
                                     config.dirichlet_fraction, config.dirichlet_alpha)
     root_value = tree_lib.to_internal_scale(root.value.astype(jnp.float32), config.value_range)
     fresh = tree_lib.init_tree(root_value, priors, legal, root.embedding, config.max_nodes,
-                               config.value_range)
+                               config.value_range, max_children=config.max_children,
+                               slot_key=search.slot_key(noise_key),
+                               replay_embeddings=config.replay_embeddings)
     if tree is None:
         return fresh
-    continued = tree.replace(priors=tree.priors.at[:, tree_lib.ROOT_INDEX].set(
-        jnp.where(tree.children[:, tree_lib.ROOT_INDEX] == tree_lib.ILLEGAL, 0.0, priors)))
+    root_index = jnp.zeros((batch_size,), jnp.int32)
+    slot_actions = jnp.minimum(tree_lib.slot_actions(tree, root_index), num_actions - 1)
+    slot_priors = jnp.where(tree.children[:, tree_lib.ROOT_INDEX] == tree_lib.ILLEGAL, 0.0,
+                            jnp.take_along_axis(priors, slot_actions, axis=1))
+    slot_priors = jnp.where(
+        tree.pruned[:, tree_lib.ROOT_INDEX, None],
+        slot_priors / jnp.maximum(jnp.sum(slot_priors, axis=-1, keepdims=True),
+                                  jnp.finfo(jnp.float32).tiny),
+        slot_priors)
+    continued = tree.replace(priors=tree.priors.at[:, tree_lib.ROOT_INDEX].set(slot_priors))
+    if tree.replay_embeddings:
+        continued = continued.replace(embeddings=fresh.embeddings)
     return reuse.select_rows(tree.num_nodes > 0, continued, fresh)
 
 
@@ -206,7 +221,8 @@ def _run_policy(params, rng_key, root: base.RootFnOutput, invalid_actions, tempe
     gumbel_key = jax.random.split(rng_key)[1]
     gumbel = config.gumbel_scale * jax.random.gumbel(gumbel_key, root.prior_logits.shape)
     gumbel = jnp.where(root_stats.legal, jnp.take_along_axis(
-        gumbel, tree_lib.slot_actions(tree, root_index), axis=1), 0.0)
+        gumbel, jnp.minimum(tree_lib.slot_actions(tree, root_index), tree.num_actions - 1),
+        axis=1), 0.0)
     num_considered = jnp.minimum(config.max_num_considered_actions,
                                  jnp.sum(root_stats.legal, axis=-1)).astype(jnp.int32)
     table = selection.halving_table(config.max_num_considered_actions, config.num_simulations)
@@ -223,24 +239,32 @@ def _run_policy(params, rng_key, root: base.RootFnOutput, invalid_actions, tempe
 
 def _policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions, max_depth,
             max_nodes, temperature, final_action, value_range, tree, solver, expand_all,
-            **rule_options):
+            max_children, replay_embeddings, **rule_options):
     batch_size, num_actions = validation.check_root(root, invalid_actions)
     if tree is not None and max_nodes is None:
         max_nodes = tree.max_nodes
+    if tree is not None and max_children is None:
+        max_children = tree.max_children
+    if tree is not None and not replay_embeddings:
+        replay_embeddings = tree.replay_embeddings
+    max_children = validation.check_layout(max_children, replay_embeddings, num_actions)
     if max_nodes is None and expand_all:
-        max_nodes = num_simulations * num_actions + 1
+        max_nodes = num_simulations * (max_children or num_actions) + 1
     max_nodes = validation.check_search_args(num_simulations, max_nodes, max_depth,
                                              final_action, temperature, value_range,
                                              continuing=tree is not None)
     value_range = tuple(float(v) for v in value_range)
     if tree is not None:
-        validation.check_tree(tree, root, batch_size, num_actions, max_nodes, value_range)
+        validation.check_tree(tree, root, batch_size, num_actions, max_nodes, value_range,
+                              max_children, bool(replay_embeddings))
     if not callable(recurrent_fn):
         raise TypeError(f"recurrent_fn must be callable, got {type(recurrent_fn).__name__}")
     config = SearchConfig(num_simulations=int(num_simulations), max_nodes=max_nodes,
                           max_depth=None if max_depth is None else int(max_depth),
                           final_action=final_action, value_range=value_range,
-                          solver=bool(solver), expand_all=bool(expand_all), **rule_options)
+                          solver=bool(solver), expand_all=bool(expand_all),
+                          max_children=max_children,
+                          replay_embeddings=bool(replay_embeddings), **rule_options)
     return _run_policy(params, rng_key, root, invalid_actions,
                        jnp.asarray(temperature, jnp.float32), tree,
                        recurrent_fn=recurrent_fn, config=config)
@@ -257,7 +281,9 @@ def uct_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
                value_range: Tuple[float, float] = (-1.0, 1.0),
                tree: Optional[tree_lib.Tree] = None,
                solver: bool = False,
-               expand_all: bool = False) -> base.PolicyOutput:
+               expand_all: bool = False,
+               max_children: Optional[int] = None,
+               replay_embeddings: bool = False) -> base.PolicyOutput:
     """Classic UCT: UCB1 selection, values from `recurrent_fn` (e.g. playouts).
 
     Selection scores each legal child with `Q + uct_c * sqrt(ln N / n)`, Q on
@@ -302,7 +328,22 @@ def uct_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
         at once, evaluate each (one recurrent_fn call on B x A transitions, so
         recurrent_fn must accept any batch size) and back up their summed
         values, one visit each. Default capacity becomes
-        `num_simulations * A + 1`.
+        `num_simulations * K + 1` (K = max_children, or A).
+      max_children: K, the compact layout: each node keeps K child slots
+        holding its legal actions (the K highest priors when more are legal,
+        ties broken at random, the kept priors renormalised) with their
+        action ids, instead of one slot per action id. With K >= the most
+        legal moves a position can have (chess: 218) nothing is dropped and
+        the search is the same as the dense one, visit for visit. Summaries
+        and `action_weights` stay in action space [B, A]. None: dense.
+      replay_embeddings: store only the root's embedding; a leaf's state is
+        recomputed at expansion by replaying the actions from the root with
+        recurrent_fn's state transition (its priors and values are unused,
+        and XLA drops that work). Saves the per-node embedding memory at the
+        cost of `depth` extra transitions per simulation; needs transitions
+        that depend only on (embedding, action), not on the key. Bound the
+        path with `max_depth` for large `max_nodes` (the replay buffer is
+        [B, min(max_depth, max_nodes)] int32).
 
     Returns:
       `PolicyOutput(action [B], action_weights [B, A] = root visit
@@ -310,7 +351,7 @@ def uct_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
     """
     return _policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions,
                    max_depth, max_nodes, temperature, final_action, value_range, tree, solver,
-                   expand_all, rule="uct", uct_c=float(uct_c))
+                   expand_all, max_children, replay_embeddings, rule="uct", uct_c=float(uct_c))
 
 
 def alphazero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
@@ -328,7 +369,9 @@ def alphazero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.Root
                      value_range: Tuple[float, float] = (-1.0, 1.0),
                      tree: Optional[tree_lib.Tree] = None,
                      solver: bool = False,
-                     expand_all: bool = False) -> base.PolicyOutput:
+                     expand_all: bool = False,
+                     max_children: Optional[int] = None,
+                     replay_embeddings: bool = False) -> base.PolicyOutput:
     """AlphaZero PUCT search with priors and values from `recurrent_fn`.
 
     Selection maximises `Q + c(N) * P * sqrt(N) / (1 + n)` with
@@ -351,7 +394,8 @@ def alphazero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.Root
         raise ValueError(f"dirichlet_alpha must be > 0, got {dirichlet_alpha}")
     return _policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions,
                    max_depth, max_nodes, temperature, final_action, value_range, tree, solver,
-                   expand_all, rule="puct", pb_c_init=float(pb_c_init), pb_c_base=float(pb_c_base),
+                   expand_all, max_children, replay_embeddings, rule="puct",
+                   pb_c_init=float(pb_c_init), pb_c_base=float(pb_c_base),
                    q_transform=q_transform, dirichlet_fraction=float(dirichlet_fraction),
                    dirichlet_alpha=float(dirichlet_alpha))
 
@@ -367,7 +411,9 @@ def gumbel_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnO
                   maxvisit_init: float = 50.0,
                   value_range: Tuple[float, float] = (-1.0, 1.0),
                   tree: Optional[tree_lib.Tree] = None,
-                  solver: bool = False) -> base.PolicyOutput:
+                  solver: bool = False,
+                  max_children: Optional[int] = None,
+                  replay_embeddings: bool = False) -> base.PolicyOutput:
     """Gumbel MuZero: policy improvement that works with very few simulations.
 
     At the root, Gumbel noise `g` is drawn for every legal action; sequential
@@ -393,7 +439,7 @@ def gumbel_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnO
         raise ValueError(f"gumbel_scale must be >= 0, got {gumbel_scale}")
     return _policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions,
                    max_depth, max_nodes, 0.0, "most_visited", value_range, tree, solver,
-                   False, rule="gumbel",
+                   False, max_children, replay_embeddings, rule="gumbel",
                    max_num_considered_actions=int(max_num_considered_actions),
                    gumbel_scale=float(gumbel_scale), value_scale=float(value_scale),
                    maxvisit_init=float(maxvisit_init))

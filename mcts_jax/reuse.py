@@ -20,31 +20,6 @@ import jax.numpy as jnp
 from mcts_jax import tree as tree_lib
 
 
-def _empty_rows(tree: tree_lib.Tree) -> tree_lib.Tree:
-    """A tree of the same shapes with every row empty (num_nodes 0)."""
-    def fill(array, value):
-        return jnp.full(array.shape, value, array.dtype)
-
-    return tree.replace(
-        node_visits=fill(tree.node_visits, 0),
-        value_sums=fill(tree.value_sums, 0.0),
-        raw_values=fill(tree.raw_values, 0.0),
-        parents=fill(tree.parents, tree_lib.NO_PARENT),
-        actions_from_parent=fill(tree.actions_from_parent, -1),
-        rewards=fill(tree.rewards, 0.0),
-        discounts=fill(tree.discounts, 0.0),
-        is_terminal=fill(tree.is_terminal, False),
-        solved=fill(tree.solved, False),
-        solved_values=fill(tree.solved_values, 0.0),
-        children=fill(tree.children, tree_lib.UNEXPANDED),
-        priors=fill(tree.priors, 0.0),
-        children_actions=None if tree.children_actions is None
-        else fill(tree.children_actions, -1),
-        embeddings=jax.tree.map(jnp.zeros_like, tree.embeddings),
-        num_nodes=fill(tree.num_nodes, 0),
-    )
-
-
 def select_rows(mask: chex.Array, if_true: tree_lib.Tree,
                 if_false: tree_lib.Tree) -> tree_lib.Tree:
     """Row b from `if_true` where mask[b], else from `if_false` (same shapes).
@@ -62,16 +37,17 @@ def reset_tree(tree: tree_lib.Tree, mask: chex.Array) -> tree_lib.Tree:
     mask = jnp.asarray(mask, jnp.bool_)
     if mask.shape != (tree.batch_size,):
         raise ValueError(f"mask must have shape [B] = ({tree.batch_size},), got {mask.shape}")
-    return select_rows(mask, _empty_rows(tree), tree)
+    return select_rows(mask, tree_lib.empty_like(tree), tree)
 
 
 def get_subtree(tree: tree_lib.Tree, action: chex.Array) -> tree_lib.Tree:
     """Re-roots each row on the child reached by `action` [B].
 
     The kept nodes (the child and its descendants) move to the front of the
-    arrays in their old order, with every statistic, prior, proven flag and
-    embedding; parent and child indices are renumbered; the rest is freed. A
-    row whose child was never expanded, or is terminal, comes back empty.
+    arrays in their old order, with every statistic, prior, slot action,
+    proven flag and embedding; parent and child indices are renumbered; the
+    rest is freed. A row whose child was never expanded, or is terminal, or
+    whose `action` is not a child slot of its root, comes back empty.
     """
     action = jnp.asarray(action)
     if action.shape != (tree.batch_size,):
@@ -79,6 +55,11 @@ def get_subtree(tree: tree_lib.Tree, action: chex.Array) -> tree_lib.Tree:
                          f"got {action.shape}")
     if not jnp.issubdtype(action.dtype, jnp.integer):
         raise TypeError(f"action must be an integer array, got {action.dtype}")
+    if not isinstance(action, jax.core.Tracer):
+        out_of_range = (action < 0) | (action >= tree.num_actions)
+        if bool(jnp.any(out_of_range)):
+            raise ValueError(f"action has ids outside [0, A) = [0, {tree.num_actions}) in "
+                             f"rows {jnp.flatnonzero(out_of_range)[:10].tolist()}")
     return _get_subtree(tree, action.astype(jnp.int32))
 
 
@@ -107,7 +88,7 @@ def _get_subtree(tree: tree_lib.Tree, action: chex.Array) -> tree_lib.Tree:
     new_index = jnp.cumsum(keep, axis=1, dtype=jnp.int32) - 1
     move_to = jnp.where(keep, new_index, max_nodes)  # dropped when not kept
 
-    empty = _empty_rows(tree)
+    empty = tree_lib.empty_like(tree)
 
     def move(array, default):
         return default.at[rows[:, None], move_to].set(array, mode="drop")
@@ -132,11 +113,15 @@ def _get_subtree(tree: tree_lib.Tree, action: chex.Array) -> tree_lib.Tree:
         is_terminal=move(tree.is_terminal, empty.is_terminal),
         solved=move(tree.solved, empty.solved),
         solved_values=move(tree.solved_values, empty.solved_values),
+        pruned=move(tree.pruned, empty.pruned),
         children=move(renumber(tree.children), empty.children),
         priors=move(tree.priors, empty.priors),
         children_actions=None if tree.children_actions is None
         else move(tree.children_actions, empty.children_actions),
-        embeddings=jax.tree.map(move, tree.embeddings, empty.embeddings),
+        # Replayed embeddings keep the old root's state until the next search
+        # stores its `root.embedding` there.
+        embeddings=tree.embeddings if tree.replay_embeddings
+        else jax.tree.map(move, tree.embeddings, empty.embeddings),
         num_nodes=jnp.sum(keep, axis=1, dtype=jnp.int32),
     )
     return moved

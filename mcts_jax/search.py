@@ -141,11 +141,13 @@ class NewNodes:
     discount: chex.Array
     value: chex.Array
     terminal: chex.Array
-    priors: chex.Array  # S + [A]
-    slots: chex.Array  # S + [A], UNEXPANDED or ILLEGAL
+    slots: tree_lib.ChildSlots  # S + [K]
 
 
-def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree) -> NewNodes:
+def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree,
+                          slot_key: chex.PRNGKey) -> NewNodes:
+    """Converts a recurrent_fn output to the tree's scale and layout; in the
+    compact layout `slot_key` breaks prior ties among more than K legal moves."""
     discount = output.discount.astype(jnp.float32)
     terminal = discount == 0
     value = jnp.where(terminal, 0.0,
@@ -156,13 +158,14 @@ def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree) -
     else:
         legal = ~output.invalid_actions.astype(jnp.bool_)
     legal = legal & ~terminal[..., None]
+    priors = tree_lib.masked_priors(output.prior_logits.astype(jnp.float32), legal)
     return NewNodes(
         reward=tree_lib.to_internal_scale(output.reward.astype(jnp.float32), tree.value_range),
         discount=discount,
         value=value,
         terminal=terminal,
-        priors=tree_lib.masked_priors(output.prior_logits.astype(jnp.float32), legal),
-        slots=jnp.where(legal, tree_lib.UNEXPANDED, tree_lib.ILLEGAL).astype(tree.children.dtype),
+        slots=tree_lib.make_slots(priors, legal, tree.max_children, slot_key,
+                                  tree.children.dtype),
     )
 
 
@@ -186,10 +189,20 @@ def write_new_nodes(tree: tree_lib.Tree, write_at: chex.Array, parent: chex.Arra
         is_terminal=write(tree.is_terminal, new.terminal),
         solved=write(tree.solved, new.terminal),
         solved_values=write(tree.solved_values, 0.0),
-        children=write(tree.children, new.slots),
-        priors=write(tree.priors, new.priors),
-        embeddings=jax.tree.map(write, tree.embeddings, embedding),
+        pruned=write(tree.pruned, new.slots.pruned),
+        children=write(tree.children, new.slots.codes),
+        priors=write(tree.priors, new.slots.priors),
+        children_actions=None if tree.children_actions is None
+        else write(tree.children_actions, new.slots.actions),
+        embeddings=tree.embeddings if tree.replay_embeddings
+        else jax.tree.map(write, tree.embeddings, embedding),
     )
+
+
+def slot_key(rng_key: chex.PRNGKey) -> chex.PRNGKey:
+    """The key that breaks prior ties when a compact node keeps K of more
+    legal actions (derived so that recurrent_fn still gets `rng_key`)."""
+    return jax.random.fold_in(rng_key, 0x51075)
 
 
 def revisit(tree: tree_lib.Tree, node: chex.Array, solver: bool) -> Backup:
@@ -223,19 +236,74 @@ def read_embeddings(tree: tree_lib.Tree, node: chex.Array):
     return jax.lax.platform_dependent(node, cpu=isolated, default=read)
 
 
+def replay_embeddings(tree: tree_lib.Tree, node: chex.Array, step_fn,
+                      max_path_length: int):
+    """The states at `node` [B] of a tree that stores only its root's state:
+    walks up to the root collecting the actions of the path (at most
+    `max_path_length`), then steps the root state down it with
+    `step_fn(action [B], embedding) -> embedding`. Costs depth simulator
+    steps per call; rows that arrive early keep their state."""
+    batch_size = tree.batch_size
+    rows = tree_lib.batch_rows(batch_size)
+
+    def walk_up(state):
+        node, depth, path = state
+        on_path = node > tree_lib.ROOT_INDEX
+        path = path.at[rows, jnp.where(on_path, depth, max_path_length)].set(
+            tree.actions_from_parent[rows, node], mode="drop")
+        return (jnp.where(on_path, tree.parents[rows, node], tree_lib.ROOT_INDEX),
+                depth + on_path.astype(jnp.int32), path)
+
+    _, depth, path = jax.lax.while_loop(
+        lambda state: jnp.any(state[0] > tree_lib.ROOT_INDEX), walk_up,
+        (node, jnp.zeros_like(node), jnp.zeros((batch_size, max_path_length), jnp.int32)))
+
+    def step_down(state):
+        step, embedding = state
+        action = path[rows, jnp.clip(depth - 1 - step, 0, max_path_length - 1)]
+        stepped = step_fn(action, embedding)
+        moves = step < depth
+        embedding = jax.tree.map(
+            lambda new, old: jnp.where(moves.reshape((-1,) + (1,) * (new.ndim - 1)), new, old),
+            stepped, embedding)
+        return step + 1, embedding
+
+    root_embedding = jax.tree.map(lambda leaf: leaf[:, tree_lib.ROOT_INDEX], tree.embeddings)
+    _, embedding = jax.lax.while_loop(lambda state: state[0] < jnp.max(depth), step_down,
+                                      (jnp.int32(0), root_embedding))
+    return embedding
+
+
+def leaf_embeddings(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
+                    recurrent_fn: base.RecurrentFn, node: chex.Array, max_path_length: int):
+    """The embeddings at `node` [B]: read from the tree, or, with
+    `replay_embeddings`, recomputed with recurrent_fn's state transition (its
+    outputs are unused, so XLA drops the evaluator). Replay needs a
+    recurrent_fn whose next embedding depends only on (embedding, action)."""
+    if not tree.replay_embeddings:
+        return read_embeddings(tree, node)
+
+    def step_fn(action, embedding):
+        return recurrent_fn(params, rng_key, action, embedding)[1]
+
+    return replay_embeddings(tree, node, step_fn, max_path_length)
+
+
 def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
            recurrent_fn: base.RecurrentFn, leaf: LeafChoice,
-           solver: bool) -> tuple[tree_lib.Tree, Backup]:
+           solver: bool, max_path_length: int) -> tuple[tree_lib.Tree, Backup]:
     """Calls recurrent_fn once for the batch and writes one new node per row
     that reached an unexpanded edge. Other rows take part in the call (the
     batch is the unit of work) but write nothing."""
     batch_size, max_nodes = tree.batch_size, tree.max_nodes
     rows = tree_lib.batch_rows(batch_size)
-    action = tree_lib.slot_actions(tree, leaf.node)[rows, leaf.slot]
-    output, embedding = recurrent_fn(params, rng_key, action,
-                                     read_embeddings(tree, leaf.node))
+    action = jnp.minimum(tree_lib.slot_actions(tree, leaf.node)[rows, leaf.slot],
+                         tree.num_actions - 1)  # an unused compact slot holds A
+    parent_embedding = leaf_embeddings(params, rng_key, tree, recurrent_fn, leaf.node,
+                                       max_path_length)
+    output, embedding = recurrent_fn(params, rng_key, action, parent_embedding)
     check_recurrent_output(output, batch_size, tree.num_actions)
-    new = new_nodes_from_output(output, tree)
+    new = new_nodes_from_output(output, tree, slot_key(rng_key))
 
     new_node = tree.num_nodes
     write_at = jnp.where(leaf.expand, new_node, max_nodes)  # out of range: dropped
@@ -254,7 +322,7 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
 
 def expand_all(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
                recurrent_fn: base.RecurrentFn, leaf: LeafChoice,
-               solver: bool) -> tuple[tree_lib.Tree, Backup]:
+               solver: bool, max_path_length: int) -> tuple[tree_lib.Tree, Backup]:
     """Creates every legal child of the leaf at once, each evaluated by
     recurrent_fn (one call on a batch of B x K transitions, so the function
     must accept any batch size), and backs up the sum of their values.
@@ -274,14 +342,15 @@ def expand_all(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     written = expanding[:, None] & creates
     write_at = jnp.where(written, new_index, max_nodes)
 
-    actions = tree_lib.slot_actions(tree, node)
-    parent_embedding = read_embeddings(tree, node)
+    actions = jnp.minimum(tree_lib.slot_actions(tree, node), tree.num_actions - 1)
+    parent_embedding = leaf_embeddings(params, rng_key, tree, recurrent_fn, node,
+                                       max_path_length)
     repeated = jax.tree.map(lambda x: jnp.repeat(x, num_slots, axis=0), parent_embedding)
     output, embedding = recurrent_fn(params, rng_key, actions.reshape(-1), repeated)
     check_recurrent_output(output, batch_size * num_slots, tree.num_actions)
     by_row = lambda x: x.reshape((batch_size, num_slots) + x.shape[1:])  # noqa: E731
     output, embedding = jax.tree.map(by_row, output), jax.tree.map(by_row, embedding)
-    new = new_nodes_from_output(output, tree)
+    new = new_nodes_from_output(output, tree, slot_key(rng_key))
 
     tree = write_new_nodes(tree, write_at, jnp.broadcast_to(node[:, None], write_at.shape),
                            actions, new, embedding, visits=1)
@@ -302,11 +371,14 @@ def prove(tree: tree_lib.Tree, node: chex.Array, solved: chex.Array,
           solved_values: chex.Array) -> tuple[chex.Array, chex.Array]:
     """MCTS-solver rule for `node` [B] given the current solved arrays [B, N]:
     proven if some child is proven to give the mover the best possible value,
-    or if every legal child is proven. Returns (proven [B], exact value [B])."""
+    or if every legal child is proven (and none was pruned).
+    Returns (proven [B], exact value [B])."""
     stats = tree_lib.children_stats(
         tree.replace(solved=solved, solved_values=solved_values), node)
     best = jnp.max(jnp.where(stats.solved, stats.solved_qvalues, -jnp.inf), axis=-1)
     all_solved = jnp.any(stats.legal, axis=-1) & jnp.all(~stats.legal | stats.solved, axis=-1)
+    # A pruned node has legal moves outside its slots: "all proven" says nothing.
+    all_solved = all_solved & ~tree_lib.gather_nodes(tree.pruned, node)
     return (best >= PROVEN_WIN) | all_solved, best
 
 
@@ -374,7 +446,8 @@ def run_simulations(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.T
     def simulate(simulation_index, tree):
         key = jax.random.fold_in(rng_key, simulation_index)
         leaf = select_leaf(tree, score_fn_for(simulation_index), depth_limit, solver)
-        tree, update = expand_fn(params, key, tree, recurrent_fn, leaf, solver)
+        tree, update = expand_fn(params, key, tree, recurrent_fn, leaf, solver,
+                                 max_path_length=min(depth_limit, tree.max_nodes))
         return backup(tree, update, solver)
 
     return jax.lax.fori_loop(0, num_simulations, simulate, tree)

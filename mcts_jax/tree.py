@@ -70,17 +70,26 @@ class Tree:
         and with the MCTS-solver, nodes proven from their children.
       solved_values: float32, that exact value for the player to move at the
         node (internal scale); 0 where not solved.
+      pruned: bool, the node has more legal actions than child slots, so some
+        got no slot (compact layout only; the solver then never proves the
+        node from "all children proven").
     Per-edge arrays, shape [B, N, K]:
       children: int16 (int32 when N > 32767), the child's node index,
         UNEXPANDED or ILLEGAL.
       priors: float32, prior probability of the slot's action (0 if illegal).
-      children_actions: int32 action id of each slot, or None in the dense
-        layout (slot k is action k).
+      children_actions: the action id of each slot, or None in the dense
+        layout (slot k is action k). Compact layout (`K = max_children`):
+        int16 (int32 when A >= 32767), the node's legal actions in increasing
+        id order, then `A` (no action) in the unused slots.
     Other:
-      embeddings: pytree with leaves [B, N, ...], the state stored per node.
+      embeddings: pytree with leaves [B, N, ...], the state stored per node;
+        with `replay_embeddings`, leaves [B, 1, ...]: the root's state only
+        (other nodes' states are recomputed by replaying the actions from the
+        root).
       num_nodes: [B] int32, node slots in use (the next free slot).
       num_actions: static int A, the size of the action space.
       value_range: static (low, high), the user's reward and value scale.
+      replay_embeddings: static bool, embeddings are replayed, not stored.
     """
 
     node_visits: chex.Array
@@ -93,6 +102,7 @@ class Tree:
     is_terminal: chex.Array
     solved: chex.Array
     solved_values: chex.Array
+    pruned: chex.Array
     children: chex.Array
     priors: chex.Array
     children_actions: Optional[chex.Array]
@@ -101,6 +111,7 @@ class Tree:
     num_actions: int = dataclasses.field(metadata=dict(static=True), default=0)
     value_range: Tuple[float, float] = dataclasses.field(
         metadata=dict(static=True), default=(-1.0, 1.0))
+    replay_embeddings: bool = dataclasses.field(metadata=dict(static=True), default=False)
 
     replace = dataclasses.replace
 
@@ -115,6 +126,11 @@ class Tree:
     @property
     def num_slots(self) -> int:
         return self.children.shape[2]
+
+    @property
+    def max_children(self) -> Optional[int]:
+        """K in the compact layout, None in the dense one."""
+        return None if self.children_actions is None else self.num_slots
 
     def summary(self) -> SearchSummary:
         """Root statistics in action space [B, A], values in the user's scale."""
@@ -218,7 +234,7 @@ def slot_actions(tree: Tree, node: chex.Array) -> chex.Array:
     if tree.children_actions is None:
         return jnp.broadcast_to(jnp.arange(tree.num_slots, dtype=jnp.int32),
                                 (tree.batch_size, tree.num_slots))
-    return gather_nodes(tree.children_actions, node)
+    return gather_nodes(tree.children_actions, node).astype(jnp.int32)
 
 
 def slots_to_actions(tree: Tree, node: chex.Array, per_slot: chex.Array, fill) -> chex.Array:
@@ -247,6 +263,112 @@ def child_index_dtype(max_nodes: int):
     return jnp.int16 if max_nodes <= jnp.iinfo(jnp.int16).max else jnp.int32
 
 
+def child_action_dtype(num_actions: int):
+    """int16 slot action ids while A and the filler A fit, else int32."""
+    return jnp.int16 if num_actions < jnp.iinfo(jnp.int16).max else jnp.int32
+
+
+@chex.dataclass(frozen=True)
+class ChildSlots:
+    """The K child slots of new nodes, leading shape S ([B] or [B, K]).
+
+    Attributes:
+      actions: S + [K] action id per slot, `A` in an unused slot; None in
+        the dense layout (slot k is action k).
+      priors: S + [K] float32 prior probability per slot, 0 where unused or
+        illegal; they sum to 1 over the slots.
+      codes: S + [K] UNEXPANDED (a legal action) or ILLEGAL, child-index dtype.
+      pruned: S bool, some legal action got no slot.
+    """
+
+    actions: Optional[chex.Array]
+    priors: chex.Array
+    codes: chex.Array
+    pruned: chex.Array
+
+
+def make_slots(priors: chex.Array, legal: chex.Array, max_children: Optional[int],
+               rng_key: Optional[chex.PRNGKey], index_dtype) -> ChildSlots:
+    """Child slots from priors and a legal mask in action space, S + [A].
+
+    Dense (`max_children=None`): slot k is action k. Compact: the legal
+    actions fill the K slots in increasing id order. When more than K are
+    legal, the K with the highest priors are kept (ties at the cut broken at
+    random with `rng_key`, which may be None only in the dense layout) and
+    the kept priors are renormalised; with K >= the number of legal actions
+    nothing is dropped and the priors are exactly the dense ones.
+    """
+    codes = jnp.where(legal, UNEXPANDED, ILLEGAL).astype(index_dtype)
+    lead_shape, num_actions = priors.shape[:-1], priors.shape[-1]
+    if max_children is None:
+        return ChildSlots(actions=None, priors=priors, codes=codes,
+                          pruned=jnp.zeros(lead_shape, jnp.bool_))
+    num_slots = max_children
+    flat_priors = priors.reshape(-1, num_actions)
+    flat_legal = legal.reshape(-1, num_actions)
+    num_legal = jnp.sum(flat_legal, axis=-1, dtype=jnp.int32)
+    pruned = num_legal > num_slots
+
+    def keep_top_k(_):
+        """The K legal actions with the highest priors; random among ties at the cut."""
+        values = jnp.where(flat_legal, flat_priors, -1.0)
+        cut = jax.lax.top_k(values, num_slots)[0][:, -1:]
+        above = values > cut
+        at_cut = flat_legal & (values == cut)
+        needed = num_slots - jnp.sum(above, axis=-1, keepdims=True, dtype=jnp.int32)
+        noise = jnp.where(at_cut, jax.random.uniform(rng_key, values.shape), -1.0)
+        noise_sorted = jax.lax.top_k(noise, num_slots)[0]
+        noise_cut = jnp.take_along_axis(noise_sorted, jnp.maximum(needed - 1, 0), axis=-1)
+        keep = above | (at_cut & (needed > 0) & (noise >= noise_cut))
+        return jnp.where(pruned[:, None], keep, flat_legal)
+
+    if num_slots >= num_actions:
+        keep = flat_legal
+    else:
+        keep = jax.lax.cond(jnp.any(pruned), keep_top_k, lambda _: flat_legal, None)
+    position = jnp.where(keep, jnp.cumsum(keep, axis=-1, dtype=jnp.int32) - 1, num_slots)
+    rows = jnp.arange(flat_priors.shape[0], dtype=jnp.int32)[:, None]
+    action_ids = jnp.broadcast_to(jnp.arange(num_actions, dtype=jnp.int32), keep.shape)
+    actions = jnp.full((flat_priors.shape[0], num_slots), num_actions, jnp.int32)
+    actions = actions.at[rows, position].set(action_ids, mode="drop")
+    used = actions < num_actions
+    slot_priors = jnp.where(
+        used, jnp.take_along_axis(flat_priors, jnp.minimum(actions, num_actions - 1), axis=-1),
+        0.0)
+    kept_mass = jnp.sum(slot_priors, axis=-1, keepdims=True)
+    slot_priors = jnp.where(pruned[:, None],
+                            slot_priors / jnp.maximum(kept_mass, jnp.finfo(jnp.float32).tiny),
+                            slot_priors)
+    full_shape = lead_shape + (num_slots,)
+    return ChildSlots(
+        actions=actions.astype(child_action_dtype(num_actions)).reshape(full_shape),
+        priors=slot_priors.reshape(full_shape),
+        codes=jnp.where(used, UNEXPANDED, ILLEGAL).astype(index_dtype).reshape(full_shape),
+        pruned=pruned.reshape(lead_shape),
+    )
+
+
+# What an empty node slot holds, per field (init_tree and reuse share it).
+EMPTY_NODE = dict(node_visits=0, value_sums=0.0, raw_values=0.0, parents=NO_PARENT,
+                  actions_from_parent=-1, rewards=0.0, discounts=0.0, is_terminal=False,
+                  solved=False, solved_values=0.0, pruned=False, children=UNEXPANDED,
+                  priors=0.0)
+
+
+def empty_like(tree: Tree) -> Tree:
+    """A tree of the same shapes and layout with every row empty (num_nodes 0)."""
+    def fill(array, value):
+        return jnp.full(array.shape, value, array.dtype)
+
+    fields = {name: fill(getattr(tree, name), value) for name, value in EMPTY_NODE.items()}
+    return tree.replace(
+        children_actions=None if tree.children_actions is None
+        else fill(tree.children_actions, tree.num_actions),
+        embeddings=jax.tree.map(jnp.zeros_like, tree.embeddings),
+        num_nodes=fill(tree.num_nodes, 0),
+        **fields)
+
+
 def init_tree(
     root_value: chex.Array,
     root_priors: chex.Array,
@@ -254,6 +376,9 @@ def init_tree(
     root_embedding: Any,
     max_nodes: int,
     value_range: Tuple[float, float],
+    max_children: Optional[int] = None,
+    slot_key: Optional[chex.PRNGKey] = None,
+    replay_embeddings: bool = False,
 ) -> Tree:
     """A fresh batch of trees holding only the root, visited once.
 
@@ -264,43 +389,54 @@ def init_tree(
       root_embedding: pytree with leaves [B, ...].
       max_nodes: N, the capacity of each tree.
       value_range: the user's value scale (static).
+      max_children: K for the compact layout, None for the dense one.
+      slot_key: breaks ties when the root has more legal actions than K.
+      replay_embeddings: store the root's embedding only.
     """
     batch_size, num_actions = root_priors.shape
+    index_dtype = child_index_dtype(max_nodes)
+    slots = make_slots(root_priors.astype(jnp.float32), root_legal, max_children, slot_key,
+                       index_dtype)
+    num_slots = slots.priors.shape[-1]
 
-    def per_node(fill, dtype, root_entry=None):
-        array = jnp.full((batch_size, max_nodes), fill, dtype)
+    def per_node(name, dtype, root_entry=None):
+        array = jnp.full((batch_size, max_nodes), EMPTY_NODE[name], dtype)
         if root_entry is not None:
             array = array.at[:, ROOT_INDEX].set(root_entry)
         return array
 
+    def per_edge(name, dtype, root_entry, fill=None):
+        fill = EMPTY_NODE[name] if fill is None else fill
+        array = jnp.full((batch_size, max_nodes, num_slots), fill, dtype)
+        return array.at[:, ROOT_INDEX].set(root_entry.astype(dtype))
+
+    stored_nodes = 1 if replay_embeddings else max_nodes
+
     def embedding_storage(leaf):
         leaf = jnp.asarray(leaf)
-        storage = jnp.zeros((batch_size, max_nodes) + leaf.shape[1:], leaf.dtype)
+        storage = jnp.zeros((batch_size, stored_nodes) + leaf.shape[1:], leaf.dtype)
         return storage.at[:, ROOT_INDEX].set(leaf)
 
-    index_dtype = child_index_dtype(max_nodes)
-    children = jnp.full((batch_size, max_nodes, num_actions), UNEXPANDED, index_dtype)
-    children = children.at[:, ROOT_INDEX].set(
-        jnp.where(root_legal, UNEXPANDED, ILLEGAL).astype(index_dtype))
-    priors = jnp.zeros((batch_size, max_nodes, num_actions), jnp.float32)
-    priors = priors.at[:, ROOT_INDEX].set(root_priors.astype(jnp.float32))
     root_value = root_value.astype(jnp.float32)
     return Tree(
-        node_visits=per_node(0, jnp.int32, 1),
-        value_sums=per_node(0.0, jnp.float32, root_value),
-        raw_values=per_node(0.0, jnp.float32, root_value),
-        parents=per_node(NO_PARENT, jnp.int32),
-        actions_from_parent=per_node(-1, jnp.int32),
-        rewards=per_node(0.0, jnp.float32),
-        discounts=per_node(0.0, jnp.float32),
-        is_terminal=per_node(False, jnp.bool_),
-        solved=per_node(False, jnp.bool_),
-        solved_values=per_node(0.0, jnp.float32),
-        children=children,
-        priors=priors,
-        children_actions=None,
+        node_visits=per_node("node_visits", jnp.int32, 1),
+        value_sums=per_node("value_sums", jnp.float32, root_value),
+        raw_values=per_node("raw_values", jnp.float32, root_value),
+        parents=per_node("parents", jnp.int32),
+        actions_from_parent=per_node("actions_from_parent", jnp.int32),
+        rewards=per_node("rewards", jnp.float32),
+        discounts=per_node("discounts", jnp.float32),
+        is_terminal=per_node("is_terminal", jnp.bool_),
+        solved=per_node("solved", jnp.bool_),
+        solved_values=per_node("solved_values", jnp.float32),
+        pruned=per_node("pruned", jnp.bool_, slots.pruned),
+        children=per_edge("children", index_dtype, slots.codes),
+        priors=per_edge("priors", jnp.float32, slots.priors),
+        children_actions=None if slots.actions is None else per_edge(
+            "children", slots.actions.dtype, slots.actions, fill=num_actions),
         embeddings=jax.tree.map(embedding_storage, root_embedding),
         num_nodes=jnp.ones((batch_size,), jnp.int32),
         num_actions=num_actions,
         value_range=value_range,
+        replay_embeddings=replay_embeddings,
     )

@@ -111,8 +111,23 @@ def check_search_args(num_simulations: Any, max_nodes: Optional[Any], max_depth:
     return int(max_nodes)
 
 
+def check_layout(max_children: Any, replay_embeddings: Any, num_actions: int) -> Optional[int]:
+    """Validates the tree layout options; returns K (None = dense)."""
+    if not isinstance(replay_embeddings, (bool, np.bool_)):
+        raise TypeError(f"replay_embeddings must be a bool, got {replay_embeddings!r}")
+    if max_children is None:
+        return None
+    if isinstance(max_children, bool) or not isinstance(max_children, (int, np.integer)):
+        raise TypeError(f"max_children must be None or a Python int, got {max_children!r}")
+    if not 1 <= max_children <= num_actions:
+        raise ValueError(f"max_children must be in [1, A] = [1, {num_actions}], got "
+                         f"{max_children}")
+    return int(max_children)
+
+
 def check_tree(tree: Any, root: base.RootFnOutput, batch_size: int, num_actions: int,
-               max_nodes: int, value_range: Tuple[float, float]) -> None:
+               max_nodes: int, value_range: Tuple[float, float],
+               max_children: Optional[int] = None, replay_embeddings: bool = False) -> None:
     """A tree passed to `tree=` must come from a search of the same shape."""
     from mcts_jax.tree import Tree  # local: tree imports nothing from here
 
@@ -129,6 +144,12 @@ def check_tree(tree: Any, root: base.RootFnOutput, batch_size: int, num_actions:
     if tuple(tree.value_range) != tuple(value_range):
         raise ValueError(f"tree was built with value_range={tree.value_range}, not "
                          f"{value_range}")
+    if tree.max_children != max_children:
+        raise ValueError(f"tree has max_children={tree.max_children} but max_children="
+                         f"{max_children} was asked for; a continued tree keeps its layout")
+    if tree.replay_embeddings != replay_embeddings:
+        raise ValueError(f"tree has replay_embeddings={tree.replay_embeddings} but "
+                         f"replay_embeddings={replay_embeddings} was asked for")
     expected = jax.tree.map(lambda x: (tuple(jnp.shape(x)[1:]), jnp.result_type(x)),
                             root.embedding)
     stored = jax.tree.map(lambda x: (tuple(x.shape[2:]), x.dtype), tree.embeddings)

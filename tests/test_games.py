@@ -220,14 +220,20 @@ def assert_all_mate(actions):
         assert move in mating_moves(fen), (fen, move)
 
 
-def test_puct_with_uniform_priors_plays_mate_in_one(mate_positions):
+LAYOUTS = dict(argnames="layout", argvalues=[
+    dict(max_children=None), dict(max_children=218), dict(max_children=218, replay_embeddings=True)],
+    ids=["dense", "compact", "compact_replay"])
+
+
+@pytest.mark.parametrize(**LAYOUTS)
+def test_puct_with_uniform_priors_plays_mate_in_one(mate_positions, layout):
     game = envs.make("chess")
     evaluator = evaluators.Uniform()
     root, invalid = game.root(None, jax.random.key(0), mate_positions, evaluator)
     out = mcts_jax.alphazero_policy(None, jax.random.key(1), root,
                                     game.recurrent_fn(evaluator), 200,
                                     invalid_actions=invalid, dirichlet_fraction=0.0,
-                                    final_action="most_visited")
+                                    final_action="most_visited", **layout)
     assert_all_mate(out.action)
 
 
@@ -238,9 +244,10 @@ def test_minimax_depth_one_plays_mate_in_one(mate_positions):
     assert_all_mate(actions)
 
 
+@pytest.mark.parametrize(**LAYOUTS)
 @pytest.mark.parametrize("fens,num_simulations", [(MATE_IN_ONE, 200), (MATE_IN_TWO, 1000)],
                          ids=["mate_in_one", "mate_in_two"])
-def test_solver_proves_chess_mates(fens, num_simulations):
+def test_solver_proves_chess_mates(fens, num_simulations, layout):
     game = envs.make("chess")
     evaluator = evaluators.Uniform()
     states = chess_tools.batch_from_fens(fens)
@@ -248,7 +255,7 @@ def test_solver_proves_chess_mates(fens, num_simulations):
     out = mcts_jax.alphazero_policy(None, jax.random.key(1), root,
                                     game.recurrent_fn(evaluator), num_simulations,
                                     invalid_actions=invalid, dirichlet_fraction=0.0,
-                                    solver=True)
+                                    solver=True, **layout)
     summary = out.search_tree.summary()
     assert np.asarray(summary.root_proven).all()
     np.testing.assert_array_equal(summary.root_proven_value, 1.0)
