@@ -99,7 +99,7 @@ def _update(self: Learner, state: LearnerState, rng_key, buffer):
     updates, opt_state = self.optimizer.update(grads, state.opt_state,
                                                state.variables["params"])
     params = optax.apply_updates(state.variables["params"], updates)
-    metrics["grad_norm"] = optax.global_norm(grads)
+    metrics["grad_norm"] = optax.tree.norm(grads)
     new_state = LearnerState(variables={"params": params, "batch_stats": batch_stats},
                              opt_state=opt_state, updates=state.updates + 1)
     return new_state, metrics

@@ -20,6 +20,7 @@ due. The run folder holds:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -117,8 +118,11 @@ class _TensorBoard:
         self.writer.flush()
 
 
+@functools.lru_cache(maxsize=8)
 def build(config: TrainConfig):
-    """(game, model, SelfPlay, Learner) of a config."""
+    """(game, model, SelfPlay, Learner) of a config. Cached: the same config
+    gives the same objects, so a second run in one process (a resumed run, a
+    notebook, a test) reuses the compiled steps."""
     game = envs.make(config.game)
     model = networks.make_model(config.network_config(), game)
     player = self_play.SelfPlay(

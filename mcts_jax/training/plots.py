@@ -30,7 +30,8 @@ def write_plots(records: List[Dict[str, Any]], elo: Dict[int, float], directory:
     ax.set_xlabel("iteration")
     ax.set_ylabel("loss (mean over the iteration's updates)")
     ax.set_title(f"{title}: training loss")
-    ax.legend()
+    if ax.get_lines():
+        ax.legend()
     ax.grid(alpha=0.3)
     paths.append(os.path.join(directory, "loss.png"))
     fig.tight_layout()
@@ -67,7 +68,8 @@ def write_plots(records: List[Dict[str, Any]], elo: Dict[int, float], directory:
     ax.set_xlabel("iteration")
     ax.set_ylabel("score (win 1, draw 1/2) / rate")
     ax.set_title(f"{title}: evaluation")
-    ax.legend(fontsize=8)
+    if ax.get_lines():
+        ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     paths.append(os.path.join(directory, "win_rates.png"))
     fig.tight_layout()

@@ -55,15 +55,19 @@ class SelfPlayState:
 
 @chex.dataclass(frozen=True)
 class StepStats:
-    """Counts over one self-play step ([] int32 each).
+    """What one self-play step did.
 
-    games: games that ended on this move; plies: their total length;
-    draws: how many of them were drawn (or truncated with no result).
+    games: [] int32, games that ended on this move; plies: [] int32, their
+    total length; draws: [] int32, how many of them were drawn (or truncated
+    with no result); action: [B] int32, the move played in each row; done:
+    [B] bool, the row's game ended with it (the row was restarted).
     """
 
     games: chex.Array
     plies: chex.Array
     draws: chex.Array
+    action: chex.Array
+    done: chex.Array
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -169,6 +173,7 @@ def _step(self: SelfPlay, variables, rng_key, state: SelfPlayState,
     stats = StepStats(games=jnp.sum(done, dtype=jnp.int32),
                       plies=jnp.sum(jnp.where(done, state.ply + 1, 0), dtype=jnp.int32),
                       draws=jnp.sum(done & jnp.all(next_states.rewards == 0, axis=-1),
-                                    dtype=jnp.int32))
+                                    dtype=jnp.int32),
+                      action=action, done=done)
     return (SelfPlayState(states=new_states, ply=ply, opening=new_opening, tree=tree), buffer,
             stats)

@@ -1,0 +1,55 @@
+"""mcts_jax.agent.Agent: load a run folder and play its network."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from mcts_jax import arena
+from mcts_jax.agent import Agent
+from mcts_jax.training import loop
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    run_dir = str(tmp_path_factory.mktemp("agent") / "run")
+    explicit = dict(preset="tiny", iterations=2, eval_every=0, elo_every=0, final_games=0)
+    config, run_dir = loop.open_run(run_dir, explicit, log=lambda *_: None)
+    loop.train(config, run_dir, progress=False, log=lambda *_: None)
+    return run_dir
+
+
+def test_load_and_act(run_dir):
+    agent = Agent.load(run_dir)
+    assert agent.iteration == 2 and agent.game.name == "tic_tac_toe"
+    states = agent.game.init(jax.random.key(0), 6)
+    states = agent.game.step(states, jnp.array([0, 1, 2, 3, 4, 5]))
+    # The raw policy: the legal argmax of the network's logits.
+    logits, _ = agent.policy_value(states)
+    expected = np.argmax(np.where(np.asarray(states.legal_action_mask), np.asarray(logits),
+                                  -np.inf), axis=1)
+    np.testing.assert_array_equal(np.asarray(agent.act(jax.random.key(1), states,
+                                                       num_simulations=0)), expected)
+    # A greedy search is legal, and the same whatever the key.
+    actions = np.asarray(agent.act(jax.random.key(2), states, num_simulations=16))
+    again = np.asarray(agent.act(jax.random.key(3), states, num_simulations=16))
+    assert actions.shape == (6,) and actions.dtype == np.int32
+    assert np.asarray(states.legal_action_mask)[np.arange(6), actions].all()
+    np.testing.assert_array_equal(actions, again)
+    sampled = agent.act(jax.random.key(4), states, num_simulations=16, greedy=False)
+    assert np.asarray(states.legal_action_mask)[np.arange(6), np.asarray(sampled)].all()
+    # Its player plugs into the arena.
+    result = arena.play_match(agent.game, agent.player(16), agent.variables,
+                              arena.RandomPlayer(), None, jax.random.key(5), 8)
+    assert result.num_games == 8
+
+
+def test_load_an_earlier_checkpoint_and_missing_folder(run_dir, tmp_path):
+    first = Agent.load(run_dir, iteration=1)
+    last = Agent.load(run_dir)
+    assert first.iteration == 1
+    differs = [not np.array_equal(np.asarray(a), np.asarray(b))
+               for a, b in zip(jax.tree.leaves(first.variables), jax.tree.leaves(last.variables))]
+    assert any(differs)
+    with pytest.raises(FileNotFoundError):
+        Agent.load(str(tmp_path / "nothing"))

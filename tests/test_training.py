@@ -1,0 +1,194 @@
+"""Training pieces: the replay buffer against a plain-Python model of it,
+self-play targets against independently replayed games, the learner, the
+configuration and command line, a tiny in-process run."""
+
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+import tictactoe_minimax as minimax
+from mcts_jax import networks
+from mcts_jax.training import config as config_lib
+from mcts_jax.training import learner as learner_lib
+from mcts_jax.training import loop, replay, self_play
+
+GAME = envs.make("tic_tac_toe")
+TINY_NET = networks.NetworkConfig(kind="mlp", hidden=16, num_layers=1, value_hidden=8)
+
+
+# ---- replay buffer -----------------------------------------------------------------
+
+def test_replay_buffer_matches_python_model():
+    slots, rows, steps = 5, 3, 23
+    rng = np.random.default_rng(0)
+    buffer = replay.init(slots, rows, (2,), jnp.float32, 4)
+    model = {}  # (slot, row) -> [status, value, player, obs0]
+    pending = {r: [] for r in range(rows)}
+    for t in range(steps):
+        obs = rng.normal(size=(rows, 2)).astype(np.float32)
+        player = rng.integers(0, 2, rows)
+        record = rng.random(rows) < 0.8
+        done = rng.random(rows) < 0.3
+        rewards = rng.choice([-1.0, 0.0, 1.0], size=(rows, 1)) * np.array([[1.0, -1.0]])
+        buffer = replay.add(buffer, jnp.asarray(obs), jnp.full((rows, 4), 0.25),
+                            jnp.asarray(player), jnp.asarray(record))
+        buffer = replay.finish_games(buffer, jnp.asarray(done), jnp.asarray(rewards, jnp.float32))
+        slot = t % slots
+        for r in range(rows):
+            pending[r] = [s for s in pending[r] if s != slot]  # overwritten
+            model[(slot, r)] = [replay.PENDING if record[r] else replay.EMPTY, 0.0, player[r],
+                                obs[r, 0]]
+            if record[r]:
+                pending[r].append(slot)
+            if done[r]:
+                for s in pending[r]:
+                    model[(s, r)][0] = replay.READY
+                    model[(s, r)][1] = rewards[r, model[(s, r)][2]]
+                pending[r] = []
+        status = np.asarray(buffer.status)
+        value = np.asarray(buffer.value)
+        for (s, r), (st, v, p, o) in model.items():
+            assert status[s, r] == st, (t, s, r)
+            if st == replay.READY:
+                assert value[s, r] == v
+            assert np.asarray(buffer.observation)[s, r, 0] == o
+    assert int(replay.num_ready(buffer)) == sum(m[0] == replay.READY for m in model.values())
+    obs, policy, value = replay.sample(buffer, jax.random.key(0), 256)
+    ready_obs = {float(m[3]): m[1] for m in model.values() if m[0] == replay.READY}
+    for o, v in zip(np.asarray(obs)[:, 0], np.asarray(value)):
+        assert float(o) in ready_obs and ready_obs[float(o)] == v  # only ready samples drawn
+
+
+# ---- self-play --------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny_setup():
+    model = networks.make_model(TINY_NET, GAME)
+    variables = model.init(jax.random.key(0))
+    return model, variables
+
+
+def test_self_play_targets_match_independently_replayed_games(tiny_setup):
+    model, variables = tiny_setup
+    rows, steps = 8, 30
+    player = self_play.SelfPlay(game=GAME, model=model, policy="alphazero", num_simulations=8,
+                                num_games=rows, max_nodes=9, temperature_moves=3,
+                                random_opening_plies=2)
+    state = player.init(jax.random.key(1))
+    buffer = replay.init(64, rows, (3, 3, 2), jnp.bool_, 9)
+    history = {r: [] for r in range(rows)}  # current game's (slot, board, recorded)
+    expected = {}  # (slot, row) -> value target
+    unfinished = set()
+    for t in range(steps):
+        boards = minimax.board_from_pgx(state.states)
+        recorded = np.asarray(state.ply >= state.opening)
+        obs = np.asarray(state.states.observation)
+        state, buffer, info = player.step(variables, jax.random.key(100 + t), state, buffer)
+        actions, done = np.asarray(info.action), np.asarray(info.done)
+        status = np.asarray(buffer.status)[t]
+        np.testing.assert_array_equal(np.asarray(buffer.observation)[t], obs)
+        policy = np.asarray(buffer.policy)[t]
+        for r in range(rows):
+            board = boards[r]
+            assert actions[r] in minimax.legal_moves(board)
+            history[r].append((t, board, recorded[r]))
+            assert status[r] == (replay.EMPTY if not recorded[r] else
+                                 replay.READY if done[r] else replay.PENDING)
+            assert abs(policy[r].sum() - 1) < 1e-5
+            assert set(np.flatnonzero(policy[r] > 0)) <= set(minimax.legal_moves(board))
+            after = minimax.play(board, actions[r])
+            assert done[r] == minimax.is_terminal(after)
+            if done[r]:
+                win = minimax.winner(after)
+                for slot, b, rec in history[r]:
+                    if rec:
+                        mover = minimax.to_move(b)
+                        expected[(slot, r)] = 0.0 if not win else (1.0 if win == mover else -1.0)
+                history[r] = []
+        assert int(info.games) == done.sum()
+    for r in range(rows):
+        unfinished.update((slot, r) for slot, _, rec in history[r] if rec)
+    status, value = np.asarray(buffer.status), np.asarray(buffer.value)
+    assert len(expected) > 20
+    for (slot, r), v in expected.items():
+        assert status[slot, r] == replay.READY and value[slot, r] == v, (slot, r)
+    for slot, r in unfinished:
+        assert status[slot, r] == replay.PENDING
+    assert int(replay.num_ready(buffer)) == len(expected)
+
+
+def test_learner_fits_a_fixed_buffer(tiny_setup):
+    model, variables = tiny_setup
+    rows = 16
+    buffer = replay.init(4, rows, (3, 3, 2), jnp.bool_, 9)
+    states = GAME.init(jax.random.key(2), rows)
+    rng = np.random.default_rng(1)
+    for _ in range(4):
+        target = jax.nn.softmax(jnp.asarray(rng.normal(size=(rows, 9)) * 3, jnp.float32))
+        buffer = replay.add(buffer, states.observation, target, states.current_player)
+        states = GAME.step(states, jnp.argmax(jnp.where(states.legal_action_mask,
+                                                        target, -1), -1))
+    buffer = replay.finish_games(buffer, jnp.ones(rows, bool),
+                                 jnp.asarray(rng.choice([-1.0, 1.0], (rows, 2)), jnp.float32))
+    optimizer = learner_lib.make_optimizer(1e-2, 200, 0.05, 0.1, 0.0, 10.0)
+    learner = learner_lib.Learner(model=model, optimizer=optimizer, batch_size=64)
+    state = learner.init(jax.tree.map(jnp.copy, variables))
+    losses = []
+    for i in range(150):
+        state, metrics = learner.update(state, jax.random.key(i), buffer)
+        losses.append(float(metrics["loss"]))
+    assert int(state.updates) == 150
+    assert np.mean(losses[-10:]) < 0.6 * np.mean(losses[:10]), (losses[:10], losses[-10:])
+
+
+# ---- configuration and command line --------------------------------------------------
+
+def test_config_resolution_and_validation():
+    config = config_lib.resolve({})
+    assert config.game == "tic_tac_toe" and config.network == "mlp"
+    c4 = config_lib.resolve({"game": "connect_four", "preset": "cpu", "iterations": 7})
+    assert c4.iterations == 7 and c4.channels == config_lib.PRESETS["connect_four"]["cpu"][
+        "channels"]
+    with pytest.raises(ValueError, match="known games: tic_tac_toe, connect_four"):
+        config_lib.resolve({"game": "checkers"})
+    with pytest.raises(ValueError, match="--preset"):
+        config_lib.resolve({"preset": "huge"})
+    with pytest.raises(ValueError, match="--eval-games"):
+        config_lib.resolve({"eval_games": 3})
+    with pytest.raises(ValueError, match="--hidden"):
+        config_lib.resume_config(config, {"hidden": config.hidden * 2})
+    resumed = config_lib.resume_config(config, {"eval_every": 3})
+    assert resumed.eval_every == 3 and resumed.hidden == config.hidden
+
+
+def test_command_line_rejects_unknown_game(capsys):
+    with pytest.raises(SystemExit):
+        config_lib.parse(["--game", "checkers"])
+    assert "known games: tic_tac_toe" in capsys.readouterr().err
+    args, explicit = config_lib.parse(["--game", "chess", "--preset", "tiny", "--no-augment"])
+    assert explicit == {"game": "chess", "preset": "tiny", "augment": False}
+
+
+def test_tiny_run_writes_its_folder_and_rejects_another_shape(tmp_path):
+    run_dir = str(tmp_path / "run")
+    explicit = dict(preset="tiny", iterations=2, eval_every=0, elo_every=0, final_games=0,
+                    checkpoint_every=1)
+    config, run_dir = loop.open_run(run_dir, explicit, log=lambda *_: None)
+    summary = loop.train(config, run_dir, progress=False, log=lambda *_: None)
+    records = [json.loads(line) for line in open(os.path.join(run_dir, "metrics.jsonl"))]
+    assert [r["iteration"] for r in records] == [1, 2]
+    assert all(r["simulations_per_s"] > 0 for r in records)
+    saved = json.load(open(os.path.join(run_dir, "config.json")))
+    assert saved["hidden"] == config.hidden == 16
+    for name in ("loss.png", "elo.png", "win_rates.png"):
+        assert os.path.getsize(os.path.join(run_dir, "plots", name)) > 1000
+    assert summary["total_games"] == sum(r["games"] for r in records)
+    with pytest.raises(ValueError, match="--hidden"):
+        loop.open_run(run_dir, dict(explicit, hidden=32), log=lambda *_: None)
+    with pytest.raises(ValueError, match="--game"):
+        loop.open_run(run_dir, dict(explicit, game="connect_four"), log=lambda *_: None)
