@@ -135,6 +135,8 @@ def main(argv=None):
             for num_simulations in args.measure_simulations:
                 runs.append(measure(batch_size, num_simulations, args.max_nodes, args.replay))
                 print(runs[-1], flush=True)
+                if not args.no_save:  # a killed sweep keeps what it measured
+                    harness.save("memory_runs", runs, vars(args))
         harness.report("memory_runs", "Chess searches (compact K=218): peak resident memory",
                        ["B", "simulations", "max_nodes", "replay", "tree_GiB", "peak_rss_GiB",
                         "seconds", "nodes_used"], runs, vars(args), not args.no_save)
