@@ -21,8 +21,9 @@ What is drawn, for the row `batch_index` of the batch:
   player to move at the PARENT (what the parent's mover compares), and `P`
   the prior of the slot.
 
-Only expanded children are drawn; at each node the `top_k` most visited
-children are kept, down to `max_depth` edges below the root (root = depth 0).
+Only expanded children are drawn; at each node the `top_k` first of its proven
+wins, then its most visited children, are kept, down to `max_depth` edges below
+the root (root = depth 0).
 Everything is read on the host once; nothing here runs inside `jit`.
 """
 
@@ -119,7 +120,8 @@ def _labeller(action_label: ActionLabel) -> Callable[[int, int], str]:
 def tree_nodes(tree: tree_lib.Tree, batch_index: int = 0, *, max_depth: int = 2,
                top_k: Optional[int] = 5, min_visits: int = 1,
                action_label: ActionLabel = None) -> List[NodeRecord]:
-    """The nodes `render_tree` draws, root first, children by decreasing visits.
+    """The nodes `render_tree` draws, depth first from the root; at each node its
+    proven wins (for the player to move there) first, then by decreasing visits.
 
     Args:
       tree: a `Tree` (dense or compact layout), e.g. `out.search_tree`.
@@ -159,7 +161,12 @@ def tree_nodes(tree: tree_lib.Tree, batch_index: int = 0, *, max_depth: int = 2,
         index = row["children"][node].astype(np.int64)
         slots = np.flatnonzero(index >= 0)
         slots = slots[visits[index[slots]] >= min_visits]
-        order = slots[np.argsort(-visits[index[slots]], kind="stable")]
+        kids = index[slots]
+        # Proven wins for the node's mover first (a proof is few visits), then most visited.
+        proven_win = row["solved"][kids] & (
+            row["rewards"][kids] + row["discounts"][kids] * row["solved_values"][kids]
+            >= 1.0 - 1e-6)
+        order = slots[np.lexsort((-visits[kids], ~proven_win))]
         num_expanded = int(np.sum(index >= 0))
         return order, num_expanded
 
@@ -185,10 +192,10 @@ def _fmt(x: float) -> str:
 
 def _node_text(r: NodeRecord) -> str:
     lines = [f"#{r.node}  N={r.visits}", f"V={_fmt(r.value)}"]
-    if r.proven:
-        lines.append(f"proven {_fmt(r.proven_value)}")
-    elif r.terminal:
+    if r.terminal:  # its value is 0 by convention; the result is the edge's reward (Q)
         lines.append("terminal")
+    elif r.proven:
+        lines.append(f"proven {_fmt(r.proven_value)}")
     if r.hidden_children:
         lines.append(f"(+{r.hidden_children} more)")
     return "\n".join(lines)
@@ -263,6 +270,10 @@ class TreeImage:
     figure: Any = None
     svg: Optional[str] = None
 
+    def __repr__(self) -> str:
+        return (f"TreeImage(backend={self.backend!r}, {len(self.nodes)} nodes; "
+                f"show it in a notebook, or .save('tree.png'))")
+
     def _repr_svg_(self):
         return self.svg
 
@@ -271,7 +282,7 @@ class TreeImage:
             return None
         return self.png()
 
-    def png(self, dpi: int = 100) -> bytes:
+    def png(self, dpi: int = 80) -> bytes:
         """PNG bytes (matplotlib backend)."""
         if self.figure is None:
             raise ValueError("png() needs the matplotlib backend")
@@ -291,12 +302,6 @@ class TreeImage:
                 f.write(self.svg)
         else:
             self.figure.savefig(path, bbox_inches="tight")
-
-    def _repr_html_(self):  # a fallback for viewers that prefer HTML
-        if self.svg is not None:
-            return self.svg
-        data = base64.b64encode(self.png()).decode("ascii")
-        return f'<img src="data:image/png;base64,{data}"/>'
 
 
 def render_tree(tree: tree_lib.Tree, batch_index: int = 0, *, max_depth: int = 2,
@@ -371,7 +376,8 @@ def _matplotlib_figure(records: List[NodeRecord], value_range, title, figsize):
         (x0, y0), (x1, y1) = position[r.parent], position[r.node]
         ax.plot([x0, x1], [y0, y1], color="0.45", zorder=1,
                 linewidth=0.6 + 3.0 * r.visits / root_visits)
-        ax.text(0.5 * (x0 + x1), 0.5 * (y0 + y1), _edge_text(r), fontsize=7, ha="center",
+        ax.text(0.35 * x0 + 0.65 * x1, 0.35 * y0 + 0.65 * y1, _edge_text(r), fontsize=7,
+                ha="center",
                 va="center", zorder=2,
                 bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none",
                           alpha=0.85))
