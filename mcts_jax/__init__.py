@@ -1,6 +1,6 @@
 """mcts_jax: batched Monte Carlo Tree Search in JAX with fixed-size array trees."""
 
-from mcts_jax import memory
+from mcts_jax import memory, visualize
 from mcts_jax.base import (PolicyOutput, RecurrentFn, RecurrentFnOutput, RootFnOutput,
                            SearchSummary)
 from mcts_jax.policies import alphazero_policy, gumbel_policy, uct_policy
