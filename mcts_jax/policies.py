@@ -16,6 +16,8 @@ from typing import Optional, Tuple
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jax.experimental import checkify
 
 from mcts_jax import base
 from mcts_jax import reuse
@@ -198,10 +200,21 @@ def start_tree(noise_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions
     return reuse.select_rows(tree.num_nodes > 0, continued, fresh)
 
 
-@functools.partial(jax.jit, static_argnames=("recurrent_fn", "config"))
-def _run_policy(params, rng_key, root: base.RootFnOutput, invalid_actions, temperature,
-                tree: Optional[tree_lib.Tree], *, recurrent_fn: base.RecurrentFn,
-                config: SearchConfig) -> base.PolicyOutput:
+def _with_result_checks(recurrent_fn: base.RecurrentFn) -> base.RecurrentFn:
+    """recurrent_fn with trace-time checks of what it returns (pure Python:
+    the compiled search is the same)."""
+    def checked(params, rng_key, action, embedding):
+        result = recurrent_fn(params, rng_key, action, embedding)
+        validation.check_recurrent_result(result, embedding)
+        return result
+
+    return checked
+
+
+def _policy_body(params, rng_key, root: base.RootFnOutput, invalid_actions, temperature,
+                 tree: Optional[tree_lib.Tree], *, recurrent_fn: base.RecurrentFn,
+                 config: SearchConfig) -> base.PolicyOutput:
+    recurrent_fn = _with_result_checks(recurrent_fn)
     noise_key, search_key, action_key = jax.random.split(rng_key, 3)
     tree = start_tree(noise_key, root, invalid_actions, config, tree)
     run = functools.partial(search.run_simulations, params, search_key, recurrent_fn=recurrent_fn,
@@ -237,10 +250,41 @@ def _run_policy(params, rng_key, root: base.RootFnOutput, invalid_actions, tempe
     return base.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
 
 
+# The compiled search (checks "host" and "off"): one compilation per shapes,
+# recurrent_fn object and SearchConfig.
+_run_policy = jax.jit(_policy_body, static_argnames=("recurrent_fn", "config"))
+
+
+@functools.partial(jax.jit, static_argnames=("recurrent_fn", "config"))
+def _run_policy_checkified(params, rng_key, root: base.RootFnOutput, invalid_actions,
+                           temperature, tree: Optional[tree_lib.Tree], *,
+                           recurrent_fn: base.RecurrentFn, config: SearchConfig):
+    """checks="checkify": the same search with the value checks compiled in;
+    returns (checkify error, PolicyOutput)."""
+    def checked(params, rng_key, root, invalid_actions, temperature, tree):
+        validation.checkify_root(root, invalid_actions, temperature)
+        out = _policy_body(params, rng_key, root, invalid_actions, temperature, tree,
+                           recurrent_fn=recurrent_fn, config=config)
+        validation.checkify_tree(out.search_tree)
+        return out
+
+    return checkify.checkify(checked, errors=checkify.user_checks)(
+        params, rng_key, root, invalid_actions, temperature, tree)
+
+
 def _policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions, max_depth,
             max_nodes, temperature, final_action, value_range, tree, solver, expand_all,
-            max_children, replay_embeddings, **rule_options):
-    batch_size, num_actions = validation.check_root(root, invalid_actions)
+            max_children, replay_embeddings, checks, **rule_options):
+    checks = validation.check_mode(checks)
+    validation.check_rng_key(rng_key)
+    batch_size, num_actions = validation.check_root(root, invalid_actions,
+                                                    values=checks == "host")
+    if not callable(recurrent_fn):
+        raise TypeError(f"recurrent_fn must be callable, got {type(recurrent_fn).__name__}")
+    if tree is not None and not isinstance(tree, tree_lib.Tree):
+        raise TypeError(f"tree must be a mcts_jax.Tree or None, got {type(tree).__name__}")
+    solver = validation.check_flag("solver", solver)
+    expand_all = validation.check_flag("expand_all", expand_all)
     if tree is not None and max_nodes is None:
         max_nodes = tree.max_nodes
     if tree is not None and max_children is None:
@@ -252,22 +296,26 @@ def _policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_action
         max_nodes = num_simulations * (max_children or num_actions) + 1
     max_nodes = validation.check_search_args(num_simulations, max_nodes, max_depth,
                                              final_action, temperature, value_range,
-                                             continuing=tree is not None)
+                                             continuing=tree is not None,
+                                             values=checks == "host")
     value_range = tuple(float(v) for v in value_range)
     if tree is not None:
         validation.check_tree(tree, root, batch_size, num_actions, max_nodes, value_range,
                               max_children, bool(replay_embeddings))
-    if not callable(recurrent_fn):
-        raise TypeError(f"recurrent_fn must be callable, got {type(recurrent_fn).__name__}")
     config = SearchConfig(num_simulations=int(num_simulations), max_nodes=max_nodes,
                           max_depth=None if max_depth is None else int(max_depth),
                           final_action=final_action, value_range=value_range,
                           solver=bool(solver), expand_all=bool(expand_all),
                           max_children=max_children,
                           replay_embeddings=bool(replay_embeddings), **rule_options)
-    return _run_policy(params, rng_key, root, invalid_actions,
-                       jnp.asarray(temperature, jnp.float32), tree,
-                       recurrent_fn=recurrent_fn, config=config)
+    temperature = jnp.asarray(temperature, jnp.float32)
+    if checks != "checkify":
+        return _run_policy(params, rng_key, root, invalid_actions, temperature, tree,
+                           recurrent_fn=recurrent_fn, config=config)
+    error, out = _run_policy_checkified(params, rng_key, root, invalid_actions, temperature,
+                                        tree, recurrent_fn=recurrent_fn, config=config)
+    validation.raise_or_stage(error)
+    return out
 
 
 def uct_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
@@ -283,7 +331,8 @@ def uct_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
                solver: bool = False,
                expand_all: bool = False,
                max_children: Optional[int] = None,
-               replay_embeddings: bool = False) -> base.PolicyOutput:
+               replay_embeddings: bool = False,
+               checks: str = "host") -> base.PolicyOutput:
     """Classic UCT: UCB1 selection, values from `recurrent_fn` (e.g. playouts).
 
     Selection scores each legal child with `Q + uct_c * sqrt(ln N / n)`, Q on
@@ -344,6 +393,18 @@ def uct_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
         that depend only on (embedding, action), not on the key. Bound the
         path with `max_depth` for large `max_nodes` (the replay buffer is
         [B, min(max_depth, max_nodes)] int32).
+      checks: value checks (shape, dtype and option checks always run, at
+        trace time, for free). "host" (default): concrete root arrays are
+        copied to the host and checked for NaN / +inf logits, non-finite
+        values and all-illegal rows before the search (skipped inside the
+        caller's `jit`). "off": none (production runs: no host copy, no
+        wait for the root arrays). "checkify": the root checks, plus
+        non-finite rewards, discounts, values and prior logits returned by
+        recurrent_fn during the search, compiled in with
+        `jax.experimental.checkify`; outside `jit` a failure raises
+        `checkify.JaxRuntimeError`, inside the caller's `jit` wrap the caller
+        with `checkify.checkify`. The search itself is the same in every
+        mode, bit for bit. See docs/validation.md.
 
     Returns:
       `PolicyOutput(action [B], action_weights [B, A] = root visit
@@ -351,7 +412,8 @@ def uct_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
     """
     return _policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions,
                    max_depth, max_nodes, temperature, final_action, value_range, tree, solver,
-                   expand_all, max_children, replay_embeddings, rule="uct", uct_c=float(uct_c))
+                   expand_all, max_children, replay_embeddings, checks, rule="uct",
+                   uct_c=validation.check_number("uct_c", uct_c, low=0.0))
 
 
 def alphazero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
@@ -371,7 +433,8 @@ def alphazero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.Root
                      solver: bool = False,
                      expand_all: bool = False,
                      max_children: Optional[int] = None,
-                     replay_embeddings: bool = False) -> base.PolicyOutput:
+                     replay_embeddings: bool = False,
+                     checks: str = "host") -> base.PolicyOutput:
     """AlphaZero PUCT search with priors and values from `recurrent_fn`.
 
     Selection maximises `Q + c(N) * P * sqrt(N) / (1 + n)` with
@@ -385,19 +448,20 @@ def alphazero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.Root
 
     The remaining arguments are as in `uct_policy`.
     """
-    if q_transform not in selection.Q_TRANSFORMS:
+    if not isinstance(q_transform, str) or q_transform not in selection.Q_TRANSFORMS:
         raise ValueError(f"q_transform must be one of {selection.Q_TRANSFORMS}, "
                          f"got {q_transform!r}")
-    if not 0.0 <= float(dirichlet_fraction) <= 1.0:
-        raise ValueError(f"dirichlet_fraction must be in [0, 1], got {dirichlet_fraction}")
-    if float(dirichlet_alpha) <= 0.0:
-        raise ValueError(f"dirichlet_alpha must be > 0, got {dirichlet_alpha}")
     return _policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions,
                    max_depth, max_nodes, temperature, final_action, value_range, tree, solver,
-                   expand_all, max_children, replay_embeddings, rule="puct",
-                   pb_c_init=float(pb_c_init), pb_c_base=float(pb_c_base),
-                   q_transform=q_transform, dirichlet_fraction=float(dirichlet_fraction),
-                   dirichlet_alpha=float(dirichlet_alpha))
+                   expand_all, max_children, replay_embeddings, checks, rule="puct",
+                   pb_c_init=validation.check_number("pb_c_init", pb_c_init, low=0.0),
+                   pb_c_base=validation.check_number("pb_c_base", pb_c_base, low=0.0,
+                                                     low_inclusive=False),
+                   q_transform=q_transform,
+                   dirichlet_fraction=validation.check_number(
+                       "dirichlet_fraction", dirichlet_fraction, low=0.0, high=1.0),
+                   dirichlet_alpha=validation.check_number(
+                       "dirichlet_alpha", dirichlet_alpha, low=0.0, low_inclusive=False))
 
 
 def gumbel_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
@@ -413,7 +477,8 @@ def gumbel_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnO
                   tree: Optional[tree_lib.Tree] = None,
                   solver: bool = False,
                   max_children: Optional[int] = None,
-                  replay_embeddings: bool = False) -> base.PolicyOutput:
+                  replay_embeddings: bool = False,
+                  checks: str = "host") -> base.PolicyOutput:
     """Gumbel MuZero: policy improvement that works with very few simulations.
 
     At the root, Gumbel noise `g` is drawn for every legal action; sequential
@@ -432,14 +497,14 @@ def gumbel_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnO
     The other arguments are as in `uct_policy`.
     """
     if isinstance(max_num_considered_actions, bool) or not isinstance(
-            max_num_considered_actions, int) or max_num_considered_actions < 1:
+            max_num_considered_actions, (int, np.integer)) or max_num_considered_actions < 1:
         raise ValueError(f"max_num_considered_actions must be an int >= 1, got "
                          f"{max_num_considered_actions!r}")
-    if float(gumbel_scale) < 0:
-        raise ValueError(f"gumbel_scale must be >= 0, got {gumbel_scale}")
     return _policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions,
                    max_depth, max_nodes, 0.0, "most_visited", value_range, tree, solver,
-                   False, max_children, replay_embeddings, rule="gumbel",
+                   False, max_children, replay_embeddings, checks, rule="gumbel",
                    max_num_considered_actions=int(max_num_considered_actions),
-                   gumbel_scale=float(gumbel_scale), value_scale=float(value_scale),
-                   maxvisit_init=float(maxvisit_init))
+                   gumbel_scale=validation.check_number("gumbel_scale", gumbel_scale, low=0.0),
+                   value_scale=validation.check_number("value_scale", value_scale, low=0.0),
+                   maxvisit_init=validation.check_number("maxvisit_init", maxvisit_init,
+                                                         low=0.0))

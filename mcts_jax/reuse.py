@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from mcts_jax import tree as tree_lib
+from mcts_jax import validation
 
 
 def select_rows(mask: chex.Array, if_true: tree_lib.Tree,
@@ -25,6 +26,16 @@ def select_rows(mask: chex.Array, if_true: tree_lib.Tree,
     """Row b from `if_true` where mask[b], else from `if_false` (same shapes).
     Use it to put a tree kept from an earlier game's first move back into the
     rows whose game restarted from the initial position."""
+    validation.check_is_tree("if_true", if_true)
+    validation.check_is_tree("if_false", if_false)
+    shapes = jax.tree.map(lambda x: (x.shape, x.dtype), if_true)
+    if jax.tree.structure(if_true) != jax.tree.structure(if_false) or \
+            shapes != jax.tree.map(lambda x: (x.shape, x.dtype), if_false):
+        raise ValueError("if_true and if_false must be trees of the same configuration "
+                         "(B, max_nodes, layout, value_range and embedding shapes)")
+    validation.check_row_mask("mask", mask, if_true.batch_size)
+    mask = jnp.asarray(mask).astype(jnp.bool_)
+
     def pick(a, b):
         return jnp.where(mask.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)
 
@@ -34,13 +45,14 @@ def select_rows(mask: chex.Array, if_true: tree_lib.Tree,
 def reset_tree(tree: tree_lib.Tree, mask: chex.Array) -> tree_lib.Tree:
     """Empties the rows where mask [B] is True; the next search starts them
     fresh from its `root` argument."""
-    mask = jnp.asarray(mask, jnp.bool_)
-    if mask.shape != (tree.batch_size,):
-        raise ValueError(f"mask must have shape [B] = ({tree.batch_size},), got {mask.shape}")
+    validation.check_is_tree("tree", tree)
+    validation.check_row_mask("mask", mask, tree.batch_size)
+    mask = jnp.asarray(mask).astype(jnp.bool_)
     return select_rows(mask, tree_lib.empty_like(tree), tree)
 
 
-def get_subtree(tree: tree_lib.Tree, action: chex.Array) -> tree_lib.Tree:
+def get_subtree(tree: tree_lib.Tree, action: chex.Array, *,
+                checks: str = "host") -> tree_lib.Tree:
     """Re-roots each row on the child reached by `action` [B].
 
     The kept nodes (the child and its descendants) move to the front of the
@@ -48,19 +60,45 @@ def get_subtree(tree: tree_lib.Tree, action: chex.Array) -> tree_lib.Tree:
     proven flag and embedding; parent and child indices are renumbered; the
     rest is freed. A row whose child was never expanded, or is terminal, or
     whose `action` is not a child slot of its root, comes back empty.
+
+    `checks`: "host" (default) raises on action ids outside [0, A) when
+    `action` is concrete (one device-to-host copy of [B] ids); "off" skips
+    that check (an out-of-range id then gives an empty row); "checkify"
+    compiles it in as a `jax.experimental.checkify` check (also under the
+    caller's `jit` when wrapped with `checkify.checkify`).
     """
+    validation.check_is_tree("tree", tree)
     action = jnp.asarray(action)
     if action.shape != (tree.batch_size,):
         raise ValueError(f"action must have shape [B] = ({tree.batch_size},), "
                          f"got {action.shape}")
     if not jnp.issubdtype(action.dtype, jnp.integer):
         raise TypeError(f"action must be an integer array, got {action.dtype}")
-    if not isinstance(action, jax.core.Tracer):
+    checks = validation.check_mode(checks)
+    if checks == "checkify":
+        error, subtree = _get_subtree_checkified(tree, action.astype(jnp.int32))
+        validation.raise_or_stage(error)
+        return subtree
+    if checks == "host" and not isinstance(action, jax.core.Tracer):
         out_of_range = (action < 0) | (action >= tree.num_actions)
         if bool(jnp.any(out_of_range)):
             raise ValueError(f"action has ids outside [0, A) = [0, {tree.num_actions}) in "
                              f"rows {jnp.flatnonzero(out_of_range)[:10].tolist()}")
     return _get_subtree(tree, action.astype(jnp.int32))
+
+
+@jax.jit
+def _get_subtree_checkified(tree: tree_lib.Tree, action: chex.Array):
+    def checked(tree, action):
+        from jax.experimental import checkify
+
+        bad = (action < 0) | (action >= tree.num_actions)
+        checkify.check(~jnp.any(bad), f"action has ids outside [0, A) = [0, {tree.num_actions})"
+                       " (first in row {row})", row=jnp.argmax(bad).astype(jnp.int32))
+        return _get_subtree(tree, action)
+
+    from jax.experimental import checkify
+    return checkify.checkify(checked, errors=checkify.user_checks)(tree, action)
 
 
 @jax.jit

@@ -1,10 +1,21 @@
 """Checks on the arguments of the public entry points.
 
-Shape and dtype checks are static and free. Value checks (NaN, an all-illegal
-root) run only when the arrays are concrete, i.e. when a policy is called
-outside the user's own `jit`; they copy the root arrays to the host once per
-call. Inside a user's `jit` the values are traced and these value checks are
-skipped.
+Shape, dtype and option checks are static: they run in Python on every call
+(also at trace time inside a user's `jit`) and cost microseconds. Value checks
+(NaN or infinite logits or values, an all-illegal root row, ...) depend on the
+policies' `checks` argument (see `CHECK_MODES` and docs/validation.md):
+
+- "host" (default): when the arrays are concrete (a policy called outside the
+  user's own `jit`) they are copied to the host and checked before the
+  compiled search runs; this waits for the root arrays. Inside a user's `jit`
+  the values are traced and these checks are skipped.
+- "off": no value checks at all (production runs); shape checks remain.
+- "checkify": the checks are compiled into the search with
+  `jax.experimental.checkify`, including non-finite values, rewards,
+  discounts and prior logits that `recurrent_fn` returns during the search.
+  Outside a `jit` a failed check raises `checkify.JaxRuntimeError` (a
+  ValueError); inside the user's `jit`, wrap the user's function with
+  `checkify.checkify` and call `err.throw()`.
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ from mcts_jax import base
 
 FINAL_ACTIONS = ("most_visited", "highest_value", "sampled")
 VALUE_RANGES = ((-1.0, 1.0), (0.0, 1.0))
+CHECK_MODES = ("host", "off", "checkify")
 
 
 def is_concrete(x: Any) -> bool:
@@ -29,8 +41,57 @@ def _shape(x) -> Tuple[int, ...]:
     return tuple(jnp.shape(x))
 
 
-def check_root(root: base.RootFnOutput, invalid_actions: Optional[Any]) -> Tuple[int, int]:
-    """Validates the root output and root mask; returns (B, A)."""
+def check_mode(checks: Any) -> str:
+    """Validates the `checks` argument of the policies and `get_subtree`."""
+    if not isinstance(checks, str) or checks not in CHECK_MODES:
+        raise ValueError(f"checks must be one of {CHECK_MODES}, got {checks!r}")
+    return checks
+
+
+def check_number(name: str, value: Any, low: float = -np.inf, high: float = np.inf,
+                 low_inclusive: bool = True) -> float:
+    """A Python (or numpy) real scalar option, finite and in range; returns it
+    as a float. Options of this kind are static (part of the compile key)."""
+    static_scalar = (isinstance(value, (int, float, np.integer, np.floating))
+                     or (is_concrete(value) and hasattr(value, "dtype") and _shape(value) == ()
+                         and jnp.issubdtype(value.dtype, jnp.number)))
+    if isinstance(value, (bool, np.bool_)) or not static_scalar:
+        raise TypeError(f"{name} must be a Python float (a static option), got {value!r}")
+    value = float(value)
+    too_low = value < low if low_inclusive else value <= low
+    if not np.isfinite(value) or too_low or value > high:
+        bound = "[" if low_inclusive else "("
+        raise ValueError(f"{name} must be finite and in {bound}{low}, {high}], got {value!r}")
+    return value
+
+
+def check_flag(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {value!r}")
+    return bool(value)
+
+
+def check_rng_key(rng_key: Any) -> None:
+    """A PRNG key: a typed key array (`jax.random.key`) or a raw uint32 [2]
+    key (`jax.random.PRNGKey`), unbatched."""
+    dtype = jnp.result_type(rng_key) if hasattr(rng_key, "dtype") else None
+    if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+        if _shape(rng_key) != ():
+            raise ValueError(f"rng_key must be a single key (shape ()), got a key array of "
+                             f"shape {_shape(rng_key)}; the search is batched already")
+        return
+    if dtype == jnp.uint32 and _shape(rng_key) == (2,):
+        return
+    raise TypeError(f"rng_key must be a PRNG key (jax.random.key(seed)), got "
+                    f"{type(rng_key).__name__} "
+                    f"{_shape(rng_key) if dtype is not None else ''}"
+                    f"{dtype if dtype is not None else ''}")
+
+
+def check_root(root: base.RootFnOutput, invalid_actions: Optional[Any],
+               values: bool = True) -> Tuple[int, int]:
+    """Validates the root output and root mask; returns (B, A). `values`:
+    also check concrete values on the host (NaN, +inf, all-illegal rows)."""
     if not isinstance(root, base.RootFnOutput):
         raise TypeError(f"root must be a mcts_jax.RootFnOutput, got {type(root).__name__}")
     logits_shape = _shape(root.prior_logits)
@@ -60,18 +121,18 @@ def check_root(root: base.RootFnOutput, invalid_actions: Optional[Any]) -> Tuple
         if jnp.result_type(invalid_actions) != jnp.bool_:
             raise TypeError(f"invalid_actions must be bool (True = illegal), got "
                             f"{jnp.result_type(invalid_actions)}")
-    if is_concrete(root.prior_logits):
+    if values and is_concrete(root.prior_logits):
         logits = np.asarray(root.prior_logits)
         bad = np.isnan(logits) | np.isposinf(logits)  # -inf is a valid "never" logit
         if bad.any():
             raise ValueError(f"root.prior_logits has NaN or +inf entries in rows "
                              f"{np.unique(np.argwhere(bad)[:, 0])[:10].tolist()}")
-    if is_concrete(root.value):
+    if values and is_concrete(root.value):
         bad = ~np.isfinite(np.asarray(root.value))
         if bad.any():
             raise ValueError(f"root.value has NaN or infinite entries in rows "
                              f"{np.flatnonzero(bad)[:10].tolist()}")
-    if invalid_actions is not None and is_concrete(invalid_actions):
+    if values and invalid_actions is not None and is_concrete(invalid_actions):
         all_illegal = np.asarray(invalid_actions).all(axis=-1)
         if all_illegal.any():
             raise ValueError(
@@ -82,8 +143,10 @@ def check_root(root: base.RootFnOutput, invalid_actions: Optional[Any]) -> Tuple
 
 def check_search_args(num_simulations: Any, max_nodes: Optional[Any], max_depth: Optional[Any],
                       final_action: str, temperature: Any,
-                      value_range: Tuple[float, float], continuing: bool = False) -> int:
-    """Validates the common keyword arguments; returns the capacity N."""
+                      value_range: Tuple[float, float], continuing: bool = False,
+                      values: bool = True) -> int:
+    """Validates the common keyword arguments; returns the capacity N.
+    `values`: also check a concrete array `temperature` on the host."""
     if isinstance(num_simulations, bool) or not isinstance(num_simulations, (int, np.integer)):
         raise TypeError(f"num_simulations must be a Python int, got {num_simulations!r}")
     if num_simulations < 1:
@@ -100,13 +163,24 @@ def check_search_args(num_simulations: Any, max_nodes: Optional[Any], max_depth:
         if isinstance(max_depth, bool) or not isinstance(max_depth, (int, np.integer)) \
                 or max_depth < 1:
             raise ValueError(f"max_depth must be None or an int >= 1, got {max_depth!r}")
-    if final_action not in FINAL_ACTIONS:
+    if not isinstance(final_action, str) or final_action not in FINAL_ACTIONS:
         raise ValueError(f"final_action must be one of {FINAL_ACTIONS}, got {final_action!r}")
-    if is_concrete(temperature):
+    try:
+        temperature_dtype = jnp.result_type(temperature)
+    except TypeError:
+        temperature_dtype = None
+    if temperature_dtype is None or temperature_dtype == jnp.bool_ or \
+            not jnp.issubdtype(temperature_dtype, jnp.number) or _shape(temperature) != ():
+        raise ValueError(f"temperature must be a finite scalar >= 0, got {temperature!r}")
+    if is_concrete(temperature) and (values or isinstance(temperature, (int, float))):
         t = np.asarray(temperature)
-        if t.shape != () or not np.isfinite(t) or t < 0:
+        if not np.isfinite(t) or t < 0:
             raise ValueError(f"temperature must be a finite scalar >= 0, got {temperature!r}")
-    if tuple(float(v) for v in value_range) not in VALUE_RANGES:
+    try:
+        as_floats = tuple(float(v) for v in value_range)
+    except (TypeError, ValueError):
+        as_floats = None
+    if as_floats not in VALUE_RANGES:
         raise ValueError(f"value_range must be one of {VALUE_RANGES}, got {value_range!r}")
     return int(max_nodes)
 
@@ -157,3 +231,112 @@ def check_tree(tree: Any, root: base.RootFnOutput, batch_size: int, num_actions:
             jax.tree.leaves(expected) != jax.tree.leaves(stored):
         raise ValueError("tree.embeddings do not match root.embedding (structure, per-row "
                          "shapes or dtypes): the tree comes from another problem")
+
+
+# ---- value checks compiled into the search (checks="checkify") ------------
+
+def _first_row(bad_rows: jax.Array) -> jax.Array:
+    return jnp.argmax(bad_rows).astype(jnp.int32)
+
+
+def checkify_root(root: base.RootFnOutput, invalid_actions: Optional[jax.Array],
+                  temperature: jax.Array) -> None:
+    """The host value checks of `check_root`, as `checkify.check`s (traced)."""
+    from jax.experimental import checkify
+
+    logits = jnp.asarray(root.prior_logits)
+    bad = jnp.any(jnp.isnan(logits) | jnp.isposinf(logits), axis=-1)
+    checkify.check(~jnp.any(bad), "root.prior_logits has NaN or +inf entries (first in row "
+                   "{row})", row=_first_row(bad))
+    bad = ~jnp.isfinite(jnp.asarray(root.value))
+    checkify.check(~jnp.any(bad), "root.value has NaN or infinite entries (first in row "
+                   "{row})", row=_first_row(bad))
+    if invalid_actions is not None:
+        bad = jnp.all(invalid_actions, axis=-1)
+        checkify.check(~jnp.any(bad), "invalid_actions marks every action illegal in root row "
+                       "{row}; a search needs a legal move", row=_first_row(bad))
+    checkify.check(jnp.isfinite(temperature) & (temperature >= 0),
+                   "temperature must be a finite scalar >= 0, got {t}", t=temperature)
+
+
+def checkify_tree(tree: Any) -> None:
+    """After a search: every value that entered the tree (from `root` or from
+    `recurrent_fn`) is finite. One pass over the B x N x K arrays, once per
+    search (not per simulation). A non-finite value of a terminal transition
+    is ignored by the search (a terminal node's value is 0) and not reported."""
+    from jax.experimental import checkify
+
+    used = jnp.arange(tree.max_nodes)[None, :] < tree.num_nodes[:, None]
+    fields = (("reward", tree.rewards), ("discount", tree.discounts),
+              ("value", tree.raw_values))
+    for name, array in fields:
+        bad = used & ~jnp.isfinite(array)
+        checkify.check(~jnp.any(bad), f"recurrent_fn returned a NaN or infinite {name} during "
+                       "the search (row {row}, node {node})", row=_first_row(jnp.any(bad, 1)),
+                       node=jnp.argmax(jnp.any(bad, 0)).astype(jnp.int32))
+    bad = used & jnp.any(~jnp.isfinite(tree.priors), axis=-1)
+    checkify.check(~jnp.any(bad), "recurrent_fn returned prior_logits with NaN or +inf "
+                   "entries (or -inf on every legal action) during the search (row {row}, "
+                   "node {node})", row=_first_row(jnp.any(bad, 1)),
+                   node=jnp.argmax(jnp.any(bad, 0)).astype(jnp.int32))
+
+
+def raise_or_stage(error: Any) -> None:
+    """A checkify error returned by a compiled search: raised now when it is
+    concrete (a call outside `jit`), else handed to the enclosing
+    `checkify.checkify` of the user's function."""
+    from jax.experimental import checkify
+
+    if all(is_concrete(leaf) for leaf in jax.tree.leaves(error)):
+        error.throw()
+        return
+    # Without an enclosing checkify.checkify, JAX refuses to stage this with
+    # "Cannot abstractly evaluate a checkify.check which was not functionalized".
+    checkify.check_error(error)
+
+
+def check_recurrent_result(result: Any, embedding: Any) -> None:
+    """Trace-time checks on what recurrent_fn returned (free): a pair
+    (RecurrentFnOutput, embedding) whose embedding has the structure, per-row
+    shapes and dtypes of the embedding it was given."""
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise TypeError(f"recurrent_fn must return a pair (RecurrentFnOutput, embedding), got "
+                        f"{type(result).__name__}")
+    output, new_embedding = result
+    if not isinstance(output, base.RecurrentFnOutput):
+        raise TypeError(f"recurrent_fn must return a mcts_jax.RecurrentFnOutput first, got "
+                        f"{type(output).__name__}")
+    for name in ("reward", "discount", "prior_logits", "value"):
+        if not jnp.issubdtype(jnp.result_type(getattr(output, name)), jnp.floating):
+            raise TypeError(f"recurrent_fn returned {name} of dtype "
+                            f"{jnp.result_type(getattr(output, name))}; it must be floating")
+    if output.invalid_actions is not None and \
+            jnp.result_type(output.invalid_actions) != jnp.bool_:
+        raise TypeError(f"recurrent_fn returned invalid_actions of dtype "
+                        f"{jnp.result_type(output.invalid_actions)}; it must be bool")
+
+    def spec(tree):
+        return jax.tree.map(lambda x: (tuple(jnp.shape(x)), jnp.result_type(x)), tree)
+
+    given, returned = spec(embedding), spec(new_embedding)
+    if jax.tree.structure(given) != jax.tree.structure(returned) or \
+            jax.tree.leaves(given) != jax.tree.leaves(returned):
+        raise ValueError(f"recurrent_fn returned an embedding whose structure, shapes "
+                         f"or dtypes {returned} differ from the embedding it was given "
+                         f"{given}")
+
+
+def check_is_tree(name: str, tree: Any) -> None:
+    from mcts_jax.tree import Tree  # local: tree imports nothing from here
+
+    if not isinstance(tree, Tree):
+        raise TypeError(f"{name} must be a mcts_jax.Tree, got {type(tree).__name__}")
+
+
+def check_row_mask(name: str, mask: Any, batch_size: int) -> None:
+    """A [B] bool (or integer 0/1) row mask."""
+    if _shape(mask) != (batch_size,):
+        raise ValueError(f"{name} must have shape [B] = ({batch_size},), got {_shape(mask)}")
+    dtype = jnp.result_type(mask)
+    if dtype != jnp.bool_ and not jnp.issubdtype(dtype, jnp.integer):
+        raise TypeError(f"{name} must be a bool array, got {dtype}")
