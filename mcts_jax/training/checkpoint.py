@@ -56,7 +56,10 @@ class Checkpointer:
     def save(self, iteration: int, variables, state, meta: Dict[str, Any]) -> None:
         """Writes checkpoint `iteration` (blocks until it is complete on disk)."""
         state = pack_keys(state)
-        leaves = {f"leaf_{i:05d}": np.asarray(x) for i, x in enumerate(jax.tree.leaves(state))}
+        # Zero-size leaves (e.g. the lean placeholders of search embeddings)
+        # are not stored: orbax refuses them, and they hold nothing.
+        leaves = {f"leaf_{i:05d}": np.asarray(x) for i, x in enumerate(jax.tree.leaves(state))
+                  if np.size(x) > 0}
         meta = dict(meta, iteration=int(iteration), state_paths=_key_paths(state))
         self.manager.save(int(iteration), args=ocp.args.Composite(
             variables=ocp.args.StandardSave(jax.tree.map(np.asarray, variables)),
@@ -76,12 +79,14 @@ class Checkpointer:
                              f"training state (saved by another version or configuration)")
         like_leaves = jax.tree.leaves(packed_like)
         abstract = {f"leaf_{i:05d}": ocp.utils.to_shape_dtype_struct(x)
-                    for i, x in enumerate(like_leaves)}
+                    for i, x in enumerate(like_leaves) if np.size(x) > 0}
         restored = self.manager.restore(int(iteration), args=ocp.args.Composite(
             variables=ocp.args.StandardRestore(
                 jax.tree.map(ocp.utils.to_shape_dtype_struct, variables_like)),
             state=ocp.args.StandardRestore(abstract)))
-        leaves = [restored.state[f"leaf_{i:05d}"] for i in range(len(like_leaves))]
+        leaves = [restored.state[f"leaf_{i:05d}"] if np.size(like) > 0
+                  else np.zeros(np.shape(like), like.dtype)
+                  for i, like in enumerate(like_leaves)]
         state_leaves = jax.tree.leaves(state_like)
         leaves = [jax.random.wrap_key_data(x, impl=jax.random.key_impl(like))
                   if jnp.issubdtype(like.dtype, jax.dtypes.prng_key) else jnp.asarray(x)

@@ -71,7 +71,8 @@ class TrainConfig:
     elo_opening_moves: int = 2           # random plies opening each Elo game
     final_games: int = 200               # end-of-run match against the strongest reference
     final_simulations: int = 64
-    max_game_length: int = 0             # arena cap on plies (0: the game's default)
+    max_game_length: int = 0             # plies before a game is a draw, in self-play and
+                                         # evaluation (0: the game's own rules)
 
     # ---- derived -----------------------------------------------------------
     def network_config(self) -> networks.NetworkConfig:
@@ -119,7 +120,7 @@ GAME_DEFAULTS: Dict[str, Dict[str, Any]] = {
                         random_opening_plies=6,
                         moves_per_iteration=18, replay_size=32768, min_replay=2048,
                         train_batch_size=256, updates_per_iteration=48, learning_rate=2e-3,
-                        checkpoint_every=1, eval_every=10, elo_every=5, eval_games=200,
+                        checkpoint_every=1, eval_every=3, elo_every=3, eval_games=200,
                         eval_simulations=64, final_games=200, final_simulations=64),
     "connect_four": dict(iterations=200, simulations=64, num_games=512, moves_per_iteration=42,
                          replay_size=262144, min_replay=16384, train_batch_size=512,
@@ -132,8 +133,7 @@ GAME_DEFAULTS: Dict[str, Dict[str, Any]] = {
                    updates_per_iteration=64, eval_simulations=64, uct_playouts=1),
     "chess": dict(iterations=400, simulations=64, num_games=512, moves_per_iteration=64,
                   replay_size=262144, min_replay=32768, train_batch_size=1024,
-                  updates_per_iteration=64, eval_simulations=64, considered_actions=16,
-                  max_game_length=512),
+                  updates_per_iteration=64, eval_simulations=64, considered_actions=16),
 }
 
 # Named flag sets. "cpu": a short run that fits a 2-core CPU. "tiny": a smoke
@@ -160,16 +160,17 @@ PRESETS: Dict[str, Dict[str, Dict[str, Any]]] = {
                      final_games=4, final_simulations=4, elo_opponents=1),
     },
     "chess": {
-        "tiny": dict(iterations=2, network="resnet", channels=8, blocks=1, value_hidden=8,
+        "tiny": dict(iterations=3, network="resnet", channels=8, blocks=1, value_hidden=8,
                      simulations=4, num_games=4, moves_per_iteration=4, replay_size=64,
                      min_replay=4, train_batch_size=8, updates_per_iteration=2,
-                     eval_every=2, elo_every=2, eval_games=2, eval_simulations=2,
+                     eval_every=3, elo_every=3, eval_games=2, eval_simulations=2,
                      uct_simulations=2, final_games=2, final_simulations=2, elo_opponents=1,
-                     max_game_length=8),
+                     max_game_length=6),
     },
 }
 for _game in ("othello", "go_9x9"):
-    PRESETS[_game] = {"tiny": dict(PRESETS["connect_four"]["tiny"], max_game_length=16)}
+    PRESETS[_game] = {"tiny": dict(PRESETS["connect_four"]["tiny"], iterations=3,
+                                   max_game_length=6, eval_every=3, elo_every=3)}
 
 # Settings that fix array shapes (network, replay ring, self-play batch,
 # search tree): a run folder cannot be resumed with other values.

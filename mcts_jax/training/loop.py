@@ -131,7 +131,8 @@ def build(config: TrainConfig):
         reuse_tree=config.reuse_tree, temperature_moves=config.temperature_moves,
         dirichlet_fraction=config.dirichlet_fraction, dirichlet_alpha=config.dirichlet_alpha,
         considered_actions=config.considered_actions,
-        random_opening_plies=config.random_opening_plies)
+        random_opening_plies=config.random_opening_plies,
+        max_game_length=config.max_game_length)
     optimizer = learner_lib.make_optimizer(
         config.learning_rate, config.total_updates, config.warmup_fraction,
         config.end_learning_rate_fraction, config.weight_decay, config.clip_norm)
@@ -293,7 +294,30 @@ def train(config: TrainConfig, run_dir: str, progress: bool = True,
     _write_json(os.path.join(run_dir, "final.json"), summary)
     plots.write_plots(records, ratings, os.path.join(run_dir, "plots"), config.game)
     log("final evaluation: " + json.dumps(summary))
+    for line in describe_summary(config, summary):
+        log(line)
     return summary
+
+
+def describe_summary(config: TrainConfig, summary: Dict[str, Any]):
+    """Readable lines of the end-of-run figures."""
+    lines = [f"training: {summary['iterations']} iterations, {summary['total_games']} self-play "
+             f"games, {summary.get('training_s')} s; self-play {summary.get('mean_games_per_s')} "
+             f"games/s, {summary.get('mean_simulations_per_s')} simulations/s"]
+    sims = summary.get("final_simulations")
+    for name, label in (("perfect", "perfect play"),
+                        ("uct", f"UCT ({sims} simulations, {config.uct_playouts} random "
+                                f"playout(s) per leaf)"),
+                        ("random", "a random player")):
+        if f"final_vs_{name}_wins" in summary:
+            w, d, l = (summary[f"final_vs_{name}_{k}"] for k in ("wins", "draws", "losses"))
+            lines.append(f"agent ({config.policy}, {sims} simulations) vs {label}: {w} wins, "
+                         f"{d} draws, {l} losses in {w + d + l} games (half as each side)")
+    if "final_policy_optimal" in summary:
+        lines.append(f"raw policy network (no search) optimal in "
+                     f"{100 * summary['final_policy_optimal']:.2f}% of the 4520 reachable "
+                     f"non-terminal positions")
+    return lines
 
 
 _SHOWN = ("loss", "games_per_s", "simulations_per_s", "vs_random_score", "vs_uct_score",

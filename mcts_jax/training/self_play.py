@@ -20,6 +20,8 @@ game; those plies are not recorded (their positions are searched, but the
 move is random and the sample is dropped), so every recorded position is
 followed by searched play only and its value target stays that of the
 search's play, while the positions seen cover unusual openings.
+With `max_game_length`, a game still running after that many plies ends as a
+draw (value targets 0), as pgx's own truncation does.
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ class SelfPlay:
     dirichlet_alpha: float = 0.3
     considered_actions: int = 16
     random_opening_plies: int = 0
+    max_game_length: int = 0      # > 0: a game reaching this many plies ends as a draw
 
     @property
     def recurrent_fn(self):
@@ -159,6 +162,10 @@ def _step(self: SelfPlay, variables, rng_key, state: SelfPlayState,
                         record=~opening)
     next_states = self.game.step(states, action, step_key)
     done = self.game.is_terminal(next_states)
+    if self.max_game_length > 0:
+        # Truncated: no reward was given (the game is not over), so the value
+        # targets of its samples are 0, a draw.
+        done = done | (state.ply + 1 >= self.max_game_length)
     buffer = replay.finish_games(buffer, done, next_states.rewards)
 
     fresh = self.game.init(reset_key, self.num_games)
