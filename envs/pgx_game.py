@@ -96,6 +96,7 @@ class PgxGame:
 
     @staticmethod
     def current_player(states: pgx.State) -> chex.Array:
+        """[B] int32 pgx player id (0 or 1) of the player to move."""
         return states.current_player
 
     @staticmethod

@@ -117,14 +117,17 @@ class Tree:
 
     @property
     def batch_size(self) -> int:
+        """B, the number of independent searches."""
         return self.node_visits.shape[0]
 
     @property
     def max_nodes(self) -> int:
+        """N, the node capacity of each search."""
         return self.node_visits.shape[1]
 
     @property
     def num_slots(self) -> int:
+        """K, child slots per node (A in the dense layout)."""
         return self.children.shape[2]
 
     @property
@@ -133,7 +136,9 @@ class Tree:
         return None if self.children_actions is None else self.num_slots
 
     def summary(self) -> SearchSummary:
-        """Root statistics in action space [B, A], values in the user's scale."""
+        """Root statistics in action space [B, A] (see `SearchSummary`): every
+        value and Q-value is from the point of view of the player to move at
+        the root, in the tree's `value_range`."""
         root = jnp.full((self.batch_size,), ROOT_INDEX, jnp.int32)
         stats = children_stats(self, root)
         visit_counts = slots_to_actions(self, root, stats.visits, 0)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+# Figures without pyplot: no global backend switch, so importing the trainer
+# in a notebook leaves inline plotting alone.
+from matplotlib.figure import Figure
 
 
 def _series(records: List[Dict[str, Any]], key: str):
@@ -22,7 +21,8 @@ def write_plots(records: List[Dict[str, Any]], elo: Dict[int, float], directory:
     os.makedirs(directory, exist_ok=True)
     paths = []
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = Figure(figsize=(6, 4))
+    ax = fig.add_subplot()
     for key in ("loss", "policy_loss", "value_loss", "policy_kl"):
         x, y = _series(records, key)
         if x:
@@ -36,9 +36,9 @@ def write_plots(records: List[Dict[str, Any]], elo: Dict[int, float], directory:
     paths.append(os.path.join(directory, "loss.png"))
     fig.tight_layout()
     fig.savefig(paths[-1], dpi=100)
-    plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = Figure(figsize=(6, 4))
+    ax = fig.add_subplot()
     if elo:
         iterations = sorted(elo)
         ax.plot(iterations, [elo[i] for i in iterations], marker="o")
@@ -49,9 +49,9 @@ def write_plots(records: List[Dict[str, Any]], elo: Dict[int, float], directory:
     paths.append(os.path.join(directory, "elo.png"))
     fig.tight_layout()
     fig.savefig(paths[-1], dpi=100)
-    plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = Figure(figsize=(6, 4))
+    ax = fig.add_subplot()
     for key, label in (("vs_random_score", "score vs random"), ("vs_uct_score", "score vs UCT"),
                        ("vs_perfect_score", "score vs perfect play"),
                        ("policy_optimal", "raw policy optimal (fraction)")):
@@ -74,5 +74,4 @@ def write_plots(records: List[Dict[str, Any]], elo: Dict[int, float], directory:
     paths.append(os.path.join(directory, "win_rates.png"))
     fig.tight_layout()
     fig.savefig(paths[-1], dpi=100)
-    plt.close(fig)
     return paths
