@@ -19,9 +19,11 @@ every iteration appears exactly once.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-from typing import Any, Dict, List, Optional, Tuple
+import warnings
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -39,19 +41,72 @@ def pack_keys(tree):
                         if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x, tree)
 
 
-class Checkpointer:
-    """Orbax checkpoints of a run, under `<run_dir>/checkpoints`."""
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be resumed: corrupt, incomplete, or written by
+    another game, network or training configuration. The message names the
+    checkpoint folder and what is wrong."""
 
-    def __init__(self, directory: str, keep: int = 3):
+
+class DamagedCheckpointError(CheckpointError):
+    """A checkpoint whose files are unreadable, incomplete or fail their
+    checksum (e.g. a file truncated by a full disk or a copy cut short)."""
+
+
+def _digest(leaves: Dict[str, np.ndarray]) -> str:
+    """sha256 over the names, dtypes, shapes and bytes of `leaves` (sorted by
+    name): what a complete checkpoint must reproduce when read back."""
+    digest = hashlib.sha256()
+    for name in sorted(leaves):
+        array = np.ascontiguousarray(leaves[name])
+        digest.update(f"{name}:{array.dtype.str}:{array.shape};".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def _shapes(tree) -> Dict[str, List]:
+    return {jax.tree_util.keystr(path): [list(np.shape(x)), str(np.dtype(x.dtype))]
+            for path, x in jax.tree_util.tree_leaves_with_path(tree)}
+
+
+def _describe_differences(saved: Dict[str, Any], wanted: Dict[str, Any], limit: int = 4) -> str:
+    lines = []
+    for name in sorted(set(saved) | set(wanted)):
+        if saved.get(name) != wanted.get(name):
+            lines.append(f"{name}: checkpoint {saved.get(name, 'absent')}, "
+                         f"this run {wanted.get(name, 'absent')}")
+    more = f" (and {len(lines) - limit} more)" if len(lines) > limit else ""
+    return "; ".join(lines[:limit]) + more
+
+
+class Checkpointer:
+    """Orbax checkpoints of a run, under `<run_dir>/checkpoints`.
+
+    identity: what every checkpoint of this run must match to be restored
+      (the game and the network architecture, see `loop.checkpoint_identity`);
+      stored in each checkpoint's meta and compared before any array is read.
+    Each checkpoint also stores the sha256 of its arrays, so a truncated or
+    damaged file is detected on restore (`DamagedCheckpointError`) rather
+    than restored as wrong numbers; `restore_latest` then falls back to the
+    previous checkpoint (keep >= 2 for there to be one).
+    """
+
+    def __init__(self, directory: str, keep: int = 3, identity: Optional[Dict[str, Any]] = None):
         self.directory = os.path.abspath(directory)
+        self.identity = None if identity is None else json.loads(json.dumps(identity))
         options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True,
                                                enable_async_checkpointing=False)
         self.manager = ocp.CheckpointManager(self.directory, options=options)
 
     def latest(self) -> Optional[int]:
-        """The last complete checkpoint's iteration, or None."""
+        """The last checkpoint's iteration (complete on disk as orbax sees it;
+        its contents are verified on restore), or None."""
         self.manager.reload()
         return self.manager.latest_step()
+
+    def steps(self) -> List[int]:
+        """Iterations of the checkpoints on disk, oldest first."""
+        self.manager.reload()
+        return sorted(int(step) for step in self.manager.all_steps())
 
     def save(self, iteration: int, variables, state, meta: Dict[str, Any]) -> None:
         """Writes checkpoint `iteration` (blocks until it is complete on disk)."""
@@ -60,31 +115,104 @@ class Checkpointer:
         # are not stored: orbax refuses them, and they hold nothing.
         leaves = {f"leaf_{i:05d}": np.asarray(x) for i, x in enumerate(jax.tree.leaves(state))
                   if np.size(x) > 0}
-        meta = dict(meta, iteration=int(iteration), state_paths=_key_paths(state))
+        variables = jax.tree.map(np.asarray, variables)
+        meta = dict(meta, iteration=int(iteration), state_paths=_key_paths(state),
+                    state_shapes=_shapes(state), variables_shapes=_shapes(variables),
+                    state_sha256=_digest(leaves), variables_sha256=_digest(_flat(variables)))
+        if self.identity is not None:
+            meta["identity"] = self.identity
         self.manager.save(int(iteration), args=ocp.args.Composite(
-            variables=ocp.args.StandardSave(jax.tree.map(np.asarray, variables)),
+            variables=ocp.args.StandardSave(variables),
             state=ocp.args.StandardSave(leaves),
             meta=ocp.args.JsonSave(meta)), force=True)
         self.manager.wait_until_finished()
 
+    def _where(self, iteration: int) -> str:
+        return f"checkpoint {iteration} in {self.directory}"
+
+    def _unreadable(self, iteration: int, what: str, error: Optional[Exception] = None):
+        """The DamagedCheckpointError for `what` of checkpoint `iteration`:
+        unreadable (orbax's `error`) or, with no error, failing its checksum."""
+        if error is None:
+            return DamagedCheckpointError(f"{self._where(iteration)}: {what}: checksum mismatch "
+                                          f"(a damaged or truncated file)")
+        return DamagedCheckpointError(f"{self._where(iteration)}: {what}: unreadable (damaged or "
+                                      f"incomplete): {type(error).__name__}: {error}")
+
+    def read_meta(self, iteration: int) -> Dict[str, Any]:
+        """The meta of checkpoint `iteration`; CheckpointError when it cannot
+        be read or was written by another game or network than `identity`."""
+        try:
+            meta = self.manager.restore(int(iteration), args=ocp.args.Composite(
+                meta=ocp.args.JsonRestore())).meta
+        except Exception as error:  # orbax raises many kinds for a damaged folder
+            raise DamagedCheckpointError(
+                f"{self._where(iteration)} is unreadable (damaged or incomplete): "
+                f"{type(error).__name__}: {error}") from error
+        if not isinstance(meta, dict) or "variables_sha256" not in meta:
+            raise DamagedCheckpointError(
+                f"{self._where(iteration)} has no valid meta item (damaged, or written by an "
+                f"older version of mcts_jax)")
+        saved = meta.get("identity")
+        if self.identity is not None and saved is not None and saved != self.identity:
+            if saved.get("game") != self.identity.get("game"):
+                raise CheckpointError(
+                    f"{self._where(iteration)} was written by a run of game "
+                    f"{saved.get('game')!r}; this run trains {self.identity.get('game')!r}. "
+                    f"Use another --run-dir (or --overwrite to start again)")
+            differences = _describe_differences(saved.get("network", {}),
+                                                self.identity.get("network", {}))
+            raise CheckpointError(
+                f"{self._where(iteration)} holds another network: {differences}. Use the run's "
+                f"own network settings, or another --run-dir")
+        return meta
+
+    def _check_variables_shapes(self, iteration: int, meta, variables_like) -> None:
+        wanted = _shapes(variables_like)
+        if meta["variables_shapes"] != wanted:
+            raise CheckpointError(
+                f"{self._where(iteration)} holds a network of other shapes than "
+                f"`variables_like`: {_describe_differences(meta['variables_shapes'], wanted)}")
+
+    def _restore_variables(self, iteration: int, meta, variables_like):
+        try:
+            restored = self.manager.restore(int(iteration), args=ocp.args.Composite(
+                variables=ocp.args.StandardRestore(
+                    jax.tree.map(_abstract, variables_like))))
+        except Exception as error:
+            raise self._unreadable(iteration, "the network variables", error) from error
+        variables = jax.tree.map(np.asarray, restored.variables)
+        if _digest(_flat(variables)) != meta["variables_sha256"]:
+            raise self._unreadable(iteration, "the network variables")
+        return jax.tree.map(jnp.asarray, variables)
+
     def restore(self, iteration: int, variables_like, state_like) -> Tuple[Any, Any, Dict]:
         """(variables, state, meta) of checkpoint `iteration`, in the structures
-        of `variables_like` and `state_like` (typed keys are re-wrapped)."""
+        of `variables_like` and `state_like` (typed keys are re-wrapped).
+        Raises CheckpointError naming what is wrong when the checkpoint is
+        damaged or does not fit this run."""
+        meta = self.read_meta(iteration)
         packed_like = pack_keys(state_like)
-        paths = _key_paths(packed_like)
-        meta = self.manager.restore(int(iteration), args=ocp.args.Composite(
-            meta=ocp.args.JsonRestore())).meta
-        if meta["state_paths"] != paths:
-            raise ValueError(f"checkpoint {iteration} in {self.directory} holds a different "
-                             f"training state (saved by another version or configuration)")
+        if meta["state_paths"] != _key_paths(packed_like) or \
+                meta["state_shapes"] != _shapes(packed_like):
+            raise CheckpointError(
+                f"{self._where(iteration)} holds a different training state (another "
+                f"configuration or version): "
+                f"{_describe_differences(meta['state_shapes'], _shapes(packed_like))}")
+        self._check_variables_shapes(iteration, meta, variables_like)
+        variables = self._restore_variables(iteration, meta, variables_like)
         like_leaves = jax.tree.leaves(packed_like)
-        abstract = {f"leaf_{i:05d}": ocp.utils.to_shape_dtype_struct(x)
+        abstract = {f"leaf_{i:05d}": _abstract(x)
                     for i, x in enumerate(like_leaves) if np.size(x) > 0}
-        restored = self.manager.restore(int(iteration), args=ocp.args.Composite(
-            variables=ocp.args.StandardRestore(
-                jax.tree.map(ocp.utils.to_shape_dtype_struct, variables_like)),
-            state=ocp.args.StandardRestore(abstract)))
-        leaves = [restored.state[f"leaf_{i:05d}"] if np.size(like) > 0
+        try:
+            restored = self.manager.restore(int(iteration), args=ocp.args.Composite(
+                state=ocp.args.StandardRestore(abstract)))
+        except Exception as error:
+            raise self._unreadable(iteration, "the training state", error) from error
+        stored = {name: np.asarray(x) for name, x in restored.state.items()}
+        if _digest(stored) != meta["state_sha256"]:
+            raise self._unreadable(iteration, "the training state")
+        leaves = [stored[f"leaf_{i:05d}"] if np.size(like) > 0
                   else np.zeros(np.shape(like), like.dtype)
                   for i, like in enumerate(like_leaves)]
         state_leaves = jax.tree.leaves(state_like)
@@ -92,21 +220,62 @@ class Checkpointer:
                   if jnp.issubdtype(like.dtype, jax.dtypes.prng_key) else jnp.asarray(x)
                   for x, like in zip(leaves, state_leaves)]
         state = jax.tree.unflatten(jax.tree.structure(state_like), leaves)
-        variables = jax.tree.map(jnp.asarray, restored.variables)
         return variables, state, meta
 
+    def restore_latest(self, variables_like, state_like,
+                       log: Callable[[str], None] = print) -> Tuple[int, Any, Any, Dict]:
+        """(iteration, variables, state, meta) of the newest checkpoint that is
+        complete and intact, newest first; a damaged one is reported through
+        `log` and the one before it is used. With no checkpoint at all:
+        (0, variables_like, state_like, {}). A checkpoint of another game or
+        network raises at once (falling back would silently train something
+        else); so does a folder whose checkpoints are all damaged."""
+        steps = self.steps()
+        failures = []
+        for iteration in reversed(steps):
+            try:
+                variables, state, meta = self.restore(iteration, variables_like, state_like)
+            except DamagedCheckpointError as error:
+                failures.append(str(error))
+                log(f"warning: {error}; falling back to the checkpoint before it")
+                continue
+            return iteration, variables, state, meta
+        if failures:
+            raise DamagedCheckpointError(
+                f"no intact checkpoint in {self.directory} (all {len(steps)} are damaged; move "
+                f"the folder away to start again): " + " | ".join(failures))
+        return 0, variables_like, state_like, {}
+
     def restore_variables(self, variables_like, iteration: Optional[int] = None):
-        """Only the network variables (latest checkpoint by default)."""
-        iteration = self.latest() if iteration is None else iteration
-        if iteration is None:
+        """(variables, iteration): only the network variables, of checkpoint
+        `iteration` or (None) of the newest intact one (a damaged newest one
+        is skipped with a warning)."""
+        steps = [iteration] if iteration is not None else list(reversed(self.steps()))
+        if not steps:
             raise FileNotFoundError(f"no checkpoint in {self.directory}")
-        restored = self.manager.restore(int(iteration), args=ocp.args.Composite(
-            variables=ocp.args.StandardRestore(
-                jax.tree.map(ocp.utils.to_shape_dtype_struct, variables_like))))
-        return jax.tree.map(jnp.asarray, restored.variables), iteration
+        for position, step in enumerate(steps):
+            try:
+                meta = self.read_meta(step)
+                self._check_variables_shapes(step, meta, variables_like)
+                return self._restore_variables(step, meta, variables_like), int(step)
+            except DamagedCheckpointError as error:
+                if position == len(steps) - 1:
+                    raise
+                warnings.warn(f"{error}; using the checkpoint before it", stacklevel=2)
+        raise AssertionError("unreachable")
 
     def close(self):
         self.manager.close()
+
+
+def _abstract(x) -> jax.ShapeDtypeStruct:
+    """What orbax restores a leaf as (numpy scalars included)."""
+    return jax.ShapeDtypeStruct(np.shape(x), x.dtype)
+
+
+def _flat(tree) -> Dict[str, np.ndarray]:
+    return {jax.tree_util.keystr(path): np.asarray(x)
+            for path, x in jax.tree_util.tree_leaves_with_path(tree)}
 
 
 # ---- snapshots for Elo --------------------------------------------------------
@@ -122,7 +291,7 @@ def load_snapshot(directory: str, iteration: int, variables_like):
     path = os.path.abspath(os.path.join(directory, f"{iteration:06d}"))
     with ocp.StandardCheckpointer() as checkpointer:
         restored = checkpointer.restore(
-            path, jax.tree.map(ocp.utils.to_shape_dtype_struct, variables_like))
+            path, jax.tree.map(_abstract, variables_like))
     return jax.tree.map(jnp.asarray, restored)
 
 

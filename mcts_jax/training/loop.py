@@ -20,6 +20,7 @@ due. The run folder holds:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -161,6 +162,12 @@ def initial_state(config: TrainConfig, model, player, learner):
     return variables, state
 
 
+def checkpoint_identity(config: TrainConfig) -> Dict[str, Any]:
+    """What a checkpoint must match to be resumed by this configuration: the
+    game and the network's architecture (checked before any array is read)."""
+    return dict(game=config.game, network=dataclasses.asdict(config.network_config()))
+
+
 def train(config: TrainConfig, run_dir: str, progress: bool = True,
           log: Callable[[str], None] = print) -> Dict[str, Any]:
     """Runs (or continues) the training run in `run_dir`; returns the final
@@ -169,7 +176,8 @@ def train(config: TrainConfig, run_dir: str, progress: bool = True,
     game, model, player, learner = build(config)
     suite = evaluation_lib.Evaluation(config, game, model)
     checkpoints = checkpoint_lib.Checkpointer(os.path.join(run_dir, "checkpoints"),
-                                              keep=config.keep_checkpoints)
+                                              keep=config.keep_checkpoints,
+                                              identity=checkpoint_identity(config))
     metrics_path = os.path.join(run_dir, "metrics.jsonl")
     snapshot_dir = os.path.join(run_dir, "snapshots")
     tensorboard = _TensorBoard(os.path.join(run_dir, "tensorboard"))
@@ -180,11 +188,9 @@ def train(config: TrainConfig, run_dir: str, progress: bool = True,
     log(f"network: {config.network_config()}, {model.num_parameters(variables):,} parameters; "
         f"devices: {jax.devices()}")
 
-    start = checkpoints.latest() or 0
-    elapsed_before = 0.0
+    start, variables, state, meta = checkpoints.restore_latest(variables, state, log=log)
+    elapsed_before = float(meta.get("elapsed_s", 0.0))
     if start:
-        variables, state, meta = checkpoints.restore(start, variables, state)
-        elapsed_before = float(meta.get("elapsed_s", 0.0))
         log(f"resuming from the checkpoint of iteration {start}")
     records = checkpoint_lib.truncate_metrics(metrics_path, start)
     for stale in checkpoint_lib.list_snapshots(snapshot_dir):
