@@ -54,16 +54,6 @@ def synthetic_recurrent_fn(params, rng_key, action, code):
         value=value, invalid_actions=illegal), code
 
 
-def mctx_synthetic_recurrent_fn(mctx):
-    def recurrent_fn(params, rng_key, action, code):
-        output, code = synthetic_recurrent_fn(params, rng_key, action, code)
-        logits = jnp.where(output.invalid_actions, jnp.finfo(jnp.float32).min,
-                           output.prior_logits)
-        return mctx.RecurrentFnOutput(reward=output.reward, discount=output.discount,
-                                      prior_logits=logits, value=output.value), code
-    return recurrent_fn
-
-
 def mctx_chess_recurrent_fn(mctx, game):
     """pgx chess for mctx: full pgx states as embeddings, illegal moves masked
     in the logits (mctx has no invalid_actions below the root)."""
@@ -107,7 +97,7 @@ def make_runners(problem, batch_size, num_simulations):
         import mctx
     except ImportError:
         return runners
-    their_fn = (mctx_synthetic_recurrent_fn(mctx) if problem == "synthetic"
+    their_fn = (harness.mctx_recurrent_fn(synthetic_recurrent_fn, mctx) if problem == "synthetic"
                 else mctx_chess_recurrent_fn(mctx, envs.make("chess")))
     their_root = mctx.RootFnOutput(
         prior_logits=jnp.where(illegal, jnp.finfo(jnp.float32).min, root.prior_logits),

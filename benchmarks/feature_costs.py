@@ -36,6 +36,42 @@ def tictactoe_setup(batch_size):
     return root, invalid, game.recurrent_fn(evaluator)
 
 
+COLUMNS = ["problem", "B", "simulations", "plain_sims_per_s", "solver_sims_per_s",
+           "solver/plain time", "plain_search_ms", "get_subtree_ms", "get_subtree/search"]
+SETUPS = {"synthetic": synthetic_setup, "tic_tac_toe": tictactoe_setup}
+
+
+def measure(batch_sizes, simulations, repeats, problems=tuple(SETUPS), log=print):
+    """Rows of COLUMNS: alphazero_policy with and without the solver, and one
+    get_subtree call, for each problem and batch size (same process)."""
+    key = jax.random.key(0)
+    rows = []
+    for problem in problems:
+        for batch_size in batch_sizes:
+            root, invalid, recurrent_fn = SETUPS[problem](batch_size)
+            row = dict(problem=problem, B=batch_size, simulations=simulations)
+            searches = {}
+            for solver in (False, True):
+                search = jax.jit(lambda k, r, i, s=solver: mcts_jax.alphazero_policy(
+                    None, k, r, recurrent_fn, simulations, invalid_actions=i,
+                    dirichlet_fraction=0.0, solver=s))
+                searches[solver] = search
+                timing = harness.time_call(lambda: search(key, root, invalid).action, repeats)
+                label = "solver" if solver else "plain"
+                row[f"{label}_sims_per_s"] = batch_size * simulations / timing["median_s"]
+                row[f"{label}_search_ms"] = 1e3 * timing["median_s"]
+            row["solver/plain time"] = row["solver_search_ms"] / row["plain_search_ms"]
+            out = searches[False](key, root, invalid)
+            subtree = jax.jit(mcts_jax.get_subtree)
+            timing = harness.time_call(lambda: subtree(out.search_tree, out.action).num_nodes,
+                                       repeats)
+            row["get_subtree_ms"] = 1e3 * timing["median_s"]
+            row["get_subtree/search"] = row["get_subtree_ms"] / row["plain_search_ms"]
+            rows.append(row)
+            log(str(row))
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[64, 1024])
@@ -43,37 +79,10 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
-    key = jax.random.key(0)
-    rows = []
-    for problem, setup in (("synthetic", synthetic_setup), ("tic_tac_toe", tictactoe_setup)):
-        for batch_size in args.batch_sizes:
-            root, invalid, recurrent_fn = setup(batch_size)
-            row = dict(problem=problem, B=batch_size, simulations=args.simulations)
-            searches = {}
-            for solver in (False, True):
-                search = jax.jit(lambda k, r, i, s=solver: mcts_jax.alphazero_policy(
-                    None, k, r, recurrent_fn, args.simulations, invalid_actions=i,
-                    dirichlet_fraction=0.0, solver=s))
-                searches[solver] = search
-                timing = harness.time_call(lambda: search(key, root, invalid).action,
-                                           args.repeats)
-                label = "solver" if solver else "plain"
-                row[f"{label}_sims_per_s"] = batch_size * args.simulations / timing["median_s"]
-                row[f"{label}_search_ms"] = 1e3 * timing["median_s"]
-            row["solver/plain time"] = row["solver_search_ms"] / row["plain_search_ms"]
-            out = searches[False](key, root, invalid)
-            subtree = jax.jit(mcts_jax.get_subtree)
-            timing = harness.time_call(lambda: subtree(out.search_tree, out.action).num_nodes,
-                                       args.repeats)
-            row["get_subtree_ms"] = 1e3 * timing["median_s"]
-            row["get_subtree/search"] = row["get_subtree_ms"] / row["plain_search_ms"]
-            rows.append(row)
-            print(row, flush=True)
-    columns = ["problem", "B", "simulations", "plain_sims_per_s", "solver_sims_per_s",
-               "solver/plain time", "plain_search_ms", "get_subtree_ms", "get_subtree/search"]
+    rows = measure(args.batch_sizes, args.simulations, args.repeats)
     harness.report("feature_costs",
                    "Cost of the solver and of subtree reuse (alphazero_policy, same process)",
-                   columns, rows, vars(args), not args.no_save)
+                   COLUMNS, rows, vars(args), not args.no_save)
     return rows
 
 

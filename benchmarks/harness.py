@@ -12,6 +12,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import statistics
 import time
 from importlib import metadata
@@ -72,6 +73,29 @@ def machine_info() -> Dict[str, Any]:
         versions={name: _version(name) for name in
                   ("mcts_jax", "jax", "jaxlib", "mctx", "pgx", "flax", "numpy")},
     )
+
+
+def device_slug(info: Dict[str, Any] = None) -> str:
+    """A file-name tag for the device: "cpu", or e.g. "nvidia-h100-80gb-hbm3"."""
+    info = info or machine_info()
+    if info["backend"] == "cpu":
+        return "cpu"
+    return re.sub(r"[^a-z0-9]+", "-", str(info["device"]).lower()).strip("-") or info["backend"]
+
+
+def mctx_recurrent_fn(recurrent_fn: Callable, mctx) -> Callable:
+    """An mcts_jax recurrent_fn seen through mctx's contract: the same outputs
+    and embeddings, with illegal actions (mctx has no `invalid_actions` below
+    the root) given the lowest finite logit so that mctx never selects them."""
+    def wrapped(params, rng_key, action, embedding):
+        output, embedding = recurrent_fn(params, rng_key, action, embedding)
+        logits = output.prior_logits
+        if output.invalid_actions is not None:
+            logits = jax.numpy.where(output.invalid_actions, jax.numpy.finfo(logits.dtype).min,
+                                     logits)
+        return mctx.RecurrentFnOutput(reward=output.reward, discount=output.discount,
+                                      prior_logits=logits, value=output.value), embedding
+    return wrapped
 
 
 def markdown_table(columns: Sequence[str], rows: List[Dict[str, Any]]) -> str:

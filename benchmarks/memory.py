@@ -58,9 +58,12 @@ def mctx_bytes_per_node(game, batch_size: int, num_simulations: int) -> float:
     return total / (batch_size * (num_simulations + 1))
 
 
-def layout_rows(batch_size=1024, max_nodes=801):
+def layout_rows(batch_size=1024, max_nodes=801, games=None):
+    """Rows of bytes per node for `games` (names of GAMES; None: all)."""
     rows = []
     for name, max_children in GAMES.items():
+        if games is not None and name not in games:
+            continue
         game = envs.make(name)
         layouts = [("ours dense", None, False), (f"ours compact K={max_children}",
                                                  max_children, False),

@@ -25,14 +25,6 @@ COLUMNS = ["B", "A", "simulations", "ours_puct", "ours_uct", "mctx_muzero", "puc
            "ours_puct_us_per_sim", "mctx_muzero_us_per_sim"]
 
 
-def mctx_recurrent_fn(problem, mctx):
-    def recurrent_fn(params, rng_key, action, code):
-        output, code = problem.recurrent_fn(params, rng_key, action, code)
-        return mctx.RecurrentFnOutput(reward=output.reward, discount=output.discount,
-                                      prior_logits=output.prior_logits, value=output.value), code
-    return recurrent_fn
-
-
 def make_runners(batch_size, num_actions, num_simulations, max_depth=None):
     problem = HashedProblem(num_actions=num_actions)
     root, _ = problem.root(random_root_codes(batch_size, batch_size))
@@ -58,7 +50,7 @@ def make_runners(batch_size, num_actions, num_simulations, max_depth=None):
         return runners
     their_root = mctx.RootFnOutput(prior_logits=root.prior_logits, value=root.value,
                                    embedding=root.embedding)
-    their_fn = mctx_recurrent_fn(problem, mctx)
+    their_fn = harness.mctx_recurrent_fn(problem.recurrent_fn, mctx)
 
     @jax.jit
     def mctx_muzero(key, root):

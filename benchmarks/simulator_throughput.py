@@ -18,13 +18,13 @@ include the cost of the game. Rows:
 from __future__ import annotations
 
 import argparse
-import time
 
 import jax
 
 import envs
 import mcts_jax
 from benchmarks import harness
+from benchmarks.baselines import openspiel_mcts
 from mcts_jax import evaluators
 
 DEFAULT_SIMULATIONS = {"tic_tac_toe": 64, "chess": 32}
@@ -38,15 +38,6 @@ def mctx_bytes_estimate(game, batch_size, num_simulations):
     state_bytes = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(state))
     per_node = state_bytes + 6 * 4 * game.num_actions
     return batch_size * (num_simulations + 1) * per_node
-
-
-def mctx_wrap(recurrent_fn, mctx):
-    def wrapped(params, key, action, embedding):
-        output, embedding = recurrent_fn(params, key, action, embedding)
-        return mctx.RecurrentFnOutput(reward=output.reward, discount=output.discount,
-                                      prior_logits=output.prior_logits,
-                                      value=output.value), embedding
-    return wrapped
 
 
 def runners_for(game, batch_size, num_simulations, include_mctx, playouts):
@@ -70,7 +61,7 @@ def runners_for(game, batch_size, num_simulations, include_mctx, playouts):
             import mctx
             # mctx stores the full state per node (its embedding is what
             # recurrent_fn returns); give it the same lean states for fairness.
-            wrapped = mctx_wrap(recurrent_fn, mctx)
+            wrapped = harness.mctx_recurrent_fn(recurrent_fn, mctx)
             name = "mctx_muzero" if not label else "mctx" + label
             runners[name] = (jax.jit(lambda k, r, i, f=wrapped: mctx.muzero_policy(
                 None, k, mctx.RootFnOutput(prior_logits=r.prior_logits, value=r.value,
@@ -78,26 +69,6 @@ def runners_for(game, batch_size, num_simulations, include_mctx, playouts):
                 f, num_simulations, invalid_actions=i, dirichlet_fraction=0.0).action_weights),
                 root, invalid)
     return {name: (lambda fn=fn, r=r, i=i: fn(key, r, i)) for name, (fn, r, i) in runners.items()}
-
-
-def openspiel_uct(num_simulations, repeats):
-    try:
-        import pyspiel
-    except ImportError:
-        return None
-    game = pyspiel.load_game("tic_tac_toe")
-    rng_seed = 0
-    evaluator = pyspiel.RandomRolloutEvaluator(1, rng_seed)
-    bot = pyspiel.MCTSBot(game, evaluator, 1.4, num_simulations, 1000, False, rng_seed, False)
-    state = game.new_initial_state()
-    bot.step(state)  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        bot.step(state)
-        times.append(time.perf_counter() - start)
-    times.sort()
-    return num_simulations / times[len(times) // 2]
 
 
 def main(argv=None):
@@ -135,7 +106,7 @@ def main(argv=None):
             if isinstance(row.get("mctx_muzero"), float):
                 row["puct/mctx"] = row["ours_puct"] / row["mctx_muzero"]
             if name == "tic_tac_toe" and batch_size == 1:
-                figure = openspiel_uct(num_simulations * 16, args.repeats)
+                figure = openspiel_mcts.simulations_per_second(num_simulations * 16, args.repeats)
                 row["openspiel_uct"] = figure if figure is not None else "not installed"
             rows.append(row)
             print(harness.markdown_table(columns, [row]).splitlines()[-1], flush=True)

@@ -1,0 +1,289 @@
+"""The suite's report: markdown tables and PNG plots from the section JSON files.
+
+`markdown(sections, tag)` and `write(sections, tag, results_dir)`;
+`sections` is {section name: its JSON} as `run.load_sections` returns.
+Plots use matplotlib's object API (no pyplot, no global backend).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Dict, List, Sequence
+
+from benchmarks import harness
+
+RUNNER_STYLE = {  # colour, line style: ours solid, mctx dashed, same colour per rule
+    "ours_uct": ("tab:green", "-"),
+    "ours_alphazero": ("tab:blue", "-"),
+    "ours_gumbel": ("tab:red", "-"),
+    "mctx_muzero": ("tab:blue", "--"),
+    "mctx_gumbel": ("tab:red", "--"),
+    "random": ("tab:gray", ":"),
+}
+PROBLEM_TITLES = {
+    "synthetic": "synthetic tree (free recurrent_fn), A=9",
+    "tic_tac_toe": "tic-tac-toe, pgx simulator, uniform priors",
+    "tic_tac_toe_net": "tic-tac-toe, pgx + small network (MLP 3x128)",
+    "chess": "chess, pgx simulator, uniform priors (ours compact K=218)",
+}
+PLOTS = ("throughput-batch", "throughput-simulations", "quality", "memory", "baselines")
+
+
+def _runners(rows) -> List[str]:
+    seen = [r["runner"] for r in rows]
+    return [name for name in RUNNER_STYLE if name in seen]
+
+
+def _figure(rows, key, column="sims_per_s"):
+    for row in rows:
+        if all(row.get(k) == v for k, v in key.items()):
+            return row.get(column, row.get("skipped", ""))
+    return ""
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
+    return str(value)
+
+
+def _table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---:|" * len(columns)]
+    lines += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def throughput_tables(rows: Sequence[Dict[str, Any]], axis: str) -> str:
+    """One table per problem: `axis` ("B" or "simulations") down, runners across,
+    then ours/mctx ratios of the same cells."""
+    from benchmarks.sweeps import COUNTERPARTS
+    out = []
+    for problem in dict.fromkeys(r["problem"] for r in rows):
+        mine = [r for r in rows if r["problem"] == problem]
+        runners = _runners(mine)
+        pairs = [(o, t) for o, t in COUNTERPARTS.items() if o in runners and t in runners]
+        fixed = "simulations" if axis == "B" else "B"
+        values = sorted({r[axis] for r in mine})
+        fixed_value = mine[0][fixed]
+        body = []
+        for value in values:
+            key = {"problem": problem, axis: value}
+            cells = [_figure(mine, dict(key, runner=name)) for name in runners]
+            ratios = []
+            for ours, theirs in pairs:
+                a, b = _figure(mine, dict(key, runner=ours)), _figure(mine, dict(key, runner=theirs))
+                ratios.append(a / b if isinstance(a, float) and isinstance(b, float) else "")
+            body.append([value] + cells + ratios)
+        columns = [axis] + runners + [f"{o[5:]}/{t[5:]}" for o, t in pairs]
+        out.append(f"**{PROBLEM_TITLES.get(problem, problem)}**, {fixed} = {fixed_value}; "
+                   f"simulations per second:\n\n" + _table(columns, body))
+        compile_s = [f"{name} {_figure(mine, dict(problem=problem, runner=name, **{axis: values[-1]}), 'compile_s'):.1f} s"
+                     for name in runners
+                     if isinstance(_figure(mine, dict(problem=problem, runner=name,
+                                                      **{axis: values[-1]}), "compile_s"), float)]
+        if compile_s:
+            out.append(f"Compilation at {axis} = {values[-1]}: " + ", ".join(compile_s) + ".")
+    return "\n\n".join(out)
+
+
+def quality_tables(rows) -> str:
+    out = []
+    for depth, branching in dict.fromkeys((r["depth"], r["branching"]) for r in rows):
+        mine = [r for r in rows if (r["depth"], r["branching"]) == (depth, branching)]
+        runners = [n for n in _runners(mine) if n != "random"]
+        random_fraction = _figure(mine, dict(runner="random"), "optimal_fraction")
+        sims = sorted({r["simulations"] for r in mine if r["runner"] != "random"})
+        body = [[s] + [_figure(mine, dict(runner=n, simulations=s), "optimal_fraction")
+                       for n in runners] for s in sims]
+        out.append(f"**depth {depth}, branching {branching}** ({mine[0]['roots']} roots; a "
+                   f"random move is optimal {random_fraction:.3f} of the time): fraction of "
+                   f"searches choosing a minimax-optimal root move\n\n"
+                   + _table(["simulations"] + runners, body))
+    return "\n\n".join(out)
+
+
+def simple_table(rows, columns) -> str:
+    return _table(columns, [[row.get(c, "") for c in columns] for row in rows])
+
+
+def machine_line(info: Dict[str, Any]) -> str:
+    versions = ", ".join(f"{k} {v}" for k, v in info["versions"].items())
+    return (f"Device: **{info['device']}** (backend {info['backend']}, {info['device_count']} "
+            f"device(s)); host: {info['processor']}, {info['cpu_count']} CPUs; {versions}; "
+            f"measured {info['date']}.")
+
+
+def markdown(sections: Dict[str, Dict[str, Any]], tag: str, image_prefix: str = "") -> str:
+    """The report of one mode and device; images linked under `image_prefix`."""
+    first = next(iter(sections.values()))
+    mode = first.get("mode", tag.split("-")[0])
+    parts = [f"## Suite results: `{tag}` (`python -m benchmarks --{mode}`)",
+             machine_line(first["machine"]),
+             f"Sections and their wall time: " + ", ".join(
+                 f"{name} {data.get('seconds', 0):.0f} s" for name, data in sections.items())
+             + "."]
+
+    def image(name):
+        return f"![{name}]({image_prefix}plots/{tag}-{name}.png)"
+
+    batch = [r for name, data in sections.items() if name.startswith("batch-")
+             for r in data["rows"]]
+    if batch:
+        parts += ["### Throughput against batch size", image("throughput-batch"),
+                  throughput_tables(batch, "B")]
+    if "simulations" in sections:
+        parts += ["### Throughput against num_simulations", image("throughput-simulations"),
+                  throughput_tables(sections["simulations"]["rows"], "simulations")]
+    if "quality" in sections:
+        parts += ["### Search quality at a fixed budget", image("quality"),
+                  quality_tables(sections["quality"]["rows"])]
+    if "memory" in sections:
+        parts += ["### Memory per node (exact, B=1024 searches of 801 nodes)", image("memory"),
+                  simple_table(sections["memory"]["rows"],
+                               ["game", "layout", "bytes_per_node", "embedding_bytes_per_node",
+                                "GiB_for_B1024_N801"])]
+    if "features" in sections:
+        from benchmarks.feature_costs import COLUMNS
+        parts += ["### Cost of the solver and of subtree reuse (alphazero_policy)",
+                  simple_table(sections["features"]["rows"], COLUMNS)]
+    if "baselines" in sections:
+        parts += ["### What people use without us: UCT with random playouts on tic-tac-toe",
+                  image("baselines"),
+                  simple_table(sections["baselines"]["rows"],
+                               ["baseline", "B", "simulations", "sims_per_s"])]
+    if "self_play_devices" in sections:
+        parts += ["### Self-play against device count",
+                  "See `results/self_play_devices-*.json` (benchmarks/self_play_devices.py): "
+                  + str(sections["self_play_devices"]["rows"][0].get("status"))]
+    return "\n\n".join(parts) + "\n"
+
+
+# ---- plots ---------------------------------------------------------------------
+def _new_figure(columns: int, width=5.0, height=3.8):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    figure = Figure(figsize=(width * columns, height), dpi=100)
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def plot_throughput(rows, axis: str, path: str, title: str) -> None:
+    problems = list(dict.fromkeys(r["problem"] for r in rows))
+    figure = _new_figure(len(problems))
+    for index, problem in enumerate(problems):
+        ax = figure.add_subplot(1, len(problems), index + 1)
+        mine = [r for r in rows if r["problem"] == problem]
+        for runner in _runners(mine):
+            points = sorted((r[axis], r["sims_per_s"]) for r in mine
+                            if r["runner"] == runner and isinstance(r.get("sims_per_s"), float))
+            if points:
+                colour, style = RUNNER_STYLE[runner]
+                ax.plot(*zip(*points), style, color=colour, marker="o", label=runner)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("batch size B (searches)" if axis == "B" else "num_simulations")
+        ax.set_ylabel("simulations / s")
+        fixed = "simulations" if axis == "B" else "B"
+        ax.set_title(f"{PROBLEM_TITLES.get(problem, problem)}\n{fixed} = {mine[0][fixed]}",
+                     fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    figure.suptitle(title, fontsize=11)
+    figure.tight_layout()
+    figure.savefig(path)
+
+
+def plot_quality(rows, path: str, title: str) -> None:
+    trees = list(dict.fromkeys((r["depth"], r["branching"]) for r in rows))
+    figure = _new_figure(len(trees))
+    for index, (depth, branching) in enumerate(trees):
+        ax = figure.add_subplot(1, len(trees), index + 1)
+        mine = [r for r in rows if (r["depth"], r["branching"]) == (depth, branching)]
+        sims = sorted({r["simulations"] for r in mine if r["runner"] != "random"})
+        for runner in _runners(mine):
+            colour, style = RUNNER_STYLE[runner]
+            if runner == "random":
+                ax.plot([sims[0], sims[-1]], [mine[0]["optimal_fraction"]] * 2, style,
+                        color=colour, label="random move")
+                continue
+            points = sorted((r["simulations"], r["optimal_fraction"]) for r in mine
+                            if r["runner"] == runner)
+            ax.plot(*zip(*points), style, color=colour, marker="o", label=runner)
+        ax.set_xscale("log", base=2)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("num_simulations")
+        ax.set_ylabel("fraction choosing an optimal move")
+        ax.set_title(f"random game tree, depth {depth}, branching {branching}\n"
+                     f"{mine[0]['roots']} roots, exact minimax", fontsize=9)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    figure.suptitle(title, fontsize=11)
+    figure.tight_layout()
+    figure.savefig(path)
+
+
+def plot_bars(labels: Sequence[str], values: Sequence[float], colours: Sequence[str],
+              xlabel: str, path: str, title: str) -> None:
+    figure = _new_figure(1, width=8.0, height=0.45 * len(labels) + 1.5)
+    ax = figure.add_subplot(1, 1, 1)
+    positions = list(range(len(labels)))[::-1]
+    ax.barh(positions, values, color=colours)
+    ax.set_yticks(positions)
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    for y, value in zip(positions, values):
+        ax.text(value, y, f" {value:,.0f}", va="center", fontsize=7)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, axis="x", which="both", alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path)
+
+
+def write(sections: Dict[str, Dict[str, Any]], tag: str, results_dir: str) -> Dict[str, Any]:
+    """Writes report-<tag>.md and plots/<tag>-*.png; returns {"files": paths}."""
+    device = next(iter(sections.values()))["machine"]["device"]
+    plots = os.path.join(results_dir, "plots")
+    os.makedirs(plots, exist_ok=True)
+    files = []
+
+    def png(name):
+        files.append(os.path.join(plots, f"{tag}-{name}.png"))
+        return files[-1]
+
+    batch = [r for name, data in sections.items() if name.startswith("batch-")
+             for r in data["rows"]]
+    if batch:
+        plot_throughput(batch, "B", png("throughput-batch"),
+                        f"Throughput against batch size on {device}")
+    if "simulations" in sections:
+        plot_throughput(sections["simulations"]["rows"], "simulations",
+                        png("throughput-simulations"),
+                        f"Throughput against num_simulations on {device}")
+    if "quality" in sections:
+        plot_quality(sections["quality"]["rows"], png("quality"),
+                     f"Search quality at a fixed budget ({device})")
+    if "memory" in sections:
+        rows = sections["memory"]["rows"]
+        plot_bars([f"{r['game']}: {r['layout']}" for r in rows],
+                  [r["bytes_per_node"] for r in rows],
+                  ["tab:orange" if r["layout"].startswith("mctx") else "tab:blue" for r in rows],
+                  "bytes per tree node (log scale)", png("memory"),
+                  "Tree memory per node (pgx states as embeddings)")
+    if "baselines" in sections:
+        rows = [r for r in sections["baselines"]["rows"] if isinstance(r["sims_per_s"], float)]
+        plot_bars([f"{r['baseline']}, B={r['B']}" for r in rows],
+                  [r["sims_per_s"] for r in rows],
+                  ["tab:blue" if r["baseline"].startswith("mcts_jax") else "tab:gray"
+                   for r in rows],
+                  "simulations / s (log scale)", png("baselines"),
+                  f"Tic-tac-toe UCT with random playouts, {rows[0]['simulations']} "
+                  f"simulations per search ({device})")
+    path = os.path.join(results_dir, f"report-{tag}.md")
+    with open(path, "w") as f:
+        f.write(markdown(sections, tag))
+    files.append(path)
+    return dict(files=files)

@@ -1,0 +1,315 @@
+"""The benchmark suite: one command, JSON results, a markdown report and PNG plots.
+
+    python -m benchmarks --quick        # a few minutes on a 2-core CPU
+    python -m benchmarks --full         # the published sweeps (meant for a GPU)
+    python -m benchmarks --full --only batch-tic_tac_toe_net quality
+    python -m benchmarks --full --report-only   # rebuild tables/plots from the JSON
+
+Each section writes `results/<section>-<mode>-<device>.json` (machine,
+device, versions, settings and every figure) as soon as it is measured, so a
+run cut short keeps what it finished and sections can run in separate
+commands. Then the report is rebuilt from every section file of that mode and
+device: `results/report-<mode>-<device>.md`, `results/plots/<mode>-<device>-*.png`,
+and the block of that mode and device in `benchmarks/README.md`.
+
+Timing (`harness.time_call`): the first call is compilation, timed
+separately; one warm-up call; the median of `repeats` timed calls, each
+synchronised with `block_until_ready`. Ratios are only formed between
+figures of one section file (one process, one after the other).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from benchmarks import harness
+
+BENCHMARKS_DIR = os.path.dirname(os.path.abspath(__file__))
+README = os.path.join(BENCHMARKS_DIR, "README.md")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """The sizes of one suite mode.
+
+    batch_*: throughput against batch size, at `batch_simulations` per search.
+    sims_*: throughput against num_simulations, at `sims_batch_size` searches.
+    chess_*: throughput against batch size on pgx chess (compact tree).
+    quality_*: search quality on GameTree(depth, branching) per `quality_trees`.
+    call_budget_s: a runner whose call took longer is skipped for larger cells.
+    """
+
+    repeats: int
+    call_budget_s: float
+    runners: Tuple[str, ...]
+    batch_problems: Tuple[str, ...]
+    batch_sizes: Tuple[int, ...]
+    batch_simulations: int
+    sims_problems: Tuple[str, ...]
+    sims_batch_size: int
+    simulations: Tuple[int, ...]
+    chess_batch_sizes: Tuple[int, ...]
+    chess_simulations: int
+    quality_trees: Tuple[Tuple[int, int], ...]
+    quality_simulations: Tuple[int, ...]
+    quality_roots: int
+    memory_games: Optional[Tuple[str, ...]]
+    feature_problems: Tuple[str, ...]
+    feature_batch_sizes: Tuple[int, ...]
+    feature_simulations: int
+    baseline_simulations: int
+    baseline_batch_sizes: Tuple[int, ...]
+
+
+ALL_RUNNERS = ("ours_uct", "ours_alphazero", "ours_gumbel", "mctx_muzero", "mctx_gumbel")
+CONFIGS = {
+    "quick": Config(
+        repeats=3, call_budget_s=5.0, runners=ALL_RUNNERS,
+        batch_problems=("synthetic", "tic_tac_toe_net"), batch_sizes=(1, 16, 256),
+        batch_simulations=32,
+        sims_problems=("tic_tac_toe",), sims_batch_size=16, simulations=(8, 32, 128),
+        chess_batch_sizes=(), chess_simulations=32,
+        quality_trees=((4, 8), (6, 4)), quality_simulations=(8, 32, 128), quality_roots=256,
+        memory_games=None, feature_problems=("synthetic", "tic_tac_toe"),
+        feature_batch_sizes=(64,), feature_simulations=64,
+        baseline_simulations=1024, baseline_batch_sizes=(1, 256)),
+    "full": Config(
+        repeats=5, call_budget_s=20.0, runners=ALL_RUNNERS,
+        batch_problems=("synthetic", "tic_tac_toe", "tic_tac_toe_net"),
+        batch_sizes=(1, 4, 16, 64, 256, 1024, 4096, 16384), batch_simulations=64,
+        sims_problems=("synthetic", "tic_tac_toe", "tic_tac_toe_net"), sims_batch_size=1024,
+        simulations=(16, 64, 256, 1024),
+        chess_batch_sizes=(1, 4, 16, 64, 256, 1024), chess_simulations=32,
+        quality_trees=((4, 16), (6, 8), (8, 4)),
+        quality_simulations=(8, 16, 32, 64, 128, 256, 512, 1024), quality_roots=1024,
+        memory_games=None, feature_problems=("synthetic", "tic_tac_toe"),
+        feature_batch_sizes=(64, 1024), feature_simulations=256,
+        baseline_simulations=4096, baseline_batch_sizes=(1, 256, 4096)),
+    # For tests/test_benchmarks.py: every section, tiny shapes.
+    "tiny": Config(
+        repeats=1, call_budget_s=5.0, runners=("ours_alphazero", "mctx_muzero"),
+        batch_problems=("synthetic",), batch_sizes=(4,), batch_simulations=8,
+        sims_problems=("synthetic",), sims_batch_size=4, simulations=(8,),
+        chess_batch_sizes=(), chess_simulations=8,
+        quality_trees=((3, 3),), quality_simulations=(8,), quality_roots=32,
+        memory_games=("tic_tac_toe",), feature_problems=("synthetic",),
+        feature_batch_sizes=(4,), feature_simulations=8,
+        baseline_simulations=64, baseline_batch_sizes=(1,)),
+}
+
+
+# ---- sections: each returns (rows, settings) ------------------------------------
+def _throughput(problems, cells, config, log):
+    from benchmarks import sweeps
+    rows = sweeps.sweep(problems, config.runners, cells, config.repeats, config.call_budget_s,
+                        log=log)
+    return rows, dict(problems=list(problems), cells=[list(c) for c in cells],
+                      runners=list(config.runners), repeats=config.repeats)
+
+
+def section_batch(problem: str) -> Callable:
+    def run(config: Config, log):
+        sizes = config.chess_batch_sizes if problem == "chess" else config.batch_sizes
+        sims = config.chess_simulations if problem == "chess" else config.batch_simulations
+        return _throughput([problem], [(b, sims) for b in sizes], config, log)
+    return run
+
+
+def section_sims(config: Config, log):
+    cells = [(config.sims_batch_size, s) for s in config.simulations]
+    return _throughput(config.sims_problems, cells, config, log)
+
+
+def section_quality(config: Config, log):
+    from benchmarks import quality
+    rows = quality.measure(config.quality_trees, config.quality_simulations, config.runners,
+                           config.quality_roots, log=log)
+    return rows, dict(trees=[list(t) for t in config.quality_trees],
+                      simulations=list(config.quality_simulations),
+                      roots=config.quality_roots)
+
+
+def section_memory(config: Config, log):
+    from benchmarks import memory
+    rows = memory.layout_rows(games=config.memory_games)
+    return rows, dict(batch_size=1024, max_nodes=801)
+
+
+def section_features(config: Config, log):
+    from benchmarks import feature_costs
+    rows = feature_costs.measure(config.feature_batch_sizes, config.feature_simulations,
+                                 config.repeats, config.feature_problems, log=log)
+    return rows, dict(batch_sizes=list(config.feature_batch_sizes),
+                      simulations=config.feature_simulations)
+
+
+def section_baselines(config: Config, log):
+    """Tic-tac-toe UCT with one random playout per leaf, from the empty board:
+    plain Python, OpenSpiel C++ (B=1, sequential), ours (uct_policy, B searches)."""
+    import jax
+    import envs
+    import mcts_jax
+    from benchmarks.baselines import openspiel_mcts, python_uct
+    from mcts_jax import evaluators
+
+    sims = config.baseline_simulations
+    rows = [dict(baseline="plain Python UCT (tutorial style)", B=1, simulations=sims,
+                 sims_per_s=python_uct.simulations_per_second(sims, config.repeats))]
+    spiel = openspiel_mcts.simulations_per_second(sims, config.repeats)
+    rows.append(dict(baseline="OpenSpiel C++ MCTSBot", B=1, simulations=sims,
+                     sims_per_s=spiel if spiel is not None else "not installed"))
+    game = envs.make("tic_tac_toe")
+    evaluator = evaluators.RandomPlayouts(num_playouts=1)
+    recurrent_fn = game.recurrent_fn(evaluator)
+    search = jax.jit(lambda k, r, i: mcts_jax.uct_policy(None, k, r, recurrent_fn, sims,
+                                                         invalid_actions=i).action)
+    for batch_size in (1,) + tuple(b for b in config.baseline_batch_sizes if b != 1):
+        states = game.init(jax.random.key(0), batch_size)
+        root, invalid = game.root(None, jax.random.key(1), states, evaluator)
+        timing = harness.time_call(lambda: search(jax.random.key(2), root, invalid),
+                                   config.repeats)
+        rows.append(dict(baseline="mcts_jax uct_policy + pgx playouts", B=batch_size,
+                         simulations=sims, sims_per_s=batch_size * sims / timing["median_s"],
+                         compile_s=timing["compile_s"]))
+    for row in rows:
+        log(str(row))
+    return rows, dict(simulations=sims)
+
+
+def section_self_play_devices(config: Config, log):
+    """Runs benchmarks/self_play_devices.py (another engineer's) when it exists;
+    its own JSON stays its own (results/self_play_devices-*.json)."""
+    script = os.path.join(BENCHMARKS_DIR, "self_play_devices.py")
+    if not os.path.exists(script):
+        return [dict(status="benchmarks/self_play_devices.py not present")], {}
+    done = subprocess.run([sys.executable, "-m", "benchmarks.self_play_devices"],
+                          cwd=os.path.dirname(BENCHMARKS_DIR), capture_output=True, text=True)
+    log(done.stdout[-2000:])
+    return [dict(status="ok" if done.returncode == 0 else
+                 f"failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")], {}
+
+
+SECTIONS: Dict[str, Callable] = {
+    "batch-synthetic": section_batch("synthetic"),
+    "batch-tic_tac_toe": section_batch("tic_tac_toe"),
+    "batch-tic_tac_toe_net": section_batch("tic_tac_toe_net"),
+    "batch-chess": section_batch("chess"),
+    "simulations": section_sims,
+    "quality": section_quality,
+    "memory": section_memory,
+    "features": section_features,
+    "baselines": section_baselines,
+    "self_play_devices": section_self_play_devices,
+}
+
+
+def selected_sections(config: Config, only: Optional[Sequence[str]]) -> List[str]:
+    """Section names to run: all with work in `config`, or those matching `only`
+    (a name or a prefix such as "batch")."""
+    names = []
+    for name in SECTIONS:
+        problem = name[len("batch-"):] if name.startswith("batch-") else None
+        sizes = config.chess_batch_sizes if problem == "chess" else config.batch_sizes
+        if problem is not None and (problem not in config.batch_problems + ("chess",)
+                                    or not sizes):
+            continue
+        if name == "self_play_devices" and only is None:
+            continue  # a separate benchmark with its own sizes: run it with --only
+        if only is None or any(name == o or name.startswith(o + "-") for o in only):
+            names.append(name)
+    if only:
+        unknown = [o for o in only if not any(n == o or n.startswith(o + "-") for n in SECTIONS)]
+        if unknown:
+            raise ValueError(f"--only: unknown sections {unknown}; known: {list(SECTIONS)}")
+    return names
+
+
+def section_path(results_dir: str, section: str, tag: str) -> str:
+    return os.path.join(results_dir, f"{section}-{tag}.json")
+
+
+def run_sections(mode: str, config: Config, sections: Sequence[str], results_dir: str,
+                 log: Callable[[str], None] = print) -> str:
+    """Runs `sections`, writing each one's JSON when it finishes; returns the tag."""
+    info = harness.machine_info()
+    tag = f"{mode}-{harness.device_slug(info)}"
+    os.makedirs(results_dir, exist_ok=True)
+    for section in sections:
+        log(f"== {section} ({tag})")
+        start = time.perf_counter()
+        rows, settings = SECTIONS[section](config, log)
+        with open(section_path(results_dir, section, tag), "w") as f:
+            json.dump(dict(benchmark=section, mode=mode, machine=info, settings=settings,
+                           seconds=time.perf_counter() - start, rows=rows), f, indent=1)
+    return tag
+
+
+def load_sections(results_dir: str, tag: str) -> Dict[str, Dict[str, Any]]:
+    """{section: its JSON} for every section file of `tag` in `results_dir`."""
+    found = {}
+    for section in SECTIONS:
+        path = section_path(results_dir, section, tag)
+        if os.path.exists(path):
+            with open(path) as f:
+                found[section] = json.load(f)
+    return found
+
+
+def update_readme(readme: str, tag: str, body: str) -> None:
+    """Replaces (or appends) the block of `tag` in the results page."""
+    begin, end = f"<!-- suite:{tag}:begin -->", f"<!-- suite:{tag}:end -->"
+    text = open(readme).read() if os.path.exists(readme) else "# Benchmark results\n"
+    block = f"{begin}\n{body.rstrip()}\n{end}"
+    if begin in text and end in text:
+        text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    with open(readme, "w") as f:
+        f.write(text)
+
+
+def main(argv=None) -> Dict[str, Any]:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks",
+                                     description=__doc__.split("\n")[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--quick", dest="mode", action="store_const", const="quick")
+    mode.add_argument("--full", dest="mode", action="store_const", const="full")
+    mode.add_argument("--tiny", dest="mode", action="store_const", const="tiny",
+                      help=argparse.SUPPRESS)
+    parser.add_argument("--only", nargs="+", default=None,
+                        help=f"sections or prefixes of: {', '.join(SECTIONS)}")
+    parser.add_argument("--results-dir", default=harness.RESULTS_DIR)
+    parser.add_argument("--report-only", action="store_true",
+                        help="rebuild the report and plots from the JSON already there")
+    parser.add_argument("--no-readme", action="store_true",
+                        help="do not update benchmarks/README.md")
+    args = parser.parse_args(argv)
+    mode_name = args.mode or "quick"
+    config = CONFIGS[mode_name]
+    from benchmarks import report
+    if args.report_only:
+        tag = f"{mode_name}-{harness.device_slug()}"
+    else:
+        tag = run_sections(mode_name, config, selected_sections(config, args.only),
+                           args.results_dir)
+    sections = load_sections(args.results_dir, tag)
+    if not sections:
+        raise SystemExit(f"no results for {tag} in {args.results_dir}")
+    written = report.write(sections, tag, args.results_dir)
+    print("wrote", *written["files"], sep="\n  ")
+    if not args.no_readme and args.results_dir == harness.RESULTS_DIR:
+        update_readme(README, tag, report.markdown(sections, tag, image_prefix="results/"))
+        print("updated", README)
+    return dict(tag=tag, sections=sections, **written)
+
+
+if __name__ == "__main__":
+    main()

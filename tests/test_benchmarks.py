@@ -1,0 +1,214 @@
+"""The benchmark suite's runner at a tiny size, and the random game trees
+with exact minimax values used by its search-quality sweep."""
+
+import itertools
+import json
+import math
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from mcts_jax.game_trees import GameTree, random_root_codes
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+# ---- the runner --------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    from benchmarks import run
+    results_dir = str(tmp_path_factory.mktemp("results"))
+    out = run.main(["--tiny", "--results-dir", results_dir, "--no-readme"])
+    return results_dir, out
+
+
+def _finite_positive(value):
+    return isinstance(value, float) and math.isfinite(value) and value > 0
+
+
+def test_runner_writes_every_section_with_the_device(tiny_run):
+    from benchmarks import harness
+    results_dir, out = tiny_run
+    tag = out["tag"]
+    assert tag == "tiny-" + harness.device_slug()
+    expected = {"batch-synthetic", "simulations", "quality", "memory", "features", "baselines"}
+    assert set(out["sections"]) == expected
+    for section in expected:
+        with open(os.path.join(results_dir, f"{section}-{tag}.json")) as f:
+            data = json.load(f)
+        machine = data["machine"]
+        assert machine["device"] == jax.devices()[0].device_kind
+        assert machine["versions"]["jax"] == jax.__version__
+        assert machine["versions"]["mcts_jax"] != "not installed"
+        assert data["rows"], section
+
+
+def test_runner_figures_are_positive_and_finite(tiny_run):
+    _, out = tiny_run
+    sections = out["sections"]
+    throughput = sections["batch-synthetic"]["rows"] + sections["simulations"]["rows"]
+    assert {r["runner"] for r in throughput} == {"ours_alphazero", "mctx_muzero"}
+    for row in throughput:
+        for column in ("sims_per_s", "us_per_sim", "compile_s", "median_s"):
+            assert _finite_positive(row[column]), (column, row)
+        assert math.isclose(row["sims_per_s"], row["B"] * row["simulations"] / row["median_s"])
+    quality = sections["quality"]["rows"]
+    assert {r["runner"] for r in quality} == {"random", "ours_alphazero", "mctx_muzero"}
+    for row in quality:
+        assert 0.0 <= row["optimal_fraction"] <= 1.0
+        # a fraction of `roots` searches (the random row: of roots x actions)
+        count = row["optimal_fraction"] * row["roots"] * (3 if row["runner"] == "random" else 1)
+        assert abs(count - round(count)) < 1e-6
+    for row in sections["memory"]["rows"]:
+        assert _finite_positive(float(row["bytes_per_node"]))
+        assert row["embedding_bytes_per_node"] <= row["bytes_per_node"]
+    for row in sections["features"]["rows"]:
+        for column in ("plain_sims_per_s", "solver_sims_per_s", "get_subtree_ms"):
+            assert _finite_positive(row[column]), (column, row)
+    baselines = {r["baseline"]: r for r in sections["baselines"]["rows"]}
+    assert _finite_positive(baselines["plain Python UCT (tutorial style)"]["sims_per_s"])
+    assert _finite_positive(baselines["mcts_jax uct_policy + pgx playouts"]["sims_per_s"])
+    spiel = baselines["OpenSpiel C++ MCTSBot"]["sims_per_s"]
+    assert _finite_positive(spiel) or spiel == "not installed"
+
+
+def test_runner_markdown_lists_the_figures(tiny_run):
+    from benchmarks import report
+    results_dir, out = tiny_run
+    tag = out["tag"]
+    with open(os.path.join(results_dir, f"report-{tag}.md")) as f:
+        text = f.read()
+    assert jax.devices()[0].device_kind in text
+    sections = out["sections"]
+    for row in sections["batch-synthetic"]["rows"] + sections["simulations"]["rows"]:
+        assert report._fmt(row["sims_per_s"]) in text, row
+    for row in sections["quality"]["rows"]:
+        if row["runner"] != "random":
+            assert report._fmt(row["optimal_fraction"]) in text, row
+    for row in sections["memory"]["rows"] + sections["baselines"]["rows"]:
+        figure = row.get("bytes_per_node", row.get("sims_per_s"))
+        assert report._fmt(figure) in text, row
+    ratio = (sections["batch-synthetic"]["rows"][0]["sims_per_s"]
+             / sections["batch-synthetic"]["rows"][1]["sims_per_s"])
+    assert "alphazero/muzero" in text and report._fmt(ratio) in text
+    for name in report.PLOTS:
+        assert f"plots/{tag}-{name}.png" in text
+
+
+def test_runner_plots_are_images(tiny_run):
+    from matplotlib import image
+    from benchmarks import report
+    results_dir, out = tiny_run
+    pngs = [p for p in out["files"] if p.endswith(".png")]
+    assert sorted(os.path.basename(p) for p in pngs) == sorted(
+        f"{out['tag']}-{name}.png" for name in report.PLOTS)
+    for path in pngs:
+        with open(path, "rb") as f:
+            assert f.read(8) == PNG_SIGNATURE
+        pixels = image.imread(path)
+        assert pixels.ndim == 3 and pixels.shape[0] >= 200 and pixels.shape[1] >= 400
+        assert pixels[..., :3].std() > 0.05  # not a blank canvas
+
+
+def test_readme_block_is_replaced_not_duplicated(tmp_path):
+    from benchmarks import run
+    readme = tmp_path / "README.md"
+    readme.write_text("# Results\n\nintro\n")
+    run.update_readme(str(readme), "quick-cpu", "first")
+    run.update_readme(str(readme), "full-gpu", "other")
+    run.update_readme(str(readme), "quick-cpu", "second")
+    text = readme.read_text()
+    assert text.startswith("# Results\n\nintro\n")
+    assert "first" not in text and text.count("second") == 1 and text.count("other") == 1
+
+
+# ---- random game trees with exact minimax ------------------------------------
+def brute_force_values(tree: GameTree, code: int):
+    """Root move values by plain recursion over the Python hash functions:
+    value of a move = its increment minus the opponent's best continuation."""
+    def best(code, moves_left):
+        if moves_left == 0:
+            return 0
+        return max(move_value(code, a, moves_left) for a in range(tree.branching))
+
+    def move_value(code, action, moves_left):
+        return (GameTree.increment(code, action)
+                - best(GameTree.child_code(code, action), moves_left - 1))
+
+    return [move_value(code, a, tree.depth) for a in range(tree.branching)]
+
+
+@pytest.mark.parametrize("depth,branching", [(1, 5), (2, 3), (3, 4), (5, 2)])
+def test_game_tree_minimax_matches_brute_force(depth, branching):
+    tree = GameTree(depth, branching)
+    codes = random_root_codes(depth * 10 + branching, 6)
+    values = tree.root_action_values(codes)
+    assert values.shape == (6, branching)
+    for row, code in zip(values, codes):
+        assert row.tolist() == brute_force_values(tree, int(code))
+    optimal = tree.optimal_actions(codes)
+    assert optimal.any(axis=1).all()
+    np.testing.assert_array_equal(optimal, values == values.max(axis=1, keepdims=True))
+
+
+def test_game_tree_minimax_by_enumerating_whole_games():
+    """Independent of the recursion: every complete game's final score for the
+    root player, then min/max over the opponent's/root player's choices."""
+    tree = GameTree(4, 3)
+    code = int(random_root_codes(7, 1)[0])
+    final = {}
+    for moves in itertools.product(range(3), repeat=4):
+        position, score = code, 0
+        for ply, action in enumerate(moves):
+            sign = 1 if ply % 2 == 0 else -1
+            score += sign * GameTree.increment(position, action)
+            position = GameTree.child_code(position, action)
+        final[moves] = score
+    # root player picks a and c (max), the opponent b and d (min)
+    expected = [min(max(min(final[(a, b, c, d)] for d in range(3)) for c in range(3))
+                    for b in range(3)) for a in range(3)]
+    assert tree.root_action_values([code])[0].tolist() == expected
+
+
+def test_game_tree_recurrent_fn_follows_the_python_game():
+    """Along random move sequences (past the end too), the JAX recurrent_fn's
+    rewards, discounts and codes are the Python game's, and the rewards summed
+    for the root player are its final score difference / reward_scale."""
+    tree = GameTree(3, 4)
+    codes = random_root_codes(3, 5)
+    root = tree.root(codes)
+    step = jax.jit(tree.recurrent_fn)
+    rng = np.random.default_rng(0)
+    embedding, position = root.embedding, [int(c) for c in codes]
+    returns, expected_scores = np.zeros(5), np.zeros(5)
+    for ply in range(tree.depth + 2):
+        actions = rng.integers(0, tree.branching, size=5)
+        out, embedding = step(None, jax.random.key(0), jnp.asarray(actions, jnp.int32),
+                              embedding)
+        for i, action in enumerate(actions):
+            if ply < tree.depth:
+                increment = GameTree.increment(position[i], int(action))
+                assert float(out.reward[i]) == pytest.approx(increment / tree.reward_scale)
+                expected_scores[i] += (1 if ply % 2 == 0 else -1) * increment
+                position[i] = GameTree.child_code(position[i], int(action))
+                assert float(out.discount[i]) == (-1.0 if ply + 1 < tree.depth else 0.0)
+            else:
+                assert float(out.reward[i]) == 0.0 and float(out.discount[i]) == 0.0
+            assert int(embedding["code"][i]) == position[i]
+        returns += (1 if ply % 2 == 0 else -1) * np.asarray(out.reward)
+    np.testing.assert_allclose(returns * tree.reward_scale, expected_scores, atol=1e-3)
+    assert out.prior_logits.shape == (5, 4) and not np.asarray(out.value).any()
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    (dict(depth=0, branching=4), "depth"),
+    (dict(depth=3, branching=1), "branching"),
+    (dict(depth=2.0, branching=4), "depth"),
+    (dict(depth=8, branching=16), "branching ** depth"),
+])
+def test_game_tree_bad_sizes_are_refused_by_name(kwargs, name):
+    with pytest.raises(ValueError, match=name.replace("*", r"\*")):
+        GameTree(**kwargs)
