@@ -43,6 +43,8 @@ def _figure(rows, key, column="sims_per_s"):
 
 
 def _fmt(value) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
     if isinstance(value, float):
         if not math.isfinite(value):
             return str(value)
@@ -89,6 +91,32 @@ def throughput_tables(rows: Sequence[Dict[str, Any]], axis: str) -> str:
     return "\n\n".join(out)
 
 
+def headlines(rows: Sequence[Dict[str, Any]], min_batch: int = 256) -> str:
+    """Per problem: each runner's best throughput and its batch size, and the
+    range of ours/mctx over batch sizes >= `min_batch` (same cells)."""
+    from benchmarks.sweeps import COUNTERPARTS
+    lines = []
+    for problem in dict.fromkeys(r["problem"] for r in rows):
+        mine = [r for r in rows if r["problem"] == problem and
+                isinstance(r.get("sims_per_s"), float)]
+        best = []
+        for runner in _runners(mine):
+            top = max((r for r in mine if r["runner"] == runner), key=lambda r: r["sims_per_s"])
+            best.append(f"{runner} {top['sims_per_s']:,.0f} (B={top['B']:,})")
+        ratios = []
+        for ours, theirs in COUNTERPARTS.items():
+            values = [_figure(mine, dict(runner=ours, B=r["B"])) / r["sims_per_s"]
+                      for r in mine if r["runner"] == theirs and r["B"] >= min_batch
+                      and isinstance(_figure(mine, dict(runner=ours, B=r["B"])), float)]
+            if values:
+                ratios.append(f"{ours}/{theirs} {min(values):.2f}x to {max(values):.2f}x")
+        line = f"- {problem}: best simulations/s: " + ", ".join(best) + "."
+        if ratios:
+            line += f" At B >= {min_batch}: " + ", ".join(ratios) + "."
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def quality_tables(rows) -> str:
     out = []
     for depth, branching in dict.fromkeys((r["depth"], r["branching"]) for r in rows):
@@ -133,7 +161,7 @@ def markdown(sections: Dict[str, Dict[str, Any]], tag: str, image_prefix: str = 
              for r in data["rows"]]
     if batch:
         parts += ["### Throughput against batch size", image("throughput-batch"),
-                  throughput_tables(batch, "B")]
+                  headlines(batch), throughput_tables(batch, "B")]
     if "simulations" in sections:
         parts += ["### Throughput against num_simulations", image("throughput-simulations"),
                   throughput_tables(sections["simulations"]["rows"], "simulations")]
@@ -170,9 +198,31 @@ def _new_figure(columns: int, width=5.0, height=3.8):
     return figure
 
 
+def _marker(runner: str) -> str:
+    return "s" if runner.startswith("mctx") else "o"
+
+
+def _fill(runner: str) -> str:
+    """mctx hollow, so that identical curves (both Gumbels) show both."""
+    return "none" if runner.startswith("mctx") else "full"
+
+
+def _legend_and_save(figure, title: str, path: str) -> None:
+    """One legend for all panels, right of them; title above."""
+    handles = {}
+    for ax in figure.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    figure.legend(list(handles.values()), list(handles), loc="center right", fontsize=8,
+                  title="ours solid, mctx dashed", title_fontsize=8)
+    figure.suptitle(title, fontsize=11)
+    figure.tight_layout(rect=(0, 0, 1 - 1.8 / figure.get_figwidth(), 1))
+    figure.savefig(path)
+
+
 def plot_throughput(rows, axis: str, path: str, title: str) -> None:
     problems = list(dict.fromkeys(r["problem"] for r in rows))
-    figure = _new_figure(len(problems))
+    figure = _new_figure(len(problems), width=4.6 + 2.0 / len(problems))
     for index, problem in enumerate(problems):
         ax = figure.add_subplot(1, len(problems), index + 1)
         mine = [r for r in rows if r["problem"] == problem]
@@ -181,7 +231,8 @@ def plot_throughput(rows, axis: str, path: str, title: str) -> None:
                             if r["runner"] == runner and isinstance(r.get("sims_per_s"), float))
             if points:
                 colour, style = RUNNER_STYLE[runner]
-                ax.plot(*zip(*points), style, color=colour, marker="o", label=runner)
+                ax.plot(*zip(*points), style, color=colour, marker=_marker(runner),
+                        fillstyle=_fill(runner), label=runner)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("batch size B (searches)" if axis == "B" else "num_simulations")
@@ -190,15 +241,12 @@ def plot_throughput(rows, axis: str, path: str, title: str) -> None:
         ax.set_title(f"{PROBLEM_TITLES.get(problem, problem)}\n{fixed} = {mine[0][fixed]}",
                      fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-    figure.suptitle(title, fontsize=11)
-    figure.tight_layout()
-    figure.savefig(path)
+    _legend_and_save(figure, title, path)
 
 
 def plot_quality(rows, path: str, title: str) -> None:
     trees = list(dict.fromkeys((r["depth"], r["branching"]) for r in rows))
-    figure = _new_figure(len(trees))
+    figure = _new_figure(len(trees), width=4.6 + 2.0 / len(trees))
     for index, (depth, branching) in enumerate(trees):
         ax = figure.add_subplot(1, len(trees), index + 1)
         mine = [r for r in rows if (r["depth"], r["branching"]) == (depth, branching)]
@@ -211,7 +259,8 @@ def plot_quality(rows, path: str, title: str) -> None:
                 continue
             points = sorted((r["simulations"], r["optimal_fraction"]) for r in mine
                             if r["runner"] == runner)
-            ax.plot(*zip(*points), style, color=colour, marker="o", label=runner)
+            ax.plot(*zip(*points), style, color=colour, marker=_marker(runner),
+                    fillstyle=_fill(runner), label=runner)
         ax.set_xscale("log", base=2)
         ax.set_ylim(0, 1)
         ax.set_xlabel("num_simulations")
@@ -219,10 +268,7 @@ def plot_quality(rows, path: str, title: str) -> None:
         ax.set_title(f"random game tree, depth {depth}, branching {branching}\n"
                      f"{mine[0]['roots']} roots, exact minimax", fontsize=9)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-    figure.suptitle(title, fontsize=11)
-    figure.tight_layout()
-    figure.savefig(path)
+    _legend_and_save(figure, title, path)
 
 
 def plot_bars(labels: Sequence[str], values: Sequence[float], colours: Sequence[str],
@@ -234,6 +280,7 @@ def plot_bars(labels: Sequence[str], values: Sequence[float], colours: Sequence[
     ax.set_yticks(positions)
     ax.set_yticklabels(labels, fontsize=8)
     ax.set_xscale("log")
+    ax.set_xlim(min(values) / 2, max(values) * 4)  # room for the value labels
     ax.set_xlabel(xlabel)
     for y, value in zip(positions, values):
         ax.text(value, y, f" {value:,.0f}", va="center", fontsize=7)

@@ -89,7 +89,7 @@ CONFIGS = {
         simulations=(16, 64, 256, 1024),
         chess_batch_sizes=(1, 4, 16, 64, 256, 1024), chess_simulations=32,
         quality_trees=((4, 16), (6, 8), (8, 4)),
-        quality_simulations=(8, 16, 32, 64, 128, 256, 512, 1024), quality_roots=1024,
+        quality_simulations=(8, 32, 128, 512), quality_roots=1024,
         memory_games=None, feature_problems=("synthetic", "tic_tac_toe"),
         feature_batch_sizes=(64, 1024), feature_simulations=256,
         baseline_simulations=4096, baseline_batch_sizes=(1, 256, 4096)),
