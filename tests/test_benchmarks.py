@@ -5,6 +5,7 @@ import itertools
 import json
 import math
 import os
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -13,23 +14,33 @@ import pytest
 
 from mcts_jax.game_trees import GameTree, random_root_codes
 
+# `benchmarks` is a top-level folder, not an installed package: importable when
+# pytest runs from the repository root as `python -m pytest`; this makes a plain
+# `pytest` work too.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 # ---- the runner --------------------------------------------------------------
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
+def test_tiny_suite_run(tmp_path):
+    """One tiny run of every section (one test, so that pytest-xdist never runs
+    the suite twice), then its JSON, markdown and plots are checked."""
     from benchmarks import run
-    results_dir = str(tmp_path_factory.mktemp("results"))
+    results_dir = str(tmp_path / "results")
     out = run.main(["--tiny", "--results-dir", results_dir, "--no-readme"])
-    return results_dir, out
+    tiny_run = (results_dir, out)
+    check_writes_every_section_with_the_device(tiny_run)
+    check_figures_are_positive_and_finite(tiny_run)
+    check_markdown_lists_the_figures(tiny_run)
+    check_plots_are_images(tiny_run)
 
 
 def _finite_positive(value):
     return isinstance(value, float) and math.isfinite(value) and value > 0
 
 
-def test_runner_writes_every_section_with_the_device(tiny_run):
+def check_writes_every_section_with_the_device(tiny_run):
     from benchmarks import harness
     results_dir, out = tiny_run
     tag = out["tag"]
@@ -46,7 +57,7 @@ def test_runner_writes_every_section_with_the_device(tiny_run):
         assert data["rows"], section
 
 
-def test_runner_figures_are_positive_and_finite(tiny_run):
+def check_figures_are_positive_and_finite(tiny_run):
     _, out = tiny_run
     sections = out["sections"]
     throughput = sections["batch-synthetic"]["rows"] + sections["simulations"]["rows"]
@@ -75,7 +86,7 @@ def test_runner_figures_are_positive_and_finite(tiny_run):
     assert _finite_positive(spiel) or spiel == "not installed"
 
 
-def test_runner_markdown_lists_the_figures(tiny_run):
+def check_markdown_lists_the_figures(tiny_run):
     from benchmarks import report
     results_dir, out = tiny_run
     tag = out["tag"]
@@ -98,7 +109,7 @@ def test_runner_markdown_lists_the_figures(tiny_run):
         assert f"plots/{tag}-{name}.png" in text
 
 
-def test_runner_plots_are_images(tiny_run):
+def check_plots_are_images(tiny_run):
     from matplotlib import image
     from benchmarks import report
     results_dir, out = tiny_run
