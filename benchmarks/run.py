@@ -34,6 +34,7 @@ from benchmarks import harness
 
 BENCHMARKS_DIR = os.path.dirname(os.path.abspath(__file__))
 README = os.path.join(BENCHMARKS_DIR, "README.md")
+NEW_BLOCKS_ANCHOR = "<!-- suite:new blocks go here -->"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -270,6 +271,9 @@ def update_readme(readme: str, tag: str, body: str) -> None:
     block = f"{begin}\n{body.rstrip()}\n{end}"
     if begin in text and end in text:
         text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+    elif NEW_BLOCKS_ANCHOR in text:  # newest first, under "Latest results"
+        at = text.index(NEW_BLOCKS_ANCHOR) + len(NEW_BLOCKS_ANCHOR)
+        text = text[:at] + "\n\n" + block + text[at:]
     else:
         text = text.rstrip() + "\n\n" + block + "\n"
     with open(readme, "w") as f:

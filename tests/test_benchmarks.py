@@ -127,13 +127,15 @@ def check_plots_are_images(tiny_run):
 def test_readme_block_is_replaced_not_duplicated(tmp_path):
     from benchmarks import run
     readme = tmp_path / "README.md"
-    readme.write_text("# Results\n\nintro\n")
+    readme.write_text(f"# Results\n\nintro\n{run.NEW_BLOCKS_ANCHOR}\n\nolder\n")
     run.update_readme(str(readme), "quick-cpu", "first")
     run.update_readme(str(readme), "full-gpu", "other")
     run.update_readme(str(readme), "quick-cpu", "second")
     text = readme.read_text()
     assert text.startswith("# Results\n\nintro\n")
     assert "first" not in text and text.count("second") == 1 and text.count("other") == 1
+    # new blocks newest first, right under the anchor, above older text
+    assert text.index("other") < text.index("second") < text.index("older")
 
 
 # ---- random game trees with exact minimax ------------------------------------
