@@ -6,6 +6,7 @@ from mcts_jax.base import (PolicyOutput, RecurrentFn, RecurrentFnOutput, RootFnO
 from mcts_jax.policies import alphazero_policy, gumbel_policy, uct_policy
 from mcts_jax.reuse import get_subtree, reset_tree, select_rows
 from mcts_jax.tree import ILLEGAL, UNEXPANDED, Tree
+from mcts_jax import sharding
 
 __version__ = "0.1.0"
 

@@ -73,6 +73,10 @@ class TrainConfig:
     final_simulations: int = 64
     max_game_length: int = 0             # plies before a game is a draw, in self-play and
                                          # evaluation (0: the game's own rules)
+    # devices (mcts_jax.sharding): self-play games, replay buffer and minibatches
+    # split over a 1-D "data" mesh of this many devices; 0: every device of
+    # every process. num_games and train_batch_size must be multiples of it.
+    devices: int = 0
 
     # ---- derived -----------------------------------------------------------
     def network_config(self) -> networks.NetworkConfig:
@@ -190,6 +194,9 @@ _HELP = {
     "checkpoint_every": "iterations between checkpoints",
     "eval_every": "iterations between evaluations (0: only at the end)",
     "elo_every": "iterations between snapshots for Elo matches (0: none)",
+    "devices": "devices of the 1-D data mesh that self-play and training are split over "
+               "(0: every device of every process); --num-games and --train-batch-size "
+               "must be multiples of it",
 }
 
 
@@ -212,6 +219,19 @@ def build_parser() -> argparse.ArgumentParser:
                         help="require an existing run folder to continue (default: continue "
                              "if one exists, else start)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    launch = parser.add_argument_group(
+        "multi-process launch (several hosts; see docs/multi_device.md). One process per "
+        "host, each started with the same flags; unset flags are read from "
+        "JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID")
+    launch.add_argument("--coordinator-address", default=None,
+                        help="host:port of process 0, reachable from every process")
+    launch.add_argument("--num-processes", type=int, default=None,
+                        help="number of processes in the job")
+    launch.add_argument("--process-id", type=int, default=None,
+                        help="this process's index in [0, num-processes)")
+    launch.add_argument("--distributed", action="store_true",
+                        help="join a multi-process job detected by JAX itself (Cloud TPU VM "
+                             "pod slice, SLURM, Open MPI); same as MCTS_JAX_DISTRIBUTED=1")
     for field in dataclasses.fields(TrainConfig):
         kwargs: Dict[str, Any] = dict(default=None, help=_HELP.get(field.name))
         if field.type in ("bool", bool):
@@ -287,7 +307,7 @@ def validate(config: TrainConfig) -> None:
     non_negative = ("blocks", "min_replay", "temperature_moves", "eval_every", "elo_every",
                     "elo_opponents", "elo_opening_moves", "max_nodes", "uct_simulations",
                     "max_game_length", "eval_games", "final_games", "seed",
-                    "random_opening_plies")
+                    "random_opening_plies", "devices")
     for name in non_negative:
         if getattr(config, name) < 0:
             raise ValueError(f"{flag_name(name)} must be >= 0, got {getattr(config, name)}")

@@ -7,6 +7,12 @@ Loss per sample, for the player to move in the observation:
   total = policy + value_weight * value (weight decay is in adamw).
 Optimiser: global-norm clipping, then adamw with a linear warmup and a cosine
 decay over the run's updates.
+
+On a device mesh (`mesh` set, see `mcts_jax.sharding`) the update is data
+parallel: the minibatch is split over the devices, the variables and
+optimiser state are replicated, and XLA sums the gradients (and the batch
+norm statistics) across devices inside the compiled update; the result
+equals the one-device update up to the order of float additions.
 """
 
 from __future__ import annotations
@@ -19,9 +25,10 @@ import chex
 import jax
 import jax.numpy as jnp
 import optax
+from jax.sharding import Mesh
 
 from envs import symmetry
-from mcts_jax import networks
+from mcts_jax import networks, sharding
 from mcts_jax.training import replay
 
 
@@ -56,6 +63,7 @@ class Learner:
     batch_size: int
     value_weight: float = 1.0
     symmetries: Optional[str] = None   # game name whose symmetries augment samples
+    mesh: Optional[Mesh] = None        # data-parallel over its "data" axis (None: one device)
 
     def init(self, variables) -> LearnerState:
         return LearnerState(variables=variables,
@@ -87,11 +95,14 @@ class Learner:
 def _update(self: Learner, state: LearnerState, rng_key, buffer):
     sample_key, sym_key = jax.random.split(rng_key)
     observation, policy_target, value_target = replay.sample(buffer, sample_key,
-                                                             self.batch_size)
+                                                             self.batch_size, self.mesh)
     if self.symmetries is not None:
         tables = symmetry.tables(self.symmetries)
         index = jax.random.randint(sym_key, (self.batch_size,), 0, tables["observation"].shape[0])
+        index = sharding.constrain_batch(index, self.mesh)
         observation, policy_target = symmetry.apply(tables, index, observation, policy_target)
+    observation, policy_target, value_target = sharding.constrain_batch(
+        (observation, policy_target, value_target), self.mesh)
     grad_fn = jax.grad(self.loss, has_aux=True)
     grads, (metrics, batch_stats) = grad_fn(state.variables["params"],
                                             state.variables["batch_stats"], observation,
@@ -102,4 +113,4 @@ def _update(self: Learner, state: LearnerState, rng_key, buffer):
     metrics["grad_norm"] = optax.tree.norm(grads)
     new_state = LearnerState(variables={"params": params, "batch_stats": batch_stats},
                              opt_state=opt_state, updates=state.updates + 1)
-    return new_state, metrics
+    return sharding.constrain_replicated((new_state, metrics), self.mesh)

@@ -16,6 +16,14 @@ due. The run folder holds:
     final.json       end-of-run evaluation
     plots/           loss.png, elo.png, win_rates.png
     tensorboard/     if a TensorBoard writer is installed
+
+Devices (`config.devices`, see `mcts_jax.sharding` and docs/multi_device.md):
+the B self-play games, the replay buffer's game rows and every minibatch are
+split over a 1-D "data" mesh; the network, optimiser state and keys are
+replicated; one compiled program per step, partitioned by XLA. Checkpoints
+hold plain arrays (gathered), so a run restores on any device count.
+Evaluation matches run on one device of each process. With several
+processes only process 0 writes the metrics, snapshots, plots and final.json.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ from tqdm.auto import tqdm
 
 import envs
 from envs import symmetry
-from mcts_jax import networks
+from mcts_jax import networks, sharding
 from mcts_jax.training import checkpoint as checkpoint_lib
 from mcts_jax.training import config as config_lib
 from mcts_jax.training import evaluation as evaluation_lib
@@ -90,6 +98,7 @@ def open_run(run_dir: Optional[str], explicit: Dict[str, Any], overwrite: bool =
             log("changed settings on resume: " + "; ".join(changes))
     else:
         config = fresh
+    make_mesh(config)  # the device count and batch sizes fit, before anything is written
     os.makedirs(run_dir, exist_ok=True)
     _write_json(config_path, config.to_json())
     return config, run_dir
@@ -119,11 +128,41 @@ class _TensorBoard:
         self.writer.flush()
 
 
+def make_mesh(config: TrainConfig) -> jax.sharding.Mesh:
+    """The 1-D "data" mesh of `config.devices` devices (0: every device).
+    Raises ValueError naming the flag when --num-games or --train-batch-size
+    is not a multiple of the device count."""
+    mesh = sharding.make_mesh(config.devices or None)
+    hint = f" (--devices {sharding.num_devices(mesh)})"
+    sharding.check_divisible("--num-games", config.num_games, mesh, hint)
+    sharding.check_divisible("--train-batch-size", config.train_batch_size, mesh, hint)
+    return mesh
+
+
+def state_shardings(mesh: jax.sharding.Mesh, variables, state):
+    """(variables, state) shardings: the network, optimiser state, counters
+    and key replicated; the games in progress split along B (axis 0) and the
+    replay buffer [T, B, ...] along its game rows (axis 1)."""
+    whole = sharding.replicated(mesh)
+    state_specs = jax.tree.map(lambda _: whole, state)
+    state_specs["self_play"] = sharding.batch_shardings(state["self_play"], mesh)
+    state_specs["buffer"] = sharding.batch_shardings(state["buffer"], mesh, axis=1)
+    return jax.tree.map(lambda _: whole, variables), state_specs
+
+
+def place(mesh: jax.sharding.Mesh, variables, state):
+    """(variables, state) put on the mesh (see `state_shardings`); host or
+    one-device arrays (a fresh state, a restored checkpoint) of any origin."""
+    variable_specs, state_specs = state_shardings(mesh, variables, state)
+    return sharding.put(variables, variable_specs), sharding.put(state, state_specs)
+
+
 @functools.lru_cache(maxsize=8)
-def build(config: TrainConfig):
-    """(game, model, SelfPlay, Learner) of a config. Cached: the same config
-    gives the same objects, so a second run in one process (a resumed run, a
-    notebook, a test) reuses the compiled steps."""
+def build(config: TrainConfig, mesh: Optional[jax.sharding.Mesh] = None):
+    """(game, model, SelfPlay, Learner) of a config, split over `mesh` (None:
+    one device). Cached: the same config and mesh give the same objects, so a
+    second run in one process (a resumed run, a notebook, a test) reuses the
+    compiled steps."""
     game = envs.make(config.game)
     model = networks.make_model(config.network_config(), game)
     player = self_play.SelfPlay(
@@ -133,7 +172,7 @@ def build(config: TrainConfig):
         dirichlet_fraction=config.dirichlet_fraction, dirichlet_alpha=config.dirichlet_alpha,
         considered_actions=config.considered_actions,
         random_opening_plies=config.random_opening_plies,
-        max_game_length=config.max_game_length)
+        max_game_length=config.max_game_length, mesh=mesh)
     optimizer = learner_lib.make_optimizer(
         config.learning_rate, config.total_updates, config.warmup_fraction,
         config.end_learning_rate_fraction, config.weight_decay, config.clip_norm)
@@ -141,13 +180,14 @@ def build(config: TrainConfig):
     learner = learner_lib.Learner(model=model, optimizer=optimizer,
                                   batch_size=config.train_batch_size,
                                   value_weight=config.value_weight,
-                                  symmetries=config.game if use_symmetry else None)
+                                  symmetries=config.game if use_symmetry else None,
+                                  mesh=mesh)
     return game, model, player, learner
 
 
 def initial_state(config: TrainConfig, model, player, learner):
-    """(variables, state) of a fresh run; `state` is what a checkpoint holds
-    besides the variables."""
+    """(variables, state) of a fresh run, on the default device (see `place`);
+    `state` is what a checkpoint holds besides the variables."""
     key = jax.random.key(config.seed)
     key, init_key, play_key = jax.random.split(key, 3)
     variables = model.init(init_key)
@@ -173,7 +213,12 @@ def train(config: TrainConfig, run_dir: str, progress: bool = True,
     """Runs (or continues) the training run in `run_dir`; returns the final
     evaluation record (also written to final.json)."""
     started = time.perf_counter()
-    game, model, player, learner = build(config)
+    mesh = make_mesh(config)
+    primary = sharding.is_primary()
+    if not primary:
+        log = lambda *_: None  # noqa: E731  (process 0 reports)
+        progress = False
+    game, model, player, learner = build(config, mesh)
     suite = evaluation_lib.Evaluation(config, game, model)
     checkpoints = checkpoint_lib.Checkpointer(os.path.join(run_dir, "checkpoints"),
                                               keep=config.keep_checkpoints,
@@ -186,23 +231,26 @@ def train(config: TrainConfig, run_dir: str, progress: bool = True,
     log(f"mcts_jax AlphaZero training: {config.game}, run folder {run_dir}")
     log(config_lib.describe(config))
     log(f"network: {config.network_config()}, {model.num_parameters(variables):,} parameters; "
-        f"devices: {jax.devices()}")
+        f"devices: {sharding.describe(mesh)}")
 
     start, variables, state, meta = checkpoints.restore_latest(variables, state, log=log)
+    variables, state = place(mesh, variables, state)
     elapsed_before = float(meta.get("elapsed_s", 0.0))
     if start:
         log(f"resuming from the checkpoint of iteration {start}")
     records = checkpoint_lib.truncate_metrics(metrics_path, start)
     for stale in checkpoint_lib.list_snapshots(snapshot_dir):
-        if stale > start:  # made after the checkpoint: redone
+        if stale > start and primary:  # made after the checkpoint: redone
             shutil.rmtree(os.path.join(snapshot_dir, f"{stale:06d}"))
-    pool: Dict[int, Any] = {}
+    pool: Dict[int, Any] = {}  # Elo snapshots, on this process's first device
     if config.elo_every:
         for it in checkpoint_lib.list_snapshots(snapshot_dir):
-            pool[it] = checkpoint_lib.load_snapshot(snapshot_dir, it, variables)
+            if it <= start:
+                pool[it] = checkpoint_lib.load_snapshot(snapshot_dir, it, variables)
         if 0 not in pool:
-            checkpoint_lib.save_snapshot(snapshot_dir, 0, variables)
-            pool[0] = jax.tree.map(jnp.copy, variables)  # updates donate their inputs
+            if primary:
+                checkpoint_lib.save_snapshot(snapshot_dir, 0, variables)
+            pool[0] = _local_copy(variables)
     learner_state = learner_lib.LearnerState(variables=variables, opt_state=state["opt_state"],
                                              updates=state["updates"])
     sims_per_move = config.num_games * config.simulations
@@ -217,8 +265,10 @@ def train(config: TrainConfig, run_dir: str, progress: bool = True,
         tick = time.perf_counter()
         totals = jnp.zeros((3,), jnp.int32)
         self_play_state, buffer = state["self_play"], state["buffer"]
-        for move_key in tqdm(jax.random.split(play_key, config.moves_per_iteration),
-                             desc="self-play", leave=False, disable=not progress, unit="move"):
+        move_keys = jax.random.split(play_key, config.moves_per_iteration)
+        for move in tqdm(range(config.moves_per_iteration), desc="self-play", leave=False,
+                         disable=not progress, unit="move"):
+            move_key = move_keys[move]
             self_play_state, buffer, stats = player.step(learner_state.variables, move_key,
                                                          self_play_state, buffer)
             totals = totals + jnp.stack([stats.games, stats.plies, stats.draws])
@@ -238,9 +288,10 @@ def train(config: TrainConfig, run_dir: str, progress: bool = True,
         record["replay_ready"] = ready
         if ready >= max(config.min_replay, 1):
             sums: Dict[str, Any] = {}
-            for k in tqdm(jax.random.split(update_key, config.updates_per_iteration),
-                          desc="updates", leave=False, disable=not progress, unit="update"):
-                learner_state, metrics = learner.update(learner_state, k, buffer)
+            update_keys = jax.random.split(update_key, config.updates_per_iteration)
+            for step in tqdm(range(config.updates_per_iteration), desc="updates", leave=False,
+                             disable=not progress, unit="update"):
+                learner_state, metrics = learner.update(learner_state, update_keys[step], buffer)
                 sums = metrics if not sums else jax.tree.map(jnp.add, sums, metrics)
             record.update({name: round(float(v) / config.updates_per_iteration, 5)
                            for name, v in sums.items()})
@@ -254,13 +305,18 @@ def train(config: TrainConfig, run_dir: str, progress: bool = True,
         # ---- evaluation ---------------------------------------------------------
         tick = time.perf_counter()
         last = iteration == config.iterations
+        evaluated = None
         if config.eval_every and (iteration % config.eval_every == 0 or last):
-            record.update(suite.periodic(learner_state.variables, jax.random.fold_in(eval_key, 0)))
+            evaluated = _local_copy(learner_state.variables)
+            record.update(suite.periodic(evaluated, _local_key(eval_key, 0)))
         if config.elo_every and (iteration % config.elo_every == 0 or last):
-            record["elo_matches"] = suite.elo_matches(learner_state.variables, iteration, pool,
-                                                      jax.random.fold_in(eval_key, 1))
-            checkpoint_lib.save_snapshot(snapshot_dir, iteration, learner_state.variables)
-            pool[iteration] = jax.tree.map(jnp.copy, learner_state.variables)
+            if evaluated is None:
+                evaluated = _local_copy(learner_state.variables)
+            record["elo_matches"] = suite.elo_matches(evaluated, iteration, pool,
+                                                      _local_key(eval_key, 1))
+            if primary:
+                checkpoint_lib.save_snapshot(snapshot_dir, iteration, evaluated)
+            pool[iteration] = evaluated
             ratings = evaluation_lib.elo_ratings(records + [record])
             if iteration in ratings:
                 record["elo"] = ratings[iteration]
@@ -268,13 +324,15 @@ def train(config: TrainConfig, run_dir: str, progress: bool = True,
         record["elapsed_s"] = round(elapsed_before + time.perf_counter() - started, 2)
 
         # ---- metrics, then checkpoint -------------------------------------------------
-        checkpoint_lib.append_metrics(metrics_path, record)
+        if primary:
+            checkpoint_lib.append_metrics(metrics_path, record)
+            tensorboard.write(record)
         records.append(record)
-        tensorboard.write(record)
         if iteration % config.checkpoint_every == 0 or last:
-            checkpoints.save(iteration, learner_state.variables,
-                             dict(state, opt_state=learner_state.opt_state,
-                                  updates=learner_state.updates),
+            saved_variables, saved_state = _for_checkpoint(
+                learner_state.variables, dict(state, opt_state=learner_state.opt_state,
+                                              updates=learner_state.updates))
+            checkpoints.save(iteration, saved_variables, saved_state,
                              dict(elapsed_s=record["elapsed_s"]))
         _report(bar, record, log)
 
@@ -286,7 +344,7 @@ def train(config: TrainConfig, run_dir: str, progress: bool = True,
     summary: Dict[str, Any] = dict(iterations=config.iterations,
                                    total_games=int(state["games"]))
     tick = time.perf_counter()
-    summary.update(suite.final(learner_state.variables, final_key))
+    summary.update(suite.final(_local_copy(learner_state.variables), final_key))
     summary["final_eval_s"] = round(time.perf_counter() - tick, 2)
     ratings = evaluation_lib.elo_ratings(records)
     summary["elo"] = {str(k): v for k, v in sorted(ratings.items())}
@@ -297,12 +355,34 @@ def train(config: TrainConfig, run_dir: str, progress: bool = True,
             float(np.mean([r["simulations_per_s"] for r in speeds])), 1)
     summary["training_s"] = records[-1]["elapsed_s"] if records else None
     summary["wall_s_this_session"] = round(time.perf_counter() - started, 2)
-    _write_json(os.path.join(run_dir, "final.json"), summary)
-    plots.write_plots(records, ratings, os.path.join(run_dir, "plots"), config.game)
+    if primary:
+        _write_json(os.path.join(run_dir, "final.json"), summary)
+        plots.write_plots(records, ratings, os.path.join(run_dir, "plots"), config.game)
     log("final evaluation: " + json.dumps(summary))
     for line in describe_summary(config, summary):
         log(line)
     return summary
+
+
+def _local_copy(variables):
+    """A copy of replicated `variables` on this process's first device (what
+    evaluation, Elo snapshots and the Agent use; updates donate the
+    originals)."""
+    return jax.tree.map(jnp.copy, sharding.local_copy(variables))
+
+
+def _local_key(key, salt: int):
+    """fold_in(key, salt) as a key on this process's first device."""
+    return sharding.local_copy(jax.random.fold_in(key, salt))
+
+
+def _for_checkpoint(variables, state):
+    """What `Checkpointer.save` is given: the arrays as they are with one
+    process (it reads them whole with np.asarray); with several, every leaf
+    gathered to its global value in every process first (a collective)."""
+    if jax.process_count() == 1:
+        return variables, state
+    return sharding.to_host(variables), sharding.to_host(state)
 
 
 def describe_summary(config: TrainConfig, summary: Dict[str, Any]):

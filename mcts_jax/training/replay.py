@@ -7,13 +7,23 @@ every pending sample of that row gets its value target, the final result for
 the player who was to move at that sample, and becomes *ready*. Only ready
 samples are drawn for training. A game longer than T moves loses its oldest
 samples (overwritten before they are ready), nothing else.
+
+On a device mesh (`mcts_jax.sharding`) the ring is split along its game-row
+axis B: each device holds the samples of its own B / D games, and self-play
+writes them with no communication. `sample` draws the same indices as on one
+device and hands each device its share of the minibatch (see there).
 """
 
 from __future__ import annotations
 
+from typing import Optional
+
 import chex
 import jax
 import jax.numpy as jnp
+from jax.sharding import Mesh, PartitionSpec
+
+from mcts_jax import sharding
 
 EMPTY, PENDING, READY = 0, 1, 2
 
@@ -96,14 +106,57 @@ def num_ready(buffer: ReplayBuffer) -> chex.Array:
     return jnp.sum(buffer.status == READY, dtype=jnp.int32)
 
 
-def sample(buffer: ReplayBuffer, rng_key: chex.PRNGKey, batch_size: int):
+def sample(buffer: ReplayBuffer, rng_key: chex.PRNGKey, batch_size: int,
+           mesh: Optional[Mesh] = None):
     """`batch_size` ready samples, uniformly with replacement.
 
     Returns (observation [n, ...], policy [n, A], value [n]); the value is for
     the player to move in the observation. Requires num_ready > 0.
+
+    mesh: None (one device), or the mesh the buffer is split over (along B).
+    The drawn indices are the same either way (drawn from the replicated
+    key); each device then gathers the chosen samples it holds, and a
+    reduce-scatter hands device d rows [d n / D, (d + 1) n / D) of the
+    minibatch, so the result is split along n over the mesh and equals the
+    one-device minibatch exactly. n must be a multiple of D.
     """
     ready = (buffer.status == READY).reshape(-1)
     probabilities = ready / jnp.maximum(jnp.sum(ready), 1)
     index = jax.random.choice(rng_key, ready.shape[0], (batch_size,), p=probabilities)
-    flat = lambda x: x.reshape((-1,) + x.shape[2:])[index]  # noqa: E731
-    return flat(buffer.observation), flat(buffer.policy), flat(buffer.value)
+    arrays = (buffer.observation, buffer.policy, buffer.value)
+    if mesh is None:
+        flat = lambda x: x.reshape((-1,) + x.shape[2:])[index]  # noqa: E731
+        return tuple(flat(x) for x in arrays)
+    return _gather_sharded(arrays, index, mesh)
+
+
+def _gather_sharded(arrays, index, mesh: Mesh):
+    """Rows `index` [n] (flat t * B + b) of `arrays` [T, B, ...] split along
+    B over `mesh`: each device picks the rows it holds (zeros elsewhere) and
+    `psum_scatter` sums them (x + 0 = x: exact) into n / D rows per device."""
+    num_rows = arrays[0].shape[1]
+    sharding.check_divisible("the training batch size (--train-batch-size)", index.shape[0],
+                             mesh)
+
+    def local(index, *local_arrays):
+        rows_here = local_arrays[0].shape[1]
+        first = jax.lax.axis_index(sharding.DATA_AXIS) * rows_here
+        slot, row = index // num_rows, index % num_rows - first
+        mine = (row >= 0) & (row < rows_here)
+        row = jnp.clip(row, 0, rows_here - 1)
+        out = []
+        for x in local_arrays:
+            picked = x[slot, row]
+            summable = picked.dtype if jnp.issubdtype(picked.dtype, jnp.number) else jnp.int32
+            picked = jnp.where(mine.reshape((-1,) + (1,) * (picked.ndim - 1)),
+                               picked.astype(summable), 0)
+            total = jax.lax.psum_scatter(picked, sharding.DATA_AXIS, scatter_dimension=0,
+                                         tiled=True)
+            out.append(total.astype(x.dtype))
+        return tuple(out)
+
+    split_rows = PartitionSpec(None, sharding.DATA_AXIS)
+    return jax.shard_map(local, mesh=mesh,
+                         in_specs=(PartitionSpec(),) + (split_rows,) * len(arrays),
+                         out_specs=(PartitionSpec(sharding.DATA_AXIS),) * len(arrays))(
+        index, *arrays)

@@ -22,6 +22,13 @@ followed by searched play only and its value target stays that of the
 search's play, while the positions seen cover unusual openings.
 With `max_game_length`, a game still running after that many plies ends as a
 draw (value targets 0), as pgx's own truncation does.
+
+On a device mesh (`mesh` set, see `mcts_jax.sharding`) the B games are split
+over the devices (B / D each), with the replay buffer split the same way and
+the network replicated; the step is the same compiled program, partitioned
+by XLA, with no host round trip. Its random numbers are drawn in the global
+[B, ...] shapes from the replicated key, so the games are the same, move for
+move, as on one device.
 """
 
 from __future__ import annotations
@@ -33,9 +40,10 @@ from typing import Any, Optional
 import chex
 import jax
 import jax.numpy as jnp
+from jax.sharding import Mesh
 
 import mcts_jax
-from mcts_jax import networks
+from mcts_jax import networks, sharding
 from mcts_jax.training import replay
 
 
@@ -93,6 +101,7 @@ class SelfPlay:
     considered_actions: int = 16
     random_opening_plies: int = 0
     max_game_length: int = 0      # > 0: a game reaching this many plies ends as a draw
+    mesh: Optional[Mesh] = None   # games split over its "data" axis (None: one device)
 
     @property
     def recurrent_fn(self):
@@ -173,7 +182,8 @@ def _step(self: SelfPlay, variables, rng_key, state: SelfPlayState,
     new_states = jax.tree.map(restart, fresh, next_states)
     tree = None
     if self.reuse_tree:
-        tree = mcts_jax.reset_tree(mcts_jax.get_subtree(out.search_tree, action), done)
+        # Row by row on each device's own games (no randomness, no communication).
+        tree = sharding.rowwise(_next_tree, self.mesh)(out.search_tree, action, done)
     ply = jnp.where(done, 0, state.ply + 1)
     new_opening = jnp.where(done, self.draw_openings(jax.random.fold_in(reset_key, 1)),
                             state.opening)
@@ -182,5 +192,13 @@ def _step(self: SelfPlay, variables, rng_key, state: SelfPlayState,
                       draws=jnp.sum(done & jnp.all(next_states.rewards == 0, axis=-1),
                                     dtype=jnp.int32),
                       action=action, done=done)
-    return (SelfPlayState(states=new_states, ply=ply, opening=new_opening, tree=tree), buffer,
-            stats)
+    new_state = SelfPlayState(states=new_states, ply=ply, opening=new_opening, tree=tree)
+    return (sharding.constrain_batch(new_state, self.mesh),
+            sharding.constrain_batch(buffer, self.mesh, axis=1),
+            sharding.constrain_batch(stats, self.mesh))
+
+
+def _next_tree(tree: mcts_jax.Tree, action, done):
+    """The tree kept for the next move: the played child's subtree, emptied
+    in rows whose game ended (tree of B rows, action [B], done [B])."""
+    return mcts_jax.reset_tree(mcts_jax.get_subtree(tree, action), done)

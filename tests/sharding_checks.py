@@ -1,0 +1,243 @@
+"""The 8-device checks of tests/test_sharding.py, run in one subprocess.
+
+    XLA_FLAGS=--xla_force_host_platform_device_count=8 python tests/sharding_checks.py OUT.json
+
+The pytest process keeps its own device count (other tests share it), so
+this script does every check that needs 8 (fake CPU) devices and writes
+{"passed": [names], "failed": {name: message}, "seconds": {name: s}} to OUT.json.
+Each check compares the sharded computation with an independent one-device
+computation in this same process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import mcts_jax
+from mcts_jax import sharding, synthetic
+from mcts_jax.training import checkpoint as checkpoint_lib
+from mcts_jax.training import config as config_lib
+from mcts_jax.training import loop
+
+BATCH = 64
+SIMULATIONS = 12
+PROBLEM = synthetic.HashedProblem(num_actions=6, illegal_eighths=2, terminal_sixteenths=2)
+
+
+def leaves_equal(a, b) -> list:
+    """Key paths of the leaves of `a` and `b` whose values differ (bits)."""
+    diffs = []
+    flat_b = dict(jax.tree_util.tree_leaves_with_path(b))
+    for path, x in jax.tree_util.tree_leaves_with_path(a):
+        y = flat_b[path]
+        if not np.array_equal(np.asarray(x), np.asarray(y)):
+            diffs.append(jax.tree_util.keystr(path))
+    assert len(flat_b) == len(jax.tree.leaves(a)), "different structures"
+    return diffs
+
+
+def assert_split(tree, devices: int, rows: int):
+    """Every [rows, ...] leaf of `tree` lives on `devices` devices, rows / devices each."""
+    for path, x in jax.tree_util.tree_leaves_with_path(tree):
+        assert len(x.sharding.device_set) == devices, (jax.tree_util.keystr(path), x.sharding)
+        shapes = {s.data.shape[0] for s in x.addressable_shards}
+        assert shapes == {rows // devices}, (jax.tree_util.keystr(path), shapes)
+
+
+# ---- searches ------------------------------------------------------------------------
+
+def check_search(mesh, policy: str, **options):
+    """Sharded search of B = 64 equals the one-device search bit for bit; with
+    subtree reuse, the re-rooted trees and the continued search too."""
+    reuse = options.pop("reuse", False)
+    root, invalid = PROBLEM.root(synthetic.random_root_codes(3, BATCH))
+    key = jax.random.key(7)
+    function = {"uct": mcts_jax.uct_policy, "alphazero": mcts_jax.alphazero_policy,
+                "gumbel": mcts_jax.gumbel_policy}[policy]
+    single = function(None, key, root, PROBLEM.recurrent_fn, SIMULATIONS,
+                      invalid_actions=invalid, **options)
+    split = sharding.search(mesh, policy, None, key, root, PROBLEM.recurrent_fn, SIMULATIONS,
+                            invalid_actions=invalid, **options)
+    assert split.action.sharding.spec == jax.sharding.PartitionSpec(sharding.DATA_AXIS)
+    assert_split(split, 8, BATCH)
+    different = leaves_equal(single, split)
+    assert not different, f"{policy}: sharded search differs in {different}"
+    assert np.asarray(single.search_tree.node_visits).sum() > 0  # a real search
+    if not reuse:
+        return
+    # subtree reuse: re-root, continue with another key, compare again
+    single_tree = mcts_jax.get_subtree(single.search_tree, single.action)
+    split_tree = sharding.get_subtree(mesh, split.search_tree, split.action)
+    assert_split(split_tree, 8, BATCH)
+    assert not leaves_equal(single_tree, split_tree), "get_subtree differs"
+    next_root = jax.tree.map(lambda x: x, root)  # the same roots: continue on the subtree rows
+    key2 = jax.random.key(8)
+    single2 = function(None, key2, next_root, PROBLEM.recurrent_fn, SIMULATIONS,
+                       invalid_actions=invalid, tree=single_tree, **options)
+    split2 = sharding.search(mesh, policy, None, key2, next_root, PROBLEM.recurrent_fn,
+                             SIMULATIONS, invalid_actions=invalid, tree=split_tree, **options)
+    different = leaves_equal(single2, split2)
+    assert not different, f"{policy}: continued sharded search differs in {different}"
+    kept = np.asarray(single_tree.node_visits)[:, 0]
+    assert (kept > 0).any(), "the subtrees kept no visits: reuse not exercised"
+
+
+def check_errors(mesh):
+    """Clear errors naming the argument and the counts."""
+    root, invalid = PROBLEM.root(synthetic.random_root_codes(3, 60))
+    try:
+        sharding.search(mesh, "uct", None, jax.random.key(0), root, PROBLEM.recurrent_fn, 4,
+                        invalid_actions=invalid)
+    except ValueError as error:
+        message = str(error)
+        for part in ("root.prior_logits", "60", "8 devices", "56 or 64"):
+            assert part in message, (part, message)
+    else:
+        raise AssertionError("B = 60 on 8 devices did not raise")
+    for devices, needle in ((9, "only 8"), (-1, ">= 0")):
+        try:
+            sharding.make_mesh(devices)
+        except ValueError as error:
+            assert "devices" in str(error) and needle in str(error), str(error)
+        else:
+            raise AssertionError(f"make_mesh({devices}) did not raise")
+    config = config_lib.resolve(dict(TRAIN, num_games=12, devices=8))
+    try:
+        loop.make_mesh(config)
+    except ValueError as error:
+        assert "--num-games = 12" in str(error) and "8 devices" in str(error), str(error)
+    else:
+        raise AssertionError("--num-games 12 on 8 devices did not raise")
+    try:
+        sharding.search(mesh, "mcts", None, jax.random.key(0), root, PROBLEM.recurrent_fn, 4)
+    except ValueError as error:
+        assert "policy" in str(error), str(error)
+    else:
+        raise AssertionError("an unknown policy did not raise")
+
+
+# ---- training --------------------------------------------------------------------------
+
+TRAIN = dict(game="tic_tac_toe", preset="tiny", iterations=2, network="mlp", hidden=16,
+             layers=1, value_hidden=8, simulations=4, num_games=16, moves_per_iteration=9,
+             replay_size=256, min_replay=8, train_batch_size=32, updates_per_iteration=2,
+             random_opening_plies=2, eval_every=0, elo_every=0, final_games=0,
+             checkpoint_every=1, keep_checkpoints=3)
+
+
+def read_checkpoint(run_dir: str, config, iteration: int):
+    """(variables, state) of a checkpoint, as numpy, via the loop's own restore."""
+    game, model, player, learner = loop.build(config, None)
+    like_variables, like_state = loop.initial_state(config, model, player, learner)
+    checkpoints = checkpoint_lib.Checkpointer(os.path.join(run_dir, "checkpoints"),
+                                              identity=loop.checkpoint_identity(config))
+    variables, state, _ = checkpoints.restore(iteration, like_variables, like_state)
+    checkpoints.close()
+    return variables, state
+
+
+def _compare_training(a, b, what: str):
+    """Integer leaves (games, plies, buffer status, counters) equal; floats within tolerance."""
+    flat_b = dict(jax.tree_util.tree_leaves_with_path(checkpoint_lib.pack_keys(b)))
+    for path, x in jax.tree_util.tree_leaves_with_path(checkpoint_lib.pack_keys(a)):
+        x, y = np.asarray(x), np.asarray(flat_b[path])
+        name = jax.tree_util.keystr(path)
+        if np.issubdtype(x.dtype, np.floating):
+            np.testing.assert_allclose(x, y, rtol=2e-4, atol=2e-5, err_msg=f"{what}: {name}")
+        else:
+            np.testing.assert_array_equal(x, y, err_msg=f"{what}: {name}")
+
+
+def check_training(workdir: str):
+    """One training iteration (self-play + updates) on 8 devices equals the
+    one-device iteration within float tolerance; the 8-device checkpoint
+    restores onto 1 and 4 devices (values equal, shardings as asked), and a
+    run continued on 1 device from it matches the 1-device run."""
+    quiet = lambda *_: None  # noqa: E731
+    runs = {}
+    for devices in (8, 1):
+        config, run_dir = loop.open_run(os.path.join(workdir, f"d{devices}"),
+                                        dict(TRAIN, devices=devices), log=quiet)
+        loop.train(config, run_dir, progress=False, log=quiet)
+        runs[devices] = (config, run_dir)
+    config8, dir8 = runs[8]
+    config1, dir1 = runs[1]
+    for iteration in (1, 2):
+        v8, s8 = read_checkpoint(dir8, config8, iteration)
+        v1, s1 = read_checkpoint(dir1, config1, iteration)
+        assert int(s8["updates"]) == 2 * iteration and int(s8["buffer"].cursor) > 0
+        assert int(np.sum(np.asarray(s8["buffer"].status) == 2)) > 0  # ready samples
+        _compare_training((v8, s8), (v1, s1), f"iteration {iteration}")
+    metrics8 = checkpoint_lib.read_metrics(os.path.join(dir8, "metrics.jsonl"))
+    assert metrics8[0]["updates"] == 2 and "loss" in metrics8[0], metrics8[0]
+
+    # restore the 8-device checkpoint on 4 and on 1 devices
+    v8, s8 = read_checkpoint(dir8, config8, 1)
+    for devices in (4, 1):
+        mesh = sharding.make_mesh(devices)
+        placed_v, placed_s = loop.place(mesh, v8, s8)
+        _compare_training((placed_v, placed_s), (v8, s8), f"restored on {devices}")
+        assert_split(placed_s["self_play"].ply, devices, TRAIN["num_games"])
+        observation = placed_s["buffer"].observation
+        assert {s.data.shape[1] for s in observation.addressable_shards} == \
+            {TRAIN["num_games"] // devices}
+        assert len(observation.sharding.device_set) == devices
+        for leaf in jax.tree.leaves(placed_v):
+            assert leaf.sharding.is_fully_replicated and \
+                len(leaf.sharding.device_set) == devices
+    # continue the 8-device run on 1 device from its iteration-1 checkpoint
+    resumed_dir = os.path.join(workdir, "d8_on_1")
+    os.makedirs(os.path.join(resumed_dir, "checkpoints"))
+    import shutil
+    shutil.copytree(os.path.join(dir8, "checkpoints", "1"),
+                    os.path.join(resumed_dir, "checkpoints", "1"))
+    shutil.copy(os.path.join(dir8, "config.json"), resumed_dir)
+    config, run_dir = loop.open_run(resumed_dir, dict(devices=1), log=quiet)
+    assert config == config1, config_lib.changed_settings(config1, config)
+    loop.train(config, run_dir, progress=False, log=quiet)
+    _compare_training(read_checkpoint(run_dir, config, 2), read_checkpoint(dir1, config1, 2),
+                      "8-device checkpoint continued on 1 device")
+
+
+def main(out_path: str) -> int:
+    assert jax.device_count() == 8, jax.devices()
+    mesh = sharding.make_mesh(8)
+    assert sharding.num_devices(mesh) == 8
+    checks = [
+        ("errors", lambda: check_errors(mesh)),
+        ("search_uct", lambda: check_search(mesh, "uct")),
+        ("search_alphazero", lambda: check_search(mesh, "alphazero")),
+        ("search_gumbel_compact_reuse",
+         lambda: check_search(mesh, "gumbel", max_children=4, reuse=True)),
+        ("training", lambda: check_training(tempfile.mkdtemp(prefix="sharding_checks_"))),
+    ]
+    only = os.environ.get("SHARDING_CHECKS")
+    result = dict(passed=[], failed={}, seconds={})
+    for name, check in checks:
+        if only and name not in only.split(","):
+            continue
+        start = time.perf_counter()
+        try:
+            check()
+            result["passed"].append(name)
+        except Exception:  # reported to the test, which fails naming the check
+            result["failed"][name] = traceback.format_exc()
+        result["seconds"][name] = round(time.perf_counter() - start, 1)
+        print(name, "ok" if name in result["passed"] else "FAILED", result["seconds"][name],
+              flush=True)
+    with open(out_path, "w") as f:
+        json.dump(result, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
