@@ -1,0 +1,44 @@
+"""Sharded searches and data-parallel training on 8 (fake CPU) devices.
+
+The checks run in ONE subprocess (tests/sharding_checks.py) started with
+XLA_FLAGS=--xla_force_host_platform_device_count=8, because this pytest
+process must keep its own device count; each check compares the 8-device
+result with the one-device computation in that same subprocess:
+  - sharded searches of B = 64 (UCT, AlphaZero, Gumbel with the compact
+    layout and subtree reuse) equal the one-device searches bit for bit;
+  - a training iteration on 8 devices equals the one-device iteration within
+    float tolerance; its checkpoint restores on 1 and 4 devices, and continues
+    on 1 device to the same result as the one-device run;
+  - clear errors when B or --num-games is not a multiple of the device count.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXPECTED = ["errors", "search_uct", "search_alphazero", "search_gumbel_compact_reuse",
+            "training"]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sharding") / "results.json"
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
+               JAX_PLATFORMS="cpu", PYTHONPATH=os.pathsep.join(
+                   [os.path.dirname(HERE)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+    env.pop("SHARDING_CHECKS", None)
+    run = subprocess.run([sys.executable, os.path.join(HERE, "sharding_checks.py"), str(out)],
+                         env=env, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    with open(out) as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_eight_devices(results, name):
+    assert name in results["passed"] or name in results["failed"], f"{name} did not run"
+    assert name not in results["failed"], f"{name} failed:\n{results['failed'][name]}"
