@@ -12,6 +12,11 @@ real devices.
     python -m benchmarks.self_play_devices                    # 1, 2, 4, 8 fake CPU devices
     python -m benchmarks.self_play_devices --devices 1 2 4 8 --platform gpu   # real GPUs
 
+Both self-play search modes (`--search-mode` of train.py): "exact" (bit for
+bit the one-device search; XLA partitions it with small collectives every
+simulation) and "local" (each device searches its own games, no
+communication).
+
 Strong scaling: the total batch B (--num-games) is fixed; each device plays
 B / D games. Writes results/self_play_devices-<backend>.json.
 """
@@ -25,11 +30,12 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COLUMNS = ["devices", "games_per_device", "moves_per_s", "simulations_per_s", "ms_per_move",
+COLUMNS = ["search_mode", "devices", "games_per_device", "moves_per_s", "simulations_per_s", "ms_per_move",
            "compile_s", "speedup"]
 
 
-def measure(devices: int, num_games: int, simulations: int, repeats: int) -> dict:
+def measure(devices: int, num_games: int, simulations: int, repeats: int,
+            search_mode: str) -> dict:
     """In this process: one self-play move of `num_games` games on `devices` devices."""
     import jax
 
@@ -38,7 +44,8 @@ def measure(devices: int, num_games: int, simulations: int, repeats: int) -> dic
     from mcts_jax.training import loop
 
     config = loop.config_lib.resolve(dict(game="tic_tac_toe", num_games=num_games,
-                                          simulations=simulations, devices=devices))
+                                          simulations=simulations, devices=devices,
+                                          search_mode=search_mode))
     mesh = loop.make_mesh(config)
     game, model, player, learner = loop.build(config, mesh)
     variables, state = loop.place(mesh, *loop.initial_state(config, model, player, learner))
@@ -68,34 +75,42 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--platform", default="cpu", choices=("cpu", "gpu", "tpu"),
                         help="cpu: fake CPU devices; gpu / tpu: the host's real devices")
+    parser.add_argument("--search-modes", nargs="+", default=["exact", "local"],
+                        choices=("exact", "local"), help="self-play search over the mesh")
     parser.add_argument("--no-save", action="store_true")
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--child-mode", default="exact", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child is not None:
-        print(json.dumps(measure(args.child, args.num_games, args.simulations, args.repeats)))
+        print(json.dumps(measure(args.child, args.num_games, args.simulations, args.repeats,
+                                 args.child_mode)))
         return 0
 
     from benchmarks import harness
 
     rows = []
-    for devices in args.devices:
-        env = dict(os.environ, JAX_PLATFORMS=args.platform,
-                   PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
-        if args.platform == "cpu":
-            env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
-                                f" --xla_force_host_platform_device_count={devices}").strip()
-        run = subprocess.run([sys.executable, "-m", "benchmarks.self_play_devices",
-                              "--child", str(devices), "--num-games", str(args.num_games),
-                              "--simulations", str(args.simulations),
-                              "--repeats", str(args.repeats)],
-                             env=env, cwd=ROOT, capture_output=True, text=True)
-        if run.returncode:
-            raise SystemExit(f"devices={devices} failed:\n{run.stderr[-3000:]}")
-        row = json.loads(run.stdout.strip().splitlines()[-1])
-        rows.append(row)
-        print(row, flush=True)
-    for row in rows:
-        row["speedup"] = row["moves_per_s"] / rows[0]["moves_per_s"]
+    for mode in args.search_modes:
+        mode_rows = []
+        for devices in args.devices:
+            env = dict(os.environ, JAX_PLATFORMS=args.platform,
+                       PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+            if args.platform == "cpu":
+                env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
+                                    f" --xla_force_host_platform_device_count={devices}").strip()
+            run = subprocess.run([sys.executable, "-m", "benchmarks.self_play_devices",
+                                  "--child", str(devices), "--child-mode", mode,
+                                  "--num-games", str(args.num_games),
+                                  "--simulations", str(args.simulations),
+                                  "--repeats", str(args.repeats)],
+                                 env=env, cwd=ROOT, capture_output=True, text=True)
+            if run.returncode:
+                raise SystemExit(f"devices={devices} failed:\n{run.stderr[-3000:]}")
+            row = dict(search_mode=mode, **json.loads(run.stdout.strip().splitlines()[-1]))
+            mode_rows.append(row)
+            print(row, flush=True)
+        for row in mode_rows:
+            row["speedup"] = row["moves_per_s"] / mode_rows[0]["moves_per_s"]
+        rows += mode_rows
     settings = dict(game="tic_tac_toe", network="game default (train.py)",
                     policy="gumbel", num_games=args.num_games, simulations=args.simulations,
                     repeats=args.repeats, platform=args.platform,

@@ -337,19 +337,59 @@ def _policy_function(policy: Union[str, Callable]) -> Callable:
     return policy
 
 
-@functools.partial(jax.jit, static_argnames=("mesh", "policy", "recurrent_fn",
+SEARCH_MODES = ("exact", "local")
+
+
+def device_key(rng_key: jax.Array) -> jax.Array:
+    """Inside `shard_map` over "data": the key of this device's rows in the
+    "local" search mode, `fold_in(rng_key, position on the data axis)`."""
+    return jax.random.fold_in(rng_key, jax.lax.axis_index(DATA_AXIS))
+
+
+def run_policy(policy: Callable, mesh: Optional[Mesh], mode: str, params, rng_key, root,
+               recurrent_fn: Callable, num_simulations: int, invalid_actions=None, tree=None,
+               **options):
+    """Inside `jit`: `policy(...)` on a batch split over `mesh` (None: one device).
+
+    mode "exact": the policy on the global batch, partitioned by XLA; equal
+      bit for bit to the one-device search (random numbers drawn in the
+      global shapes), at the price of small per-simulation collectives
+      (per-row index vectors) between devices.
+    mode "local": `shard_map`: each device searches its own B / D rows with
+      `device_key(rng_key)`, with no communication at all; the same
+      algorithm, with other random numbers than the one-device search (equal
+      to it on D = 1, and row block d equals the one-device search of those
+      rows with key fold_in(rng_key, d)).
+    """
+    if mode not in SEARCH_MODES:
+        raise ValueError(f"mode must be one of {SEARCH_MODES}, got {mode!r}")
+    if mesh is None or mode == "exact" or num_devices(mesh) == 1:
+        out = policy(params, rng_key, root, recurrent_fn, num_simulations,
+                     invalid_actions=invalid_actions, tree=tree, **options)
+        return constrain_batch(out, mesh)
+
+    def per_device(params, rng_key, root, invalid_actions, tree):
+        return policy(params, device_key(rng_key), root, recurrent_fn, num_simulations,
+                      invalid_actions=invalid_actions, tree=tree, **options)
+
+    rows, whole = PartitionSpec(DATA_AXIS), PartitionSpec()
+    return jax.shard_map(per_device, mesh=mesh, in_specs=(whole, whole, rows, rows, rows),
+                         out_specs=rows, check_vma=False)(
+        params, rng_key, root, invalid_actions, tree)
+
+
+@functools.partial(jax.jit, static_argnames=("mesh", "mode", "policy", "recurrent_fn",
                                              "num_simulations", "options"))
-def _sharded_search(params, rng_key, root, invalid_actions, tree, *, mesh, policy,
+def _sharded_search(params, rng_key, root, invalid_actions, tree, *, mesh, mode, policy,
                     recurrent_fn, num_simulations, options):
-    out = policy(params, rng_key, root, recurrent_fn, num_simulations,
-                 invalid_actions=invalid_actions, tree=tree, **dict(options))
-    return constrain_batch(out, mesh)
+    return run_policy(policy, mesh, mode, params, rng_key, root, recurrent_fn,
+                      num_simulations, invalid_actions, tree, **dict(options))
 
 
 def search(mesh: Mesh, policy: Union[str, Callable], params: Any, rng_key: jax.Array,
            root: Any, recurrent_fn: Callable, num_simulations: int, *,
            invalid_actions: Optional[jax.Array] = None, tree: Optional[Any] = None,
-           checks: str = "host", **options) -> Any:
+           checks: str = "host", mode: str = "exact", **options) -> Any:
     """One batched search of B roots split over the mesh's D devices.
 
     policy: "uct", "alphazero", "gumbel" (or the policy function itself).
@@ -360,14 +400,18 @@ def search(mesh: Mesh, policy: Union[str, Callable], params: Any, rng_key: jax.A
       dirichlet_fraction, ...), static as in the policy.
     checks: "host" checks the root's values on the host first (arrays of this
       process only); "off" skips that. Shape checks always run.
+    mode: "exact" (default): bit for bit the one-device search; "local": each
+      device searches its rows alone, no communication (see `run_policy`).
 
     Returns the policy's `PolicyOutput` (action [B], action_weights [B, A],
-    search_tree), every array split along B over the mesh. Equal, bit for
-    bit, to the same search on one device with the same key. Compiled once
+    search_tree), every array split along B over the mesh. In mode "exact",
+    equal, bit for bit, to the same search on one device with the same key. Compiled once
     per shapes, mesh, policy, recurrent_fn object and options.
     Raises ValueError naming `root.prior_logits` when B is not a multiple of D.
     """
     policy_fn = _policy_function(policy)
+    if mode not in SEARCH_MODES:
+        raise ValueError(f"mode must be one of {SEARCH_MODES}, got {mode!r}")
     checks = validation.check_mode(checks)
     if checks == "checkify":
         raise ValueError("checks='checkify' is not supported by sharding.search; use 'host' or "
@@ -381,7 +425,7 @@ def search(mesh: Mesh, policy: Union[str, Callable], params: Any, rng_key: jax.A
                                               name="search input")
     params, rng_key = replicate((params, rng_key), mesh)
     return _sharded_search(params, rng_key, root, invalid_actions, tree, mesh=mesh,
-                           policy=policy_fn, recurrent_fn=recurrent_fn,
+                           mode=mode, policy=policy_fn, recurrent_fn=recurrent_fn,
                            num_simulations=num_simulations,
                            options=tuple(sorted(options.items())))
 

@@ -91,6 +91,26 @@ def check_search(mesh, policy: str, **options):
     assert (kept > 0).any(), "the subtrees kept no visits: reuse not exercised"
 
 
+def check_local_mode(mesh):
+    """mode="local": device d's rows are the one-device search of those rows
+    with key fold_in(key, d) (no communication, per-device randomness)."""
+    root, invalid = PROBLEM.root(synthetic.random_root_codes(4, BATCH))
+    key = jax.random.key(9)
+    split = sharding.search(mesh, "gumbel", None, key, root, PROBLEM.recurrent_fn, SIMULATIONS,
+                            invalid_actions=invalid, mode="local")
+    assert_split(split, 8, BATCH)
+    rows = BATCH // 8
+    gathered = jax.tree.map(np.asarray, split)
+    for device in range(8):
+        part = slice(device * rows, (device + 1) * rows)
+        alone = mcts_jax.gumbel_policy(None, jax.random.fold_in(key, device),
+                                       jax.tree.map(lambda x: x[part], root),
+                                       PROBLEM.recurrent_fn, SIMULATIONS,
+                                       invalid_actions=invalid[part])
+        different = leaves_equal(alone, jax.tree.map(lambda x: x[part], gathered))
+        assert not different, f"device {device}: local search differs in {different}"
+
+
 def check_errors(mesh):
     """Clear errors naming the argument and the counts."""
     root, invalid = PROBLEM.root(synthetic.random_root_codes(3, 60))
@@ -218,6 +238,7 @@ def main(out_path: str) -> int:
         ("search_alphazero", lambda: check_search(mesh, "alphazero")),
         ("search_gumbel_compact_reuse",
          lambda: check_search(mesh, "gumbel", max_children=4, reuse=True)),
+        ("search_local_mode", lambda: check_local_mode(mesh)),
         ("training", lambda: check_training(tempfile.mkdtemp(prefix="sharding_checks_"))),
     ]
     only = os.environ.get("SHARDING_CHECKS")

@@ -9,6 +9,8 @@ result with the one-device computation in that same subprocess:
   - a training iteration on 8 devices equals the one-device iteration within
     float tolerance; its checkpoint restores on 1 and 4 devices, and continues
     on 1 device to the same result as the one-device run;
+  - the communication-free "local" search mode: each device's rows equal the
+    one-device search of those rows with that device's key;
   - clear errors when B or --num-games is not a multiple of the device count.
 """
 
@@ -21,7 +23,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPECTED = ["errors", "search_uct", "search_alphazero", "search_gumbel_compact_reuse",
-            "training"]
+            "search_local_mode", "training"]
 
 
 @pytest.fixture(scope="module")

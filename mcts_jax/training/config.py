@@ -77,6 +77,9 @@ class TrainConfig:
     # split over a 1-D "data" mesh of this many devices; 0: every device of
     # every process. num_games and train_batch_size must be multiples of it.
     devices: int = 0
+    search_mode: str = "exact"           # "exact": self-play equal to one device, bit for bit;
+                                         # "local": each device searches its games alone
+                                         # (no communication; other random numbers)
 
     # ---- derived -----------------------------------------------------------
     def network_config(self) -> networks.NetworkConfig:
@@ -181,7 +184,8 @@ for _game in ("othello", "go_9x9"):
 SHAPE_FIELDS = ("game", "network", "channels", "blocks", "hidden", "layers", "value_hidden",
                 "num_games", "replay_size", "reuse_tree", "max_nodes", "simulations", "policy")
 
-_CHOICES = {"network": ("resnet", "mlp"), "policy": ("gumbel", "alphazero")}
+_CHOICES = {"network": ("resnet", "mlp"), "policy": ("gumbel", "alphazero"),
+            "search_mode": ("exact", "local")}
 _HELP = {
     "game": "game to train", "preset": "named flag set for the game (see PRESETS)",
     "iterations": "training iterations (self-play + updates + maybe eval each)",
@@ -197,6 +201,9 @@ _HELP = {
     "devices": "devices of the 1-D data mesh that self-play and training are split over "
                "(0: every device of every process); --num-games and --train-batch-size "
                "must be multiples of it",
+    "search_mode": "self-play search over several devices: exact (the one-device search, bit "
+                   "for bit; small collectives every simulation) or local (each device alone, "
+                   "no communication, its own random numbers)",
 }
 
 

@@ -102,6 +102,7 @@ class SelfPlay:
     random_opening_plies: int = 0
     max_game_length: int = 0      # > 0: a game reaching this many plies ends as a draw
     mesh: Optional[Mesh] = None   # games split over its "data" axis (None: one device)
+    search_mode: str = "exact"    # on a mesh: "exact" or "local" (sharding.run_policy)
 
     @property
     def recurrent_fn(self):
@@ -112,16 +113,17 @@ class SelfPlay:
         root_key, search_key = jax.random.split(rng_key)
         root, invalid = self.game.root(variables, root_key, states, self.model.evaluator)
         if self.policy == "gumbel":
-            return mcts_jax.gumbel_policy(
-                variables, search_key, root, self.recurrent_fn, self.num_simulations,
-                invalid_actions=invalid, max_nodes=self.max_nodes, tree=tree,
-                max_num_considered_actions=min(self.considered_actions,
-                                               self.game.num_actions))
-        return mcts_jax.alphazero_policy(
-            variables, search_key, root, self.recurrent_fn, self.num_simulations,
-            invalid_actions=invalid, max_nodes=self.max_nodes, tree=tree,
-            dirichlet_fraction=self.dirichlet_fraction, dirichlet_alpha=self.dirichlet_alpha,
-            final_action="most_visited", temperature=0.0)
+            policy, options = mcts_jax.gumbel_policy, dict(
+                max_num_considered_actions=min(self.considered_actions, self.game.num_actions))
+        else:
+            policy, options = mcts_jax.alphazero_policy, dict(
+                dirichlet_fraction=self.dirichlet_fraction,
+                dirichlet_alpha=self.dirichlet_alpha, final_action="most_visited",
+                temperature=0.0)
+        return sharding.run_policy(policy, self.mesh, self.search_mode, variables, search_key,
+                                   root, self.recurrent_fn, self.num_simulations,
+                                   invalid_actions=invalid, tree=tree,
+                                   max_nodes=self.max_nodes, **options)
 
     def init(self, rng_key: chex.PRNGKey) -> SelfPlayState:
         """B fresh games (and an empty reuse tree when `reuse_tree`)."""
