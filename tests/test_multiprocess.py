@@ -21,7 +21,8 @@ def free_port() -> int:
 
 def test_two_processes_agree(tmp_path):
     port = free_port()
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
+    env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "")
+                                      + " --xla_force_host_platform_device_count=4").strip(),
                JAX_PLATFORMS="cpu", PYTHONPATH=os.pathsep.join(
                    [os.path.dirname(HERE)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
     for name in ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID",

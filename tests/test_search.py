@@ -105,6 +105,7 @@ def test_illegal_actions_are_never_expanded(illegal_eighths, terminal_sixteenths
     codes = random_root_codes(seed, 8)
     out = run(base, rule, codes, num_simulations=32, params=params)
     tree = jax.device_get(out.search_tree)
+    visit_counts = np.asarray(out.search_tree.summary().visit_counts)
     for row, code in enumerate(codes):
         root_illegal = checker.root_python(int(code))[2]
         for node in range(1, int(tree.num_nodes[row])):
@@ -114,8 +115,7 @@ def test_illegal_actions_are_never_expanded(illegal_eighths, terminal_sixteenths
             illegal = root_illegal if parent == 0 else checker.illegal(parent_code)
             assert not illegal[action], (row, node, action)
             assert int(tree.embeddings[row, node]) == checker.step_code(parent_code, action)
-        visits = out.search_tree.summary().visit_counts[row]
-        assert all(int(v) == 0 for v, bad in zip(visits, root_illegal) if bad)
+        assert all(int(v) == 0 for v, bad in zip(visit_counts[row], root_illegal) if bad)
     assert_visit_invariants(out.search_tree)
 
 

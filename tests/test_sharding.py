@@ -29,7 +29,8 @@ EXPECTED = ["errors", "search_uct", "search_alphazero", "search_gumbel_compact_r
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("sharding") / "results.json"
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
+    env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "")
+                                      + " --xla_force_host_platform_device_count=8").strip(),
                JAX_PLATFORMS="cpu", PYTHONPATH=os.pathsep.join(
                    [os.path.dirname(HERE)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
     env.pop("SHARDING_CHECKS", None)
