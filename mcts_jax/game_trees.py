@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcts_jax.base import RecurrentFnOutput, RootFnOutput
+from mcts_jax import synthetic
 from mcts_jax.synthetic import MASK32, STEP_ADD, STEP_MUL, random_root_codes
 
 FINAL_MUL_1 = 0x85EBCA6B
@@ -146,7 +147,13 @@ class GameTree:
                             value=jnp.zeros((batch,), jnp.float32),
                             embedding={"code": code, "depth": jnp.zeros((batch,), jnp.int32)})
 
-    def recurrent_fn(self, params, rng_key, action, embedding: Dict[str, jnp.ndarray]):
+    @property
+    def recurrent_fn(self):
+        """recurrent_fn(params, rng_key, action [B], embedding) for the search; equal
+        trees give the same function object, so they share one compilation."""
+        return synthetic.stable_recurrent_fn(self)
+
+    def _recurrent_step(self, params, rng_key, action, embedding: Dict[str, jnp.ndarray]):
         """One move for a batch of positions [B]; see the module docstring."""
         del params, rng_key
         code, depth = embedding["code"], embedding["depth"]

@@ -12,6 +12,7 @@ quality studies.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import List
 
 import jax.numpy as jnp
@@ -90,7 +91,16 @@ class HashedProblem:
         reward = jnp.where(terminal, (((code >> 4) & 3).astype(jnp.float32) - 1.0) / 2.0, 0.0)
         return logits, illegal, value, terminal, reward
 
-    def recurrent_fn(self, params, rng_key, action, code):
+    @property
+    def recurrent_fn(self):
+        """The search's recurrent_fn(params, rng_key, action [B], code [B]).
+
+        Equal problems give the same function object, so a policy compiled for
+        one is reused for every equal problem (a bound method would not be:
+        Python compares bound methods by the identity of their object)."""
+        return stable_recurrent_fn(self)
+
+    def _recurrent_step(self, params, rng_key, action, code):
         del rng_key
         new_code = self.jax_step_code(code, action)
         logits, illegal, value, terminal, reward = self.jax_outputs(new_code, params)
@@ -114,6 +124,15 @@ class HashedProblem:
             illegal[0] = False
         return self.value(code), self.logits(code), illegal
 
+
+@functools.lru_cache(maxsize=None)
+def stable_recurrent_fn(problem):
+    """One recurrent_fn object per distinct (frozen, hashable) problem that has a
+    `_recurrent_step(params, rng_key, action, embedding)` method. Policies
+    compile once per recurrent_fn object, so equal problems share a compilation."""
+    def recurrent_fn(params, rng_key, action, embedding):
+        return problem._recurrent_step(params, rng_key, action, embedding)
+    return recurrent_fn
 
 
 def random_root_codes(seed: int, batch_size: int) -> np.ndarray:

@@ -8,13 +8,19 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 # The suite's time is mostly XLA compiling. Without LLVM's optimisation passes
-# a CPU program compiles about a quarter faster; it computes the same thing, a
-# little slower, which these small tests do not notice. Subprocesses (train.py,
-# notebook kernels, the multi-device checks) inherit the flag. XLA reads
-# XLA_FLAGS when the first backend starts, after this runs.
-_FAST_COMPILE = "--xla_backend_optimization_level=0"
-if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FAST_COMPILE}".strip()
+# a CPU program compiles about a quarter faster and runs somewhat slower, a good
+# trade for these small in-process tests. The flag is given to this process's
+# backend only (XLA reads XLA_FLAGS when the backend starts): subprocesses, such
+# as train.py runs and notebook kernels that run long loops, get the caller's
+# environment back and compile normally.
+_CALLER_XLA_FLAGS = os.environ.get("XLA_FLAGS")
+if "--xla_backend_optimization_level" not in (_CALLER_XLA_FLAGS or ""):
+    os.environ["XLA_FLAGS"] = f"{_CALLER_XLA_FLAGS or ''} --xla_backend_optimization_level=0".strip()
+    jax.devices()  # starts the CPU backend with the flag
+    if _CALLER_XLA_FLAGS is None:
+        del os.environ["XLA_FLAGS"]
+    else:
+        os.environ["XLA_FLAGS"] = _CALLER_XLA_FLAGS
 
 
 def pytest_configure(config):
@@ -37,3 +43,18 @@ def _release_compiled_programs():
     yield
     jax.clear_caches()
     gc.collect()
+
+
+# The modules holding the longest tests (notebook runs, train.py subprocesses,
+# the 8-device and two-process checks) run first. With pytest-xdist the other
+# worker meanwhile takes the many short tests, so the workers finish together
+# instead of one waiting on a long test collected last.
+_LONG_MODULES = ("test_notebooks.py", "test_checkpoint.py", "test_sharding.py",
+                 "test_multiprocess.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item):
+        name = os.path.basename(str(item.path))
+        return _LONG_MODULES.index(name) if name in _LONG_MODULES else len(_LONG_MODULES)
+    items.sort(key=rank)  # stable: the order within each module is kept

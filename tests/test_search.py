@@ -97,7 +97,7 @@ def assert_visit_invariants(tree):
 @given(illegal_eighths=st.integers(1, 7), terminal_sixteenths=st.integers(0, 6),
        seed=st.integers(0, 2**31 - 1), rule=st.sampled_from(["uct", "puct"]))
 def test_illegal_actions_are_never_expanded(illegal_eighths, terminal_sixteenths, seed, rule):
-    base = HashedProblem(num_actions=6, illegal_eighths=1)  # one compiled search for all
+    base = HashedProblem(num_actions=6, illegal_eighths=1)  # equal problems: one compilation
     params = dict(illegal_eighths=jnp.int32(illegal_eighths),
                   terminal_sixteenths=jnp.int32(terminal_sixteenths))
     checker = HashedProblem(num_actions=6, illegal_eighths=illegal_eighths,
