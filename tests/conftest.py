@@ -13,9 +13,13 @@ sys.path.insert(0, os.path.dirname(__file__))
 # backend only (XLA reads XLA_FLAGS when the backend starts): subprocesses, such
 # as train.py runs and notebook kernels that run long loops, get the caller's
 # environment back and compile normally.
+# A test that compares this process's results with a subprocess's bit for bit
+# gives the subprocess the same flags, from BACKEND_XLA_FLAGS_VARIABLE.
+BACKEND_XLA_FLAGS_VARIABLE = "MCTS_JAX_TESTS_BACKEND_XLA_FLAGS"
 _CALLER_XLA_FLAGS = os.environ.get("XLA_FLAGS")
 if "--xla_backend_optimization_level" not in (_CALLER_XLA_FLAGS or ""):
     os.environ["XLA_FLAGS"] = f"{_CALLER_XLA_FLAGS or ''} --xla_backend_optimization_level=0".strip()
+    os.environ[BACKEND_XLA_FLAGS_VARIABLE] = os.environ["XLA_FLAGS"]
     jax.devices()  # starts the CPU backend with the flag
     if _CALLER_XLA_FLAGS is None:
         del os.environ["XLA_FLAGS"]
