@@ -9,13 +9,13 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 # The suite's time is mostly XLA compiling. Without LLVM's optimisation passes
 # a CPU program compiles about a quarter faster and runs somewhat slower, a good
-# trade for these small in-process tests. The flag is given to this process's
-# backend only (XLA reads XLA_FLAGS when the backend starts): subprocesses, such
-# as train.py runs and notebook kernels that run long loops, get the caller's
-# environment back and compile normally.
-# A test that compares this process's results with a subprocess's bit for bit
-# gives the subprocess the same flags, from BACKEND_XLA_FLAGS_VARIABLE.
-BACKEND_XLA_FLAGS_VARIABLE = "MCTS_JAX_TESTS_BACKEND_XLA_FLAGS"
+# trade for these small tests. The flag is given to this process's backend
+# (XLA reads XLA_FLAGS when the backend starts) and then os.environ gets the
+# caller's XLA_FLAGS back: notebook kernels, which run long search loops,
+# compile normally, while the test subprocesses that compile many small
+# programs ask for this process's flags (subprocess_env.compiled_like_this_process).
+from subprocess_env import BACKEND_XLA_FLAGS_VARIABLE  # noqa: E402
+
 _CALLER_XLA_FLAGS = os.environ.get("XLA_FLAGS")
 if "--xla_backend_optimization_level" not in (_CALLER_XLA_FLAGS or ""):
     os.environ["XLA_FLAGS"] = f"{_CALLER_XLA_FLAGS or ''} --xla_backend_optimization_level=0".strip()

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from subprocess_env import compiled_like_this_process
 
 from mcts_jax.training import checkpoint as checkpoint_lib
 from mcts_jax.training import config as config_lib
@@ -61,8 +62,8 @@ def _train(run_dir, cache_dir, *extra):
                "--run-dir", run_dir, "--no-progress", "--iterations", str(ITERATIONS),
                "--eval-every", "0", "--elo-every", "4", "--final-games", "0",
                "--checkpoint-every", "1", *extra]
-    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=cache_dir,
-               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+    env = compiled_like_this_process(JAX_COMPILATION_CACHE_DIR=cache_dir,
+                                     JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
     return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env)
 

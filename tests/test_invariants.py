@@ -219,13 +219,8 @@ def test_same_key_same_trees_in_a_fresh_process():
         with contextlib.redirect_stdout(buffer):
             exec(DETERMINISM_SCRIPT, namespace)
         here.append(buffer.getvalue().strip())
-    import os
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
-    # The same XLA flags as this process: LLVM's optimisation level changes
-    # floating-point rounding (fused multiply-adds), so results are bit-identical
-    # only between processes compiled alike.
-    if "MCTS_JAX_TESTS_BACKEND_XLA_FLAGS" in os.environ:
-        env["XLA_FLAGS"] = os.environ["MCTS_JAX_TESTS_BACKEND_XLA_FLAGS"]
+    from subprocess_env import compiled_like_this_process
+    env = compiled_like_this_process(JAX_PLATFORMS="cpu")
     fresh = subprocess.run([sys.executable, "-c", DETERMINISM_SCRIPT], capture_output=True,
                            text=True, env=env, check=True).stdout.strip()
     assert here[0] == here[1] == fresh

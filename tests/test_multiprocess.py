@@ -10,6 +10,8 @@ import socket
 import subprocess
 import sys
 
+from subprocess_env import compiled_like_this_process
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -21,10 +23,10 @@ def free_port() -> int:
 
 def test_two_processes_agree(tmp_path):
     port = free_port()
-    env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "")
-                                      + " --xla_force_host_platform_device_count=4").strip(),
-               JAX_PLATFORMS="cpu", PYTHONPATH=os.pathsep.join(
-                   [os.path.dirname(HERE)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+    env = compiled_like_this_process(
+        "--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu",
+        PYTHONPATH=os.pathsep.join(
+            [os.path.dirname(HERE)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
     for name in ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID",
                  "MCTS_JAX_DISTRIBUTED"):
         env.pop(name, None)

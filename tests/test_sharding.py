@@ -20,6 +20,7 @@ import subprocess
 import sys
 
 import pytest
+from subprocess_env import compiled_like_this_process
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPECTED = ["errors", "search_uct", "search_alphazero", "search_gumbel_compact_reuse",
@@ -29,10 +30,10 @@ EXPECTED = ["errors", "search_uct", "search_alphazero", "search_gumbel_compact_r
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("sharding") / "results.json"
-    env = dict(os.environ, XLA_FLAGS=(os.environ.get("XLA_FLAGS", "")
-                                      + " --xla_force_host_platform_device_count=8").strip(),
-               JAX_PLATFORMS="cpu", PYTHONPATH=os.pathsep.join(
-                   [os.path.dirname(HERE)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+    env = compiled_like_this_process(
+        "--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu",
+        PYTHONPATH=os.pathsep.join(
+            [os.path.dirname(HERE)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
     env.pop("SHARDING_CHECKS", None)
     run = subprocess.run([sys.executable, os.path.join(HERE, "sharding_checks.py"), str(out)],
                          env=env, capture_output=True, text=True, timeout=900)
