@@ -52,7 +52,7 @@ class SearchConfig:
     value_scale: float = 0.1
     maxvisit_init: float = 50.0
 
-    def score_fn(self) -> selection.ScoreFn:
+    def rules(self) -> selection.Rules:
         if self.rule == "uct":
             return selection.make_uct(self.uct_c)
         return selection.make_puct(self.pb_c_init, self.pb_c_base, self.q_transform)
@@ -221,8 +221,8 @@ def _policy_body(params, rng_key, root: base.RootFnOutput, invalid_actions, temp
                             num_simulations=config.num_simulations, max_depth=config.max_depth,
                             solver=config.solver, expand_all_children=config.expand_all)
     if config.rule != "gumbel":
-        score_fn = config.score_fn()
-        tree = run(tree=tree, score_fn_for=lambda _: score_fn)
+        rules = config.rules()
+        tree = run(tree=tree, rules_for=lambda _: rules)
         action = choose_action(action_key, tree, config.final_action, temperature, config.solver)
         return base.PolicyOutput(action=action, action_weights=tree.summary().visit_probs,
                                  search_tree=tree)
@@ -240,12 +240,12 @@ def _policy_body(params, rng_key, root: base.RootFnOutput, invalid_actions, temp
                                  jnp.sum(root_stats.legal, axis=-1)).astype(jnp.int32)
     table = selection.halving_table(config.max_num_considered_actions, config.num_simulations)
 
-    def score_fn_for(simulation_index):
+    def rules_for(simulation_index):
         return selection.make_gumbel(simulation_index, table, num_considered, gumbel,
                                      root_stats.visits, value_scale=config.value_scale,
                                      maxvisit_init=config.maxvisit_init)
 
-    tree = run(tree=tree, score_fn_for=score_fn_for)
+    tree = run(tree=tree, rules_for=rules_for)
     action, action_weights = gumbel_action(tree, gumbel, root_stats.visits, config)
     return base.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
 

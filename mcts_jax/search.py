@@ -30,7 +30,7 @@ import jax.numpy as jnp
 
 from mcts_jax import base
 from mcts_jax import tree as tree_lib
-from mcts_jax.selection import ScoreFn
+from mcts_jax.selection import Rules
 
 # A proven Q-value at least this high is the best any move can achieve
 # (returns lie in [-1, 1]), so one such child proves its parent.
@@ -70,10 +70,12 @@ class Backup:
     value: chex.Array
 
 
-def select_leaf(tree: tree_lib.Tree, score_fn: ScoreFn, max_depth: int,
+def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
                 solver: bool) -> LeafChoice:
-    """Descends every row from the root; O(depth x K) per row. With the
-    solver, children whose value is proven are never entered."""
+    """Descends every row from the root; O(depth x K) per row. The first step
+    (at the root) scores with `rules.at_root`, every later one with
+    `rules.below_root`. With the solver, children whose value is proven are
+    never entered."""
     batch_size = tree.batch_size
     rows = tree_lib.batch_rows(batch_size)
     root = jnp.full((batch_size,), tree_lib.ROOT_INDEX, jnp.int32)
@@ -82,10 +84,11 @@ def select_leaf(tree: tree_lib.Tree, score_fn: ScoreFn, max_depth: int,
     def cond(state):
         return jnp.any(state["active"])
 
-    def body(state):
+    def step(state, score_fn):
+        """One step down for the active rows; inactive rows keep their state."""
         node, depth, active = state["node"], state["depth"], state["active"]
         stats = tree_lib.children_stats(tree, node)
-        scores = score_fn(tree, node, depth, stats)
+        scores = score_fn(tree, node, stats)
         if solver:
             scores = jnp.where(stats.solved, -jnp.inf, scores)
         slot = jnp.argmax(scores, axis=-1).astype(jnp.int32)
@@ -113,7 +116,8 @@ def select_leaf(tree: tree_lib.Tree, score_fn: ScoreFn, max_depth: int,
         else jnp.ones((batch_size,), jnp.bool_),
         expand=jnp.zeros((batch_size,), jnp.bool_),
     )
-    state = jax.lax.while_loop(cond, body, state)
+    state = step(state, rules.at_root)
+    state = jax.lax.while_loop(cond, lambda state: step(state, rules.below_root), state)
     return LeafChoice(node=state["node"], slot=state["slot"], expand=state["expand"])
 
 
@@ -427,13 +431,13 @@ def backup(tree: tree_lib.Tree, update: Backup, solver: bool) -> tree_lib.Tree:
 
 def run_simulations(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
                     recurrent_fn: base.RecurrentFn,
-                    score_fn_for: Callable[[chex.Array], ScoreFn],
+                    rules_for: Callable[[chex.Array], Rules],
                     num_simulations: int, max_depth: Optional[int], *,
                     solver: bool = False, expand_all_children: bool = False) -> tree_lib.Tree:
     """Runs `num_simulations` simulations on every row of `tree`.
 
     Args:
-      score_fn_for: simulation index (traced int) -> the selection rule for
+      rules_for: simulation index (traced int) -> the selection rules for
         that simulation (constant for UCT and PUCT; Gumbel's root schedule
         depends on it).
 
@@ -445,7 +449,7 @@ def run_simulations(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.T
 
     def simulate(simulation_index, tree):
         key = jax.random.fold_in(rng_key, simulation_index)
-        leaf = select_leaf(tree, score_fn_for(simulation_index), depth_limit, solver)
+        leaf = select_leaf(tree, rules_for(simulation_index), depth_limit, solver)
         tree, update = expand_fn(params, key, tree, recurrent_fn, leaf, solver,
                                  max_path_length=min(depth_limit, tree.max_nodes))
         return backup(tree, update, solver)

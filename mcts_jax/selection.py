@@ -1,8 +1,11 @@
 """Selection rules: the score of each child slot of a node, for a batch of rows.
 
-A rule is a function `(tree, node [B], depth [B], stats) -> scores [B, K]`, where
-`stats` are the node's `ChildrenStats` (gathered once by the search); the search
-descends into the argmax (lowest slot wins ties). Illegal slots score -inf and
+A rule is a function `(tree, node [B], stats) -> scores [B, K]`, where `stats`
+are the node's `ChildrenStats` (gathered once by the search); the search
+descends into the argmax (lowest slot wins ties). A search uses a `Rules` pair:
+one rule at the root and one below it (the same for UCT and PUCT; Gumbel's
+sequential halving at the root, its deterministic rule below), so no step
+computes a rule it does not use. Illegal slots score -inf and
 are never chosen; a node whose slots are all -inf is a dead end and is
 re-evaluated instead of descended. Every rule reads only the K children of the
 given node, so one selection step costs O(B K).
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Callable, Tuple
+from typing import Callable, NamedTuple, Tuple
 
 import chex
 import jax
@@ -25,19 +28,31 @@ import jax.numpy as jnp
 
 from mcts_jax import tree as tree_lib
 
-ScoreFn = Callable[[tree_lib.Tree, chex.Array, chex.Array, tree_lib.ChildrenStats], chex.Array]
+ScoreFn = Callable[[tree_lib.Tree, chex.Array, tree_lib.ChildrenStats], chex.Array]
+
+
+class Rules(NamedTuple):
+    """The selection rule of one simulation: `at_root` scores the root's
+    children (the first step of every descent), `below_root` every deeper node."""
+
+    at_root: ScoreFn
+    below_root: ScoreFn
+
+
+def everywhere(rule: ScoreFn) -> Rules:
+    """The same rule at the root and below it."""
+    return Rules(at_root=rule, below_root=rule)
 
 Q_TRANSFORMS = ("parent_and_siblings", "raw")
 
 
-def uct_scores(tree: tree_lib.Tree, node: chex.Array, depth: chex.Array,
-               stats: tree_lib.ChildrenStats, *, uct_c: float) -> chex.Array:
+def uct_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenStats, *,
+               uct_c: float) -> chex.Array:
     """UCB1: `Q + uct_c * sqrt(ln N / n)`; unvisited legal children score +inf.
 
     N is the visit count of `node` (its expansion plus every pass through it),
     n the child's. Priors play no part.
     """
-    del depth
     parent_visits = tree_lib.gather_nodes(tree.node_visits, node).astype(jnp.float32)
     log_parent = jnp.log(jnp.maximum(parent_visits, 1.0))[:, None]
     visits = stats.visits.astype(jnp.float32)
@@ -73,15 +88,13 @@ def normalized_qvalues(tree: tree_lib.Tree, node: chex.Array,
     return (completed - low) / jnp.maximum(high - low, 1e-8)
 
 
-def puct_scores(tree: tree_lib.Tree, node: chex.Array, depth: chex.Array,
-                stats: tree_lib.ChildrenStats, *, pb_c_init: float, pb_c_base: float,
-                q_transform: str) -> chex.Array:
+def puct_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenStats, *,
+                pb_c_init: float, pb_c_base: float, q_transform: str) -> chex.Array:
     """AlphaZero PUCT: `Q + c(N) * P * sqrt(N) / (1 + n)`.
 
     `c(N) = pb_c_init + log((N + pb_c_base + 1) / pb_c_base)`, N the visit
     count of `node`, n the child's, P its prior, Q from `normalized_qvalues`.
     """
-    del depth
     parent_visits = tree_lib.gather_nodes(tree.node_visits, node).astype(jnp.float32)[:, None]
     pb_c = pb_c_init + jnp.log((parent_visits + pb_c_base + 1.0) / pb_c_base)
     exploration = (pb_c * jnp.sqrt(parent_visits) * stats.priors
@@ -90,13 +103,13 @@ def puct_scores(tree: tree_lib.Tree, node: chex.Array, depth: chex.Array,
     return jnp.where(stats.legal, scores, -jnp.inf)
 
 
-def make_uct(uct_c: float) -> ScoreFn:
-    return functools.partial(uct_scores, uct_c=uct_c)
+def make_uct(uct_c: float) -> Rules:
+    return everywhere(functools.partial(uct_scores, uct_c=uct_c))
 
 
-def make_puct(pb_c_init: float, pb_c_base: float, q_transform: str) -> ScoreFn:
-    return functools.partial(puct_scores, pb_c_init=pb_c_init, pb_c_base=pb_c_base,
-                             q_transform=q_transform)
+def make_puct(pb_c_init: float, pb_c_base: float, q_transform: str) -> Rules:
+    return everywhere(functools.partial(puct_scores, pb_c_init=pb_c_init, pb_c_base=pb_c_base,
+                                        q_transform=q_transform))
 
 
 # ---------------------------------------------------------------------------
@@ -177,39 +190,37 @@ def gumbel_interior_scores(tree: tree_lib.Tree, node: chex.Array,
     return jnp.where(stats.legal, improved - share, -jnp.inf)
 
 
-def gumbel_root_scores(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats,
-                       gumbel: chex.Array, visits_this_search: chex.Array,
-                       target_visits: chex.Array, *, value_scale: float,
+def gumbel_root_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenStats,
+                       *, gumbel: chex.Array, root_visits_before: chex.Array,
+                       target_visits: chex.Array, value_scale: float,
                        maxvisit_init: float) -> chex.Array:
-    """Sequential halving at the root: among the actions whose visits in this
-    search equal `target_visits` [B], the best `g + log P + sigma(completed Q)`."""
-    root = jnp.zeros((tree.batch_size,), jnp.int32)
+    """Sequential halving at the root (`node` is every row's root): among the
+    actions whose visits in this search (`stats.visits - root_visits_before`)
+    equal `target_visits` [B], the best `g + log P + sigma(completed Q)`."""
     score = gumbel + prior_logits(stats) + completed_qvalues(
-        tree, root, stats, value_scale=value_scale, maxvisit_init=maxvisit_init)
+        tree, node, stats, value_scale=value_scale, maxvisit_init=maxvisit_init)
+    visits_this_search = stats.visits - root_visits_before
     eligible = stats.legal & (visits_this_search == target_visits[:, None])
     return jnp.where(eligible, jnp.maximum(score, -1e9), -jnp.inf)
 
 
 def make_gumbel(simulation_index: chex.Array, table: chex.Array, num_considered: chex.Array,
-                gumbel: chex.Array, baseline_visits: chex.Array, *, value_scale: float,
-                maxvisit_init: float) -> ScoreFn:
-    """The Gumbel MuZero rule for one simulation.
+                gumbel: chex.Array, root_visits_before: chex.Array, *, value_scale: float,
+                maxvisit_init: float) -> Rules:
+    """The Gumbel MuZero rules for one simulation.
 
     Args:
       simulation_index: traced int, which simulation of this search.
       table: `halving_table(max_considered, num_simulations)`.
       num_considered: [B] int32, min(max_num_considered_actions, legal actions).
       gumbel: [B, K] Gumbel noise of the root slots (0 where illegal).
-      baseline_visits: [B, K] root child visits before this search (a reused
-        tree): sequential halving counts only the visits of this search.
+      root_visits_before: [B, K] root child visits before this search (a
+        reused tree): sequential halving counts only the visits of this search.
     """
-    target = table[num_considered, simulation_index]
-
-    def scores(tree, node, depth, stats):
-        interior = gumbel_interior_scores(tree, node, stats, value_scale=value_scale,
-                                          maxvisit_init=maxvisit_init)
-        root = gumbel_root_scores(tree, stats, gumbel, stats.visits - baseline_visits, target,
-                                  value_scale=value_scale, maxvisit_init=maxvisit_init)
-        return jnp.where((depth == 0)[:, None], root, interior)
-
-    return scores
+    at_root = functools.partial(
+        gumbel_root_scores, gumbel=gumbel, root_visits_before=root_visits_before,
+        target_visits=table[num_considered, simulation_index], value_scale=value_scale,
+        maxvisit_init=maxvisit_init)
+    below_root = functools.partial(gumbel_interior_scores, value_scale=value_scale,
+                                   maxvisit_init=maxvisit_init)
+    return Rules(at_root=at_root, below_root=below_root)
