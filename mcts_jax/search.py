@@ -116,7 +116,11 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
         else jnp.ones((batch_size,), jnp.bool_),
         expand=jnp.zeros((batch_size,), jnp.bool_),
     )
-    state = step(state, rules.at_root)
+    if rules.at_root is not rules.below_root:
+        # The root step outside the loop, so the loop body holds one rule
+        # (when both are one function the loop serves the root too: a
+        # smaller program to compile).
+        state = step(state, rules.at_root)
     state = jax.lax.while_loop(cond, lambda state: step(state, rules.below_root), state)
     return LeafChoice(node=state["node"], slot=state["slot"], expand=state["expand"])
 
