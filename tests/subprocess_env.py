@@ -2,6 +2,8 @@
 
 import os
 
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 # tests/conftest.py starts this process's XLA backend with extra flags (no LLVM
 # optimisation: test programs are small and compiling dominates) and records
 # them here; the process's own XLA_FLAGS keep the caller's value.
@@ -21,3 +23,11 @@ def compiled_like_this_process(*extra_xla_flags: str, **variables: str) -> dict:
     env = dict(os.environ, **variables)
     env["XLA_FLAGS"] = " ".join([flags, *extra_xla_flags]).strip()
     return env
+
+
+def pythonpath_with_repo() -> str:
+    """PYTHONPATH for a subprocess that imports the repository's top-level
+    packages (mcts_jax, envs) without `pip install -e .`: the repository root,
+    then the caller's non-empty entries (the root once, however often called)."""
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return os.pathsep.join([REPO_ROOT] + [p for p in paths if p != REPO_ROOT])

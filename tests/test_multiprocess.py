@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 
-from subprocess_env import compiled_like_this_process
+from subprocess_env import compiled_like_this_process, pythonpath_with_repo
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -25,8 +25,7 @@ def test_two_processes_agree(tmp_path):
     port = free_port()
     env = compiled_like_this_process(
         "--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu",
-        PYTHONPATH=os.pathsep.join(
-            [os.path.dirname(HERE)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+        PYTHONPATH=pythonpath_with_repo())
     for name in ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID",
                  "MCTS_JAX_DISTRIBUTED"):
         env.pop(name, None)

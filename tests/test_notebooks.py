@@ -17,6 +17,7 @@ import sys
 import time
 
 import pytest
+from subprocess_env import pythonpath_with_repo
 
 nbformat = pytest.importorskip("nbformat") if __name__ != "__main__" else __import__("nbformat")
 nbclient = pytest.importorskip("nbclient") if __name__ != "__main__" else __import__("nbclient")
@@ -35,9 +36,7 @@ def execute(name: str):
     notebook = nbformat.read(path, as_version=4)
     # The kernel inherits this environment: make the repository importable even
     # without `pip install -e .` (the kernel starts in notebooks/).
-    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
-    if ROOT not in paths:
-        os.environ["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in paths if p])
+    os.environ["PYTHONPATH"] = pythonpath_with_repo()
     client = nbclient.NotebookClient(notebook, timeout=CELL_TIMEOUT_S, kernel_name="python3",
                                      resources={"metadata": {"path": NOTEBOOK_DIR}})
     client.execute()

@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 import pytest
-from subprocess_env import compiled_like_this_process
+from subprocess_env import compiled_like_this_process, pythonpath_with_repo
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPECTED = ["errors", "search_uct", "search_alphazero", "search_gumbel_compact_reuse",
@@ -32,8 +32,7 @@ def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("sharding") / "results.json"
     env = compiled_like_this_process(
         "--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu",
-        PYTHONPATH=os.pathsep.join(
-            [os.path.dirname(HERE)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+        PYTHONPATH=pythonpath_with_repo())
     env.pop("SHARDING_CHECKS", None)
     run = subprocess.run([sys.executable, os.path.join(HERE, "sharding_checks.py"), str(out)],
                          env=env, capture_output=True, text=True, timeout=900)
