@@ -3,15 +3,34 @@
 from mcts_jax import memory, visualize
 from mcts_jax.base import (PolicyOutput, RecurrentFn, RecurrentFnOutput, RootFnOutput,
                            SearchSummary)
-from mcts_jax.policies import alphazero_policy, gumbel_policy, uct_policy
+from mcts_jax.mctx_policies import gumbel_muzero_policy, muzero_policy
+from mcts_jax.options import SearchOptions
+from mcts_jax.policies import alphazero_policy, gumbel_policy, rule_policy, uct_policy
+from mcts_jax.qtransforms import (mixed_value, qtransform_by_min_max,
+                                  qtransform_by_parent_and_siblings,
+                                  qtransform_completed_by_mix_value, qtransform_raw)
 from mcts_jax.reuse import get_subtree, reset_tree, select_rows
-from mcts_jax.tree import ILLEGAL, UNEXPANDED, Tree
+from mcts_jax.selection import (GumbelExtraData, Rules, gumbel_interior_scores,
+                                gumbel_root_scores, halving_scores, prior_logits, puct_scores,
+                                tie_break_noise, uct_scores)
+from mcts_jax.tree import ILLEGAL, UNEXPANDED, ChildrenStats, Tree, children_stats
+from mcts_jax.tree_search import search
 from mcts_jax import sharding
 
 __version__ = "0.1.0"
 
 __all__ = [
+    # the callback contract and outputs
     "PolicyOutput", "RecurrentFn", "RecurrentFnOutput", "RootFnOutput", "SearchSummary",
-    "Tree", "UNEXPANDED", "ILLEGAL", "alphazero_policy", "gumbel_policy", "uct_policy", "get_subtree",
-    "reset_tree", "select_rows",
+    "Tree", "ChildrenStats", "children_stats", "UNEXPANDED", "ILLEGAL",
+    # the composable search, its rules and Q transforms
+    "search", "SearchOptions", "Rules", "uct_scores", "puct_scores", "tie_break_noise",
+    "gumbel_root_scores", "gumbel_interior_scores", "halving_scores", "prior_logits",
+    "GumbelExtraData", "qtransform_by_min_max", "qtransform_by_parent_and_siblings",
+    "qtransform_completed_by_mix_value", "qtransform_raw", "mixed_value",
+    # policies (ours, then mctx's signatures)
+    "uct_policy", "alphazero_policy", "gumbel_policy", "rule_policy", "muzero_policy",
+    "gumbel_muzero_policy",
+    # subtree reuse
+    "get_subtree", "reset_tree", "select_rows",
 ]

@@ -24,7 +24,7 @@ import dataclasses
 import functools
 import math
 import time
-from typing import Any, Dict, Hashable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Hashable, List, Optional, Sequence, Tuple, Union
 
 import jax
 import jax.numpy as jnp
@@ -68,42 +68,51 @@ class PolicyPlayer:
 class SearchPlayer:
     """A search with `evaluator` at the leaves.
 
-    policy: "uct", "alphazero" or "gumbel". `greedy` plays the most visited
-    move (alphazero / uct, no root noise) or Gumbel's choice with
-    `gumbel_scale` 0; otherwise alphazero samples from the visit counts and
-    Gumbel keeps its noise.
+    policy: "uct", "alphazero", "gumbel", or any policy function (a built-in,
+    `mcts_jax.rule_policy(my_rule)`, the user's own with the policies'
+    signature). For the names, `greedy` plays the most visited move
+    (alphazero / uct, no root noise) or Gumbel's choice with `gumbel_scale`
+    0; otherwise alphazero samples from the visit counts and Gumbel keeps
+    its noise. A function gets `invalid_actions`, `max_nodes` and
+    `options` (a tuple of (name, value) pairs, hashable) and decides itself.
     """
 
     evaluator: Any
-    policy: str = "alphazero"
+    policy: Union[str, Callable] = "alphazero"
     num_simulations: int = 64
     greedy: bool = True
     max_nodes: Optional[int] = None
     considered_actions: int = 16
     uct_c: float = 1.4
+    options: Tuple[Tuple[str, Any], ...] = ()
+
+    def policy_and_options(self, game) -> Tuple[Callable, Dict[str, Any]]:
+        """The policy function and its keyword options for this player."""
+        options = dict(self.options)
+        if self.max_nodes is not None:
+            options["max_nodes"] = self.max_nodes
+        if callable(self.policy):
+            return self.policy, options
+        sampled = dict(final_action="most_visited" if self.greedy else "sampled",
+                       temperature=0.0 if self.greedy else 1.0)
+        if self.policy == "uct":
+            return mcts_jax.uct_policy, dict(uct_c=self.uct_c, **sampled, **options)
+        if self.policy == "alphazero":
+            return mcts_jax.alphazero_policy, dict(
+                dirichlet_fraction=0.0 if self.greedy else 0.25, **sampled, **options)
+        if self.policy == "gumbel":
+            return mcts_jax.gumbel_policy, dict(
+                max_num_considered_actions=min(self.considered_actions, game.num_actions),
+                gumbel_scale=0.0 if self.greedy else 1.0, **options)
+        raise ValueError(f"policy must be 'uct', 'alphazero', 'gumbel' or a policy function, "
+                         f"got {self.policy!r}")
 
     def search(self, params, rng_key, game, states) -> mcts_jax.PolicyOutput:
         root_key, search_key = jax.random.split(rng_key)
         root, invalid = game.root(params, root_key, states, self.evaluator)
-        recurrent_fn = game.recurrent_fn(self.evaluator)
-        common = dict(invalid_actions=invalid, max_nodes=self.max_nodes)
-        if self.policy == "uct":
-            return mcts_jax.uct_policy(params, search_key, root, recurrent_fn,
-                                       self.num_simulations, uct_c=self.uct_c,
-                                       final_action="most_visited" if self.greedy else "sampled",
-                                       temperature=0.0 if self.greedy else 1.0, **common)
-        if self.policy == "alphazero":
-            return mcts_jax.alphazero_policy(
-                params, search_key, root, recurrent_fn, self.num_simulations,
-                dirichlet_fraction=0.0 if self.greedy else 0.25,
-                final_action="most_visited" if self.greedy else "sampled",
-                temperature=0.0 if self.greedy else 1.0, **common)
-        if self.policy == "gumbel":
-            return mcts_jax.gumbel_policy(
-                params, search_key, root, recurrent_fn, self.num_simulations,
-                max_num_considered_actions=min(self.considered_actions, game.num_actions),
-                gumbel_scale=0.0 if self.greedy else 1.0, **common)
-        raise ValueError(f"policy must be 'uct', 'alphazero' or 'gumbel', got {self.policy!r}")
+        policy, options = self.policy_and_options(game)
+        return policy(params, search_key, root, game.recurrent_fn(self.evaluator),
+                      self.num_simulations, invalid_actions=invalid, **options)
 
     def __call__(self, params, rng_key, game, states):
         return self.search(params, rng_key, game, states).action

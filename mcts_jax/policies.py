@@ -1,17 +1,24 @@
-"""The public policies: build the root, run the search, choose the action.
+"""The public policies: a root setup, `search`, and a final action.
+
+    uct_policy        no root setup          UCB1 everywhere       most visited / sampled
+    alphazero_policy  Dirichlet root noise   PUCT everywhere       most visited / sampled
+    gumbel_policy     Gumbel noise           halving at the root,  Gumbel's choice
+                      (tree.extra_data)      deterministic below
 
 Each policy validates its arguments in Python, then runs one compiled function
-(`jax.jit` with the callbacks and configuration static), so a second call with
-the same shapes, the same `recurrent_fn` object and the same options never
-recompiles. The policies can also be called inside the user's own `jit`.
-They are batched already: call them on [B, ...] inputs, do not `vmap` them.
+(`jax.jit` with the callbacks, the options record and the policy's settings
+static), so a second call with the same shapes, the same `recurrent_fn`
+object and equal options never recompiles. The policies can also be called
+inside the user's own `jit`. They are batched already: call them on
+[B, ...] inputs, do not `vmap` them. mctx's own signatures are in
+`mctx_policies.py`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Optional, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 import chex
 import jax
@@ -20,46 +27,14 @@ import numpy as np
 from jax.experimental import checkify
 
 from mcts_jax import base
-from mcts_jax import reuse
-from mcts_jax import search
+from mcts_jax import phases
 from mcts_jax import selection
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
-
-
-@dataclasses.dataclass(frozen=True)
-class SearchConfig:
-    """Static (hashable) options of one search; part of the compilation key."""
-
-    rule: str  # "uct" or "puct"
-    num_simulations: int
-    max_nodes: int
-    max_depth: Optional[int]
-    final_action: str
-    value_range: Tuple[float, float]
-    uct_c: float = 1.4
-    pb_c_init: float = 1.25
-    pb_c_base: float = 19652.0
-    q_transform: str = "parent_and_siblings"
-    dirichlet_fraction: float = 0.0
-    dirichlet_alpha: float = 0.3
-    solver: bool = False
-    expand_all: bool = False
-    max_children: Optional[int] = None
-    replay_embeddings: bool = False
-    max_num_considered_actions: int = 16
-    gumbel_scale: float = 1.0
-    value_scale: float = 0.1
-    maxvisit_init: float = 50.0
-
-    def rules(self) -> selection.Rules:
-        if self.rule == "uct":
-            return selection.make_uct(self.uct_c)
-        return selection.make_puct(self.pb_c_init, self.pb_c_base, self.q_transform)
-
-    def completed_q(self, tree, node, stats):
-        return selection.completed_qvalues(tree, node, stats, value_scale=self.value_scale,
-                                           maxvisit_init=self.maxvisit_init)
+from mcts_jax.options import SearchOptions, Static, make_options
+from mcts_jax.qtransforms import (check_tree_function, qtransform_by_parent_and_siblings,
+                                  qtransform_completed_by_mix_value, qtransform_raw)
+from mcts_jax.tree_search import make_rules, run_compiled, search_body
 
 
 def root_priors_with_noise(rng_key: chex.PRNGKey, prior_logits: chex.Array, legal: chex.Array,
@@ -74,6 +49,11 @@ def root_priors_with_noise(rng_key: chex.PRNGKey, prior_logits: chex.Array, lega
     noise = gammas / jnp.maximum(jnp.sum(gammas, axis=-1, keepdims=True),
                                  jnp.finfo(jnp.float32).tiny)
     return (1.0 - dirichlet_fraction) * priors + dirichlet_fraction * noise
+
+
+def probabilities_to_logits(probs: chex.Array) -> chex.Array:
+    """log(p), the lowest finite log where p is 0 (so softmax gives p back)."""
+    return jnp.log(jnp.maximum(probs, jnp.finfo(probs.dtype).tiny))
 
 
 def choose_action(rng_key: chex.PRNGKey, tree: tree_lib.Tree, final_action: str,
@@ -98,7 +78,7 @@ def choose_action(rng_key: chex.PRNGKey, tree: tree_lib.Tree, final_action: str,
     qvalues = in_actions(stats.qvalues, 0.0)
     allowed = in_actions(stats.legal, False)
     if solver:
-        proven_loss = in_actions(stats.solved & (stats.solved_qvalues <= -search.PROVEN_WIN),
+        proven_loss = in_actions(stats.solved & (stats.solved_qvalues <= -phases.PROVEN_WIN),
                                  False)
         not_losing = allowed & ~proven_loss
         allowed = jnp.where(jnp.any(not_losing, axis=-1, keepdims=True), not_losing, allowed)
@@ -132,139 +112,141 @@ def play_proven(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats,
     proven_q = tree_lib.slots_to_actions(tree, root, stats.solved_qvalues, 0.0)
     visits = tree_lib.slots_to_actions(tree, root, stats.visits, 0)
     best_proven = jnp.argmax(jnp.where(proven, proven_q + 1e-6 * visits, -jnp.inf), axis=-1)
-    has_win = jnp.any(proven & (proven_q >= search.PROVEN_WIN), axis=-1)
+    has_win = jnp.any(proven & (proven_q >= phases.PROVEN_WIN), axis=-1)
     return jnp.where(has_win | tree.solved[:, tree_lib.ROOT_INDEX], best_proven, action)
 
 
-def gumbel_action(tree: tree_lib.Tree, gumbel: chex.Array, baseline_visits: chex.Array,
-                  config: SearchConfig) -> tuple[chex.Array, chex.Array]:
-    """Gumbel MuZero's choice and policy target.
+# ---- Gumbel: root noise in extra_data, halving at the root --------------------------------
+
+def gumbel_action(tree: tree_lib.Tree, qtransform: Callable,
+                  solver: bool) -> tuple[chex.Array, chex.Array]:
+    """Gumbel MuZero's choice and policy target, from a tree whose
+    `extra_data` is `GumbelExtraData`.
 
     Returns:
       action [B]: among the root actions visited most in this search (the
         last survivors of sequential halving), the best
-        `g + log P + sigma(completed Q)`.
+        `g + log P + qtransform(Q)`.
       action_weights [B, A]: the improved policy
-        `softmax(log P + sigma(completed Q))` over the legal actions.
+        `softmax(log P + qtransform(Q))` over the legal actions.
     """
     root = jnp.zeros((tree.batch_size,), jnp.int32)
     stats = tree_lib.children_stats(tree, root)
-    completed = config.completed_q(tree, root, stats)
+    completed = qtransform(tree, root, stats)
     logits = selection.prior_logits(stats)
-    visits_this_search = stats.visits - baseline_visits
+    gumbel = selection.at_root_slots(tree, stats, tree.extra_data.root_gumbel)
+    visits_this_search = stats.visits - selection.at_root_slots(tree, stats,
+                                                      tree.extra_data.root_visits_before)
     most = jnp.max(jnp.where(stats.legal, visits_this_search, -1), axis=-1)
     survivors = stats.legal & (visits_this_search == most[:, None])
     slot = jnp.argmax(jnp.where(survivors, gumbel + logits + completed, -jnp.inf), axis=-1)
-    action = tree_lib.slot_actions(tree, root)[tree_lib.batch_rows(tree.batch_size), slot]
-    if config.solver:
+    action = stats.actions[tree_lib.batch_rows(tree.batch_size), slot]
+    if solver:
         action = play_proven(tree, stats, action)
     improved = jax.nn.softmax(jnp.where(stats.legal, logits + completed, -jnp.inf), axis=-1)
     return action.astype(jnp.int32), tree_lib.slots_to_actions(tree, root, improved, 0.0)
 
 
-def start_tree(noise_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
-               config: SearchConfig, tree: Optional[tree_lib.Tree]) -> tree_lib.Tree:
-    """The tree a search starts from: a fresh root per row, or, where `tree`
-    has a non-empty row, that row continued.
+# ---- the policies' settings and bodies ----------------------------------------------------
 
-    A continued root keeps its visits, values, child slots and subtree, but
-    its priors are replaced by `root.prior_logits` with fresh Dirichlet
-    noise: noise drawn once per move, as in a fresh search, so exploration at
-    the root does not fade with inherited visits. With replayed embeddings,
-    a continued root also takes `root.embedding` as its state.
-    """
-    batch_size, num_actions = root.prior_logits.shape
-    legal = (jnp.ones((batch_size, num_actions), jnp.bool_) if invalid_actions is None
-             else ~invalid_actions)
-    priors = root_priors_with_noise(noise_key, root.prior_logits, legal,
-                                    config.dirichlet_fraction, config.dirichlet_alpha)
-    root_value = tree_lib.to_internal_scale(root.value.astype(jnp.float32), config.value_range)
-    fresh = tree_lib.init_tree(root_value, priors, legal, root.embedding, config.max_nodes,
-                               config.value_range, max_children=config.max_children,
-                               slot_key=search.slot_key(noise_key),
-                               replay_embeddings=config.replay_embeddings)
-    if tree is None:
-        return fresh
-    root_index = jnp.zeros((batch_size,), jnp.int32)
-    slot_actions = jnp.minimum(tree_lib.slot_actions(tree, root_index), num_actions - 1)
-    slot_priors = jnp.where(tree.children[:, tree_lib.ROOT_INDEX] == tree_lib.ILLEGAL, 0.0,
-                            jnp.take_along_axis(priors, slot_actions, axis=1))
-    slot_priors = jnp.where(
-        tree.pruned[:, tree_lib.ROOT_INDEX, None],
-        slot_priors / jnp.maximum(jnp.sum(slot_priors, axis=-1, keepdims=True),
-                                  jnp.finfo(jnp.float32).tiny),
-        slot_priors)
-    continued = tree.replace(priors=tree.priors.at[:, tree_lib.ROOT_INDEX].set(slot_priors))
-    if tree.replay_embeddings:
-        continued = continued.replace(embeddings=fresh.embeddings)
-    return reuse.select_rows(tree.num_nodes > 0, continued, fresh)
+@dataclasses.dataclass(frozen=True)
+class RulesSettings:
+    rules: selection.Rules  # of Static functions
+    final_action: str
 
 
-def _with_result_checks(recurrent_fn: base.RecurrentFn) -> base.RecurrentFn:
-    """recurrent_fn with trace-time checks of what it returns (pure Python:
-    the compiled search is the same)."""
-    def checked(params, rng_key, action, embedding):
-        result = recurrent_fn(params, rng_key, action, embedding)
-        validation.check_recurrent_result(result, embedding)
-        return result
-
-    return checked
+@dataclasses.dataclass(frozen=True)
+class AlphaZeroSettings:
+    rule: Static
+    dirichlet_fraction: float
+    dirichlet_alpha: float
+    final_action: str
 
 
-def _policy_body(params, rng_key, root: base.RootFnOutput, invalid_actions, temperature,
-                 tree: Optional[tree_lib.Tree], *, recurrent_fn: base.RecurrentFn,
-                 config: SearchConfig) -> base.PolicyOutput:
-    recurrent_fn = _with_result_checks(recurrent_fn)
+@dataclasses.dataclass(frozen=True)
+class GumbelSettings:
+    max_num_considered_actions: int
+    gumbel_scale: float
+    qtransform: Static
+
+
+def rules_body(params, rng_key, root, invalid_actions, temperature, tree, *, recurrent_fn,
+               options: SearchOptions, settings: RulesSettings) -> base.PolicyOutput:
+    """The search with the given rules (UCT, or a user's), then the final action."""
+    search_key, action_key = jax.random.split(rng_key)
+    tree = search_body(params, search_key, root, invalid_actions, tree, None,
+                       recurrent_fn=recurrent_fn, rules=settings.rules, options=options)
+    action = choose_action(action_key, tree, settings.final_action, temperature, options.solver)
+    return base.PolicyOutput(action=action, action_weights=tree.summary().visit_probs,
+                             search_tree=tree)
+
+
+def alphazero_body(params, rng_key, root, invalid_actions, temperature, tree, *, recurrent_fn,
+                   options: SearchOptions, settings: AlphaZeroSettings) -> base.PolicyOutput:
+    """AlphaZero: Dirichlet noise over the legal root actions, the search,
+    then the final action."""
     noise_key, search_key, action_key = jax.random.split(rng_key, 3)
-    tree = start_tree(noise_key, root, invalid_actions, config, tree)
-    run = functools.partial(search.run_simulations, params, search_key, recurrent_fn=recurrent_fn,
-                            num_simulations=config.num_simulations, max_depth=config.max_depth,
-                            solver=config.solver, expand_all_children=config.expand_all)
-    if config.rule != "gumbel":
-        rules = config.rules()
-        tree = run(tree=tree, rules_for=lambda _: rules)
-        action = choose_action(action_key, tree, config.final_action, temperature, config.solver)
-        return base.PolicyOutput(action=action, action_weights=tree.summary().visit_probs,
-                                 search_tree=tree)
+    if settings.dirichlet_fraction != 0.0:  # 0: the root is searched as given
+        legal = (jnp.ones(root.prior_logits.shape, jnp.bool_) if invalid_actions is None
+                 else ~invalid_actions)
+        priors = root_priors_with_noise(noise_key, root.prior_logits, legal,
+                                        settings.dirichlet_fraction, settings.dirichlet_alpha)
+        root = root.replace(prior_logits=probabilities_to_logits(priors))
+    tree = search_body(params, search_key, root, invalid_actions, tree, None,
+                       recurrent_fn=recurrent_fn, rules=selection.everywhere(settings.rule),
+                       options=options)
+    action = choose_action(action_key, tree, settings.final_action, temperature, options.solver)
+    return base.PolicyOutput(action=action, action_weights=tree.summary().visit_probs,
+                             search_tree=tree)
 
-    root_index = jnp.zeros((tree.batch_size,), jnp.int32)
-    root_stats = tree_lib.children_stats(tree, root_index)
-    # Drawn in action space from split(rng_key)[1], as mctx.gumbel_muzero_policy
-    # draws it, so that equal keys give both libraries equal noise.
-    gumbel_key = jax.random.split(rng_key)[1]
-    gumbel = config.gumbel_scale * jax.random.gumbel(gumbel_key, root.prior_logits.shape)
-    gumbel = jnp.where(root_stats.legal, jnp.take_along_axis(
-        gumbel, jnp.minimum(tree_lib.slot_actions(tree, root_index), tree.num_actions - 1),
-        axis=1), 0.0)
-    num_considered = jnp.minimum(config.max_num_considered_actions,
-                                 jnp.sum(root_stats.legal, axis=-1)).astype(jnp.int32)
-    table = selection.halving_table(config.max_num_considered_actions, config.num_simulations)
 
-    def rules_for(simulation_index):
-        return selection.make_gumbel(simulation_index, table, num_considered, gumbel,
-                                     root_stats.visits, value_scale=config.value_scale,
-                                     maxvisit_init=config.maxvisit_init)
-
-    tree = run(tree=tree, rules_for=rules_for)
-    action, action_weights = gumbel_action(tree, gumbel, root_stats.visits, config)
+def gumbel_body(params, rng_key, root, invalid_actions, temperature, tree, *, recurrent_fn,
+                options: SearchOptions, settings: GumbelSettings) -> base.PolicyOutput:
+    """Gumbel MuZero: Gumbel noise into `extra_data`, halving at the root,
+    the deterministic rule below, Gumbel's choice. Keys as mctx splits them."""
+    del temperature
+    search_key, gumbel_key = jax.random.split(rng_key)
+    gumbel = settings.gumbel_scale * jax.random.gumbel(gumbel_key, root.prior_logits.shape)
+    visits_before = jnp.zeros(root.prior_logits.shape, jnp.int32)
+    if tree is not None:
+        root_index = jnp.zeros((tree.batch_size,), jnp.int32)
+        earlier = tree_lib.slots_to_actions(
+            tree, root_index, tree_lib.children_stats(tree, root_index).visits, 0)
+        visits_before = jnp.where((tree.num_nodes > 0)[:, None], earlier, 0)
+    extra = selection.GumbelExtraData(root_gumbel=gumbel, root_visits_before=visits_before)
+    rules = selection.Rules(
+        at_root=functools.partial(selection.gumbel_root_scores, num_simulations=options.num_simulations,
+                                  max_num_considered_actions=settings.max_num_considered_actions,
+                                  qtransform=settings.qtransform),
+        below_root=functools.partial(selection.gumbel_interior_scores,
+                                     qtransform=settings.qtransform))
+    tree = search_body(params, search_key, root, invalid_actions, tree, extra,
+                       recurrent_fn=recurrent_fn, rules=rules, options=options)
+    action, action_weights = gumbel_action(tree, settings.qtransform, options.solver)
     return base.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
 
 
-# The compiled search (checks "host" and "off"): one compilation per shapes,
-# recurrent_fn object and SearchConfig.
-_run_policy = jax.jit(_policy_body, static_argnames=("recurrent_fn", "config"))
+def _policy_static(params, rng_key, root, invalid_actions, temperature, tree, *, body,
+                   recurrent_fn, options, settings):
+    return body(params, rng_key, root, invalid_actions, temperature, tree,
+                recurrent_fn=recurrent_fn, options=options, settings=settings)
 
 
-@functools.partial(jax.jit, static_argnames=("recurrent_fn", "config"))
-def _run_policy_checkified(params, rng_key, root: base.RootFnOutput, invalid_actions,
-                           temperature, tree: Optional[tree_lib.Tree], *,
-                           recurrent_fn: base.RecurrentFn, config: SearchConfig):
+# The compiled policies (checks "host" and "off"): one compilation per body,
+# shapes, recurrent_fn object, options and settings.
+_policy_compiled = jax.jit(_policy_static,
+                           static_argnames=("body", "recurrent_fn", "options", "settings"))
+
+
+@functools.partial(jax.jit, static_argnames=("body", "recurrent_fn", "options", "settings"))
+def _policy_checkified(params, rng_key, root, invalid_actions, temperature, tree, *, body,
+                       recurrent_fn, options, settings):
     """checks="checkify": the same search with the value checks compiled in;
     returns (checkify error, PolicyOutput)."""
     def checked(params, rng_key, root, invalid_actions, temperature, tree):
         validation.checkify_root(root, invalid_actions, temperature)
-        out = _policy_body(params, rng_key, root, invalid_actions, temperature, tree,
-                           recurrent_fn=recurrent_fn, config=config)
+        out = body(params, rng_key, root, invalid_actions, temperature, tree,
+                   recurrent_fn=recurrent_fn, options=options, settings=settings)
         validation.checkify_tree(out.search_tree)
         return out
 
@@ -272,51 +254,61 @@ def _run_policy_checkified(params, rng_key, root: base.RootFnOutput, invalid_act
         params, rng_key, root, invalid_actions, temperature, tree)
 
 
-def _policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions, max_depth,
-            max_nodes, temperature, final_action, value_range, tree, solver, expand_all,
-            max_children, replay_embeddings, checks, **rule_options):
-    checks = validation.check_mode(checks)
+def run_policy(body: Callable, params, rng_key, root, recurrent_fn, invalid_actions,
+               temperature, tree, options: SearchOptions, settings, checks: str
+               ) -> base.PolicyOutput:
+    """Validates the key and callback, then runs `body` compiled (or inline
+    inside the caller's trace when the settings bind traced values)."""
     validation.check_rng_key(rng_key)
-    batch_size, num_actions = validation.check_root(root, invalid_actions,
-                                                    values=checks == "host")
     if not callable(recurrent_fn):
         raise TypeError(f"recurrent_fn must be callable, got {type(recurrent_fn).__name__}")
-    if tree is not None and not isinstance(tree, tree_lib.Tree):
-        raise TypeError(f"tree must be a mcts_jax.Tree or None, got {type(tree).__name__}")
-    solver = validation.check_flag("solver", solver)
-    expand_all = validation.check_flag("expand_all", expand_all)
-    if tree is not None and max_nodes is None:
-        max_nodes = tree.max_nodes
-    if tree is not None and max_children is None:
-        max_children = tree.max_children
-    if tree is not None and not replay_embeddings:
-        replay_embeddings = tree.replay_embeddings
-    max_children = validation.check_layout(max_children, replay_embeddings, num_actions)
-    if max_nodes is None and expand_all:
-        max_nodes = num_simulations * (max_children or num_actions) + 1
-    max_nodes = validation.check_search_args(num_simulations, max_nodes, max_depth,
-                                             final_action, temperature, value_range,
-                                             continuing=tree is not None,
-                                             values=checks == "host")
-    value_range = tuple(float(v) for v in value_range)
-    if tree is not None:
-        validation.check_tree(tree, root, batch_size, num_actions, max_nodes, value_range,
-                              max_children, bool(replay_embeddings))
-    config = SearchConfig(num_simulations=int(num_simulations), max_nodes=max_nodes,
-                          max_depth=None if max_depth is None else int(max_depth),
-                          final_action=final_action, value_range=value_range,
-                          solver=bool(solver), expand_all=bool(expand_all),
-                          max_children=max_children,
-                          replay_embeddings=bool(replay_embeddings), **rule_options)
+    checks = validation.check_mode(checks)
     temperature = jnp.asarray(temperature, jnp.float32)
-    if checks != "checkify":
-        return _run_policy(params, rng_key, root, invalid_actions, temperature, tree,
-                           recurrent_fn=recurrent_fn, config=config)
-    error, out = _run_policy_checkified(params, rng_key, root, invalid_actions, temperature,
-                                        tree, recurrent_fn=recurrent_fn, config=config)
-    validation.raise_or_stage(error)
-    return out
+    compiled = _policy_checkified if checks == "checkify" else _policy_compiled
+    return run_compiled(compiled, _policy_static,
+                        (params, rng_key, root, invalid_actions, temperature, tree),
+                        dict(body=body, recurrent_fn=Static(recurrent_fn), options=options,
+                             settings=settings), checks)
 
+
+def static_number(name: str, value: Any, **bounds) -> Any:
+    """A policy constant: checked and made a Python float when concrete; a
+    traced value (inside the caller's jit) is kept as it is."""
+    if isinstance(value, jax.core.Tracer):
+        return value
+    return validation.check_number(name, value, **bounds)
+
+
+Q_TRANSFORM_NAMES = {"parent_and_siblings": qtransform_by_parent_and_siblings,
+                     "raw": qtransform_raw}
+
+
+def resolve_qtransform(qtransform: Optional[Callable], q_transform: Optional[str],
+                       default: Callable) -> Callable:
+    """`qtransform=` (a function) or the older `q_transform=` name."""
+    if q_transform is not None:
+        if qtransform is not None:
+            raise ValueError("give qtransform (a function) or q_transform (a name), not both")
+        if not isinstance(q_transform, str) or q_transform not in Q_TRANSFORM_NAMES:
+            raise ValueError(f"q_transform must be one of {tuple(Q_TRANSFORM_NAMES)}, got "
+                             f"{q_transform!r}; or pass qtransform=<function>")
+        return Q_TRANSFORM_NAMES[q_transform]
+    qtransform = default if qtransform is None else qtransform
+    check_tree_function(qtransform, "qtransform",
+                        "functools.partial(mcts_jax.qtransform_by_min_max, min_value=-1.0, "
+                        "max_value=1.0)")
+    return qtransform
+
+
+def check_considered(max_num_considered_actions: Any) -> int:
+    if isinstance(max_num_considered_actions, bool) or not isinstance(
+            max_num_considered_actions, (int, np.integer)) or max_num_considered_actions < 1:
+        raise ValueError(f"max_num_considered_actions must be an int >= 1, got "
+                         f"{max_num_considered_actions!r}")
+    return int(max_num_considered_actions)
+
+
+# ---- the public policies -----------------------------------------------------------------
 
 def uct_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
                recurrent_fn: base.RecurrentFn, num_simulations: int, *,
@@ -410,10 +402,52 @@ def uct_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
       `PolicyOutput(action [B], action_weights [B, A] = root visit
       distribution, search_tree)`.
     """
-    return _policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions,
-                   max_depth, max_nodes, temperature, final_action, value_range, tree, solver,
-                   expand_all, max_children, replay_embeddings, checks, rule="uct",
-                   uct_c=validation.check_number("uct_c", uct_c, low=0.0))
+    options = make_options(root, invalid_actions, num_simulations, tree=tree,
+                           max_depth=max_depth, max_nodes=max_nodes, solver=solver,
+                           expand_all=expand_all, max_children=max_children,
+                           replay_embeddings=replay_embeddings, value_range=value_range,
+                           checks=checks)
+    validation.check_final_action(final_action, temperature, values=checks == "host")
+    rule = Static(functools.partial(selection.uct_scores,
+                                    uct_c=validation.check_number("uct_c", uct_c, low=0.0)))
+    return run_policy(rules_body, params, rng_key, root, recurrent_fn, invalid_actions,
+                      temperature, tree, options,
+                      RulesSettings(rules=selection.everywhere(rule), final_action=final_action),
+                      checks)
+
+
+def rule_policy(root_rule: Callable, interior_rule: Optional[Callable] = None, *,
+                final_action: str = "most_visited") -> Callable:
+    """A policy made of selection rules: `search` with `root_rule` (and
+    `interior_rule` below the root; None: the same rule), then the final
+    action (`final_action` as in `uct_policy`).
+
+    Returns `policy(params, rng_key, root, recurrent_fn, num_simulations, *,
+    invalid_actions=None, final_action=None, temperature=1.0, checks="host",
+    **tree_options) -> PolicyOutput` (final_action None: the one given here) with `action_weights` the root visit distribution: it
+    runs wherever a built-in policy runs (`sharding.search`,
+    `arena.SearchPlayer`, self-play). The tree options are `search`'s.
+
+        ucb1_tuned = mcts_jax.rule_policy(my_rule)
+        out = ucb1_tuned(params, key, root, recurrent_fn, 64, invalid_actions=invalid)
+    """
+    rules = make_rules(root_rule, interior_rule)
+    validation.check_final_action(final_action, 1.0)
+    default_final_action = final_action
+
+    def policy(params, rng_key, root, recurrent_fn, num_simulations, *, invalid_actions=None,
+               final_action=None, temperature=1.0, checks="host",
+               **tree_options) -> base.PolicyOutput:
+        final_action = default_final_action if final_action is None else final_action
+        options = make_options(root, invalid_actions, num_simulations, checks=checks,
+                               **tree_options)
+        validation.check_final_action(final_action, temperature, values=checks == "host")
+        settings = RulesSettings(rules=rules, final_action=final_action)
+        return run_policy(rules_body, params, rng_key, root, recurrent_fn, invalid_actions,
+                          temperature, tree_options.get("tree"), options, settings, checks)
+
+    policy.__name__ = policy.__qualname__ = f"rule_policy({getattr(root_rule, '__name__', 'rule')})"
+    return policy
 
 
 def alphazero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
@@ -425,7 +459,8 @@ def alphazero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.Root
                      pb_c_base: float = 19652.0,
                      dirichlet_fraction: float = 0.25,
                      dirichlet_alpha: float = 0.3,
-                     q_transform: str = "parent_and_siblings",
+                     qtransform: Optional[Callable] = None,
+                     q_transform: Optional[str] = None,
                      final_action: str = "sampled",
                      temperature: float = 1.0,
                      value_range: Tuple[float, float] = (-1.0, 1.0),
@@ -441,27 +476,37 @@ def alphazero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.Root
     `c(N) = pb_c_init + log((N + pb_c_base + 1) / pb_c_base)`. Root priors are
     mixed with Dirichlet noise over the legal actions,
     `(1 - dirichlet_fraction) * P + dirichlet_fraction * Dir(dirichlet_alpha)`;
-    set `dirichlet_fraction=0` for evaluation. `q_transform` is
-    "parent_and_siblings" (min-max normalised as in mctx's muzero_policy) or
-    "raw" (see `selection.normalized_qvalues`). The defaults match
-    `mctx.muzero_policy`, including sampling the action at temperature 1.
+    set `dirichlet_fraction=0` for evaluation. `qtransform` is the Q
+    transform, a function (mctx's `qtransform_by_parent_and_siblings` by
+    default, or `qtransform_by_min_max`, `qtransform_raw`, the user's own,
+    constants bound with `functools.partial`); the older `q_transform`
+    strings "parent_and_siblings" and "raw" name the first and the last. The
+    defaults match `mctx.muzero_policy`, including sampling the action at
+    temperature 1 (`mcts_jax.muzero_policy` is the same search with mctx's
+    signature, root noise and tie-breaking).
 
     The remaining arguments are as in `uct_policy`.
     """
-    if not isinstance(q_transform, str) or q_transform not in selection.Q_TRANSFORMS:
-        raise ValueError(f"q_transform must be one of {selection.Q_TRANSFORMS}, "
-                         f"got {q_transform!r}")
-    return _policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions,
-                   max_depth, max_nodes, temperature, final_action, value_range, tree, solver,
-                   expand_all, max_children, replay_embeddings, checks, rule="puct",
-                   pb_c_init=validation.check_number("pb_c_init", pb_c_init, low=0.0),
-                   pb_c_base=validation.check_number("pb_c_base", pb_c_base, low=0.0,
-                                                     low_inclusive=False),
-                   q_transform=q_transform,
-                   dirichlet_fraction=validation.check_number(
-                       "dirichlet_fraction", dirichlet_fraction, low=0.0, high=1.0),
-                   dirichlet_alpha=validation.check_number(
-                       "dirichlet_alpha", dirichlet_alpha, low=0.0, low_inclusive=False))
+    qtransform = resolve_qtransform(qtransform, q_transform, qtransform_by_parent_and_siblings)
+    options = make_options(root, invalid_actions, num_simulations, tree=tree,
+                           max_depth=max_depth, max_nodes=max_nodes, solver=solver,
+                           expand_all=expand_all, max_children=max_children,
+                           replay_embeddings=replay_embeddings, value_range=value_range,
+                           checks=checks)
+    validation.check_final_action(final_action, temperature, values=checks == "host")
+    rule = functools.partial(
+        selection.puct_scores, qtransform=qtransform,
+        pb_c_init=validation.check_number("pb_c_init", pb_c_init, low=0.0),
+        pb_c_base=validation.check_number("pb_c_base", pb_c_base, low=0.0,
+                                          low_inclusive=False))
+    settings = AlphaZeroSettings(
+        rule=Static(rule), final_action=final_action,
+        dirichlet_fraction=validation.check_number("dirichlet_fraction", dirichlet_fraction,
+                                                   low=0.0, high=1.0),
+        dirichlet_alpha=validation.check_number("dirichlet_alpha", dirichlet_alpha, low=0.0,
+                                                low_inclusive=False))
+    return run_policy(alphazero_body, params, rng_key, root, recurrent_fn, invalid_actions,
+                      temperature, tree, options, settings, checks)
 
 
 def gumbel_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
@@ -473,38 +518,52 @@ def gumbel_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnO
                   gumbel_scale: float = 1.0,
                   value_scale: float = 0.1,
                   maxvisit_init: float = 50.0,
+                  qtransform: Optional[Callable] = None,
                   value_range: Tuple[float, float] = (-1.0, 1.0),
                   tree: Optional[tree_lib.Tree] = None,
                   solver: bool = False,
                   max_children: Optional[int] = None,
                   replay_embeddings: bool = False,
-                  checks: str = "host") -> base.PolicyOutput:
+                  checks: str = "host",
+                  stop_at_terminal: bool = True,
+                  node_per_simulation: bool = False,
+                  loop_fn: Callable = jax.lax.fori_loop) -> base.PolicyOutput:
     """Gumbel MuZero: policy improvement that works with very few simulations.
 
     At the root, Gumbel noise `g` is drawn for every legal action; sequential
     halving spends the budget on the `max_num_considered_actions` best by
     `g + log P` and halves them, by `g + log P + sigma(completed Q)`, until
-    the survivor is the action. `sigma(completed Q)` fills unvisited children
-    with the node's mixed value, min-max rescales and multiplies by
-    `(maxvisit_init + max visits) * value_scale`. Below the root the child
+    the survivor is the action. `sigma(completed Q)` is `qtransform` (default
+    `qtransform_completed_by_mix_value(value_scale, maxvisit_init)`: unvisited
+    children get the node's mixed value, min-max rescaled, times
+    `(maxvisit_init + max visits) * value_scale`; give `qtransform=` to change
+    any of its options, e.g. `functools.partial(
+    mcts_jax.qtransform_completed_by_mix_value, use_mixed_value=False)`). Below the root the child
     whose visit share lags most behind `softmax(log P + sigma(completed Q))`
     is chosen (deterministic). `action_weights` is that improved policy at the
-    root: the training target. The defaults match `mctx.gumbel_muzero_policy`.
+    root: the training target. The defaults match `mctx.gumbel_muzero_policy`
+    (`mcts_jax.gumbel_muzero_policy` is this search with mctx's signature).
+    `search_tree.extra_data` is `selection.GumbelExtraData(root_gumbel [B, A], ...)`.
 
     `gumbel_scale` plays the role of a temperature (0: deterministic); the
     `final_action` and `temperature` options of the other policies do not
     apply. With `tree=`, sequential halving counts only this search's visits.
     The other arguments are as in `uct_policy`.
     """
-    if isinstance(max_num_considered_actions, bool) or not isinstance(
-            max_num_considered_actions, (int, np.integer)) or max_num_considered_actions < 1:
-        raise ValueError(f"max_num_considered_actions must be an int >= 1, got "
-                         f"{max_num_considered_actions!r}")
-    return _policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions,
-                   max_depth, max_nodes, 0.0, "most_visited", value_range, tree, solver,
-                   False, max_children, replay_embeddings, checks, rule="gumbel",
-                   max_num_considered_actions=int(max_num_considered_actions),
-                   gumbel_scale=validation.check_number("gumbel_scale", gumbel_scale, low=0.0),
-                   value_scale=validation.check_number("value_scale", value_scale, low=0.0),
-                   maxvisit_init=validation.check_number("maxvisit_init", maxvisit_init,
-                                                         low=0.0))
+    default = functools.partial(
+        qtransform_completed_by_mix_value,
+        value_scale=validation.check_number("value_scale", value_scale, low=0.0),
+        maxvisit_init=validation.check_number("maxvisit_init", maxvisit_init, low=0.0))
+    qtransform = resolve_qtransform(qtransform, None, default)
+    options = make_options(root, invalid_actions, num_simulations, tree=tree,
+                           max_depth=max_depth, max_nodes=max_nodes, solver=solver,
+                           max_children=max_children, replay_embeddings=replay_embeddings,
+                           value_range=value_range, stop_at_terminal=stop_at_terminal,
+                           node_per_simulation=node_per_simulation, loop_fn=loop_fn,
+                           checks=checks)
+    settings = GumbelSettings(
+        max_num_considered_actions=check_considered(max_num_considered_actions),
+        gumbel_scale=static_number("gumbel_scale", gumbel_scale, low=0.0),
+        qtransform=Static(qtransform))
+    return run_policy(gumbel_body, params, rng_key, root, recurrent_fn, invalid_actions,
+                      0.0, tree, options, settings, checks)

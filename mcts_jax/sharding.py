@@ -41,6 +41,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from mcts_jax import validation
+from mcts_jax.options import Static
 
 DATA_AXIS = "data"
 
@@ -321,19 +322,25 @@ def to_host(tree: Any) -> Any:
 
 # ---- sharded searches ------------------------------------------------------------------
 
-def _policy_function(policy: Union[str, Callable]) -> Callable:
+def policy_function(policy: Union[str, Callable]) -> Callable:
+    """A policy function: a built-in's name ("uct", "alphazero", "gumbel",
+    "muzero", "gumbel_muzero") or any function with the policies' signature
+    `(params, rng_key, root, recurrent_fn, num_simulations, *, invalid_actions,
+    tree, **options) -> PolicyOutput` (a built-in, `mcts_jax.rule_policy(...)`,
+    or the user's own)."""
     import mcts_jax  # the policies import this package; resolve at call time
 
     named = {"uct": mcts_jax.uct_policy, "alphazero": mcts_jax.alphazero_policy,
-             "gumbel": mcts_jax.gumbel_policy}
+             "gumbel": mcts_jax.gumbel_policy, "muzero": mcts_jax.muzero_policy,
+             "gumbel_muzero": mcts_jax.gumbel_muzero_policy}
     if isinstance(policy, str):
         if policy not in named:
-            raise ValueError(f"policy must be one of {tuple(named)} or one of those functions, "
+            raise ValueError(f"policy must be one of {tuple(named)} or a policy function, "
                              f"got {policy!r}")
         return named[policy]
-    if policy not in named.values():
-        raise ValueError(f"policy must be one of {tuple(named)} or mcts_jax.uct_policy / "
-                         f"alphazero_policy / gumbel_policy, got {policy!r}")
+    if not callable(policy):
+        raise TypeError(f"policy must be a policy function or one of {tuple(named)}, got "
+                        f"{type(policy).__name__}")
     return policy
 
 
@@ -383,7 +390,8 @@ def run_policy(policy: Callable, mesh: Optional[Mesh], mode: str, params, rng_ke
 def _sharded_search(params, rng_key, root, invalid_actions, tree, *, mesh, mode, policy,
                     recurrent_fn, num_simulations, options):
     return run_policy(policy, mesh, mode, params, rng_key, root, recurrent_fn,
-                      num_simulations, invalid_actions, tree, **dict(options))
+                      num_simulations, invalid_actions, tree,
+                      **{name: getattr(value, "fn", value) for name, value in options})
 
 
 def search(mesh: Mesh, policy: Union[str, Callable], params: Any, rng_key: jax.Array,
@@ -392,7 +400,9 @@ def search(mesh: Mesh, policy: Union[str, Callable], params: Any, rng_key: jax.A
            checks: str = "host", mode: str = "exact", **options) -> Any:
     """One batched search of B roots split over the mesh's D devices.
 
-    policy: "uct", "alphazero", "gumbel" (or the policy function itself).
+    policy: any policy function (`mcts_jax.gumbel_policy`, `mcts_jax.rule_policy(
+      my_rule)`, the user's own with the policies' signature) or a built-in's
+      name ("uct", "alphazero", "gumbel", "muzero", "gumbel_muzero").
     params: replicated on every device; rng_key: replicated; root
       (`RootFnOutput`, [B, ...]), invalid_actions [B, A] and tree (a `Tree`
       of B rows to continue, e.g. from `mcts_jax.get_subtree`) split along B.
@@ -409,7 +419,7 @@ def search(mesh: Mesh, policy: Union[str, Callable], params: Any, rng_key: jax.A
     per shapes, mesh, policy, recurrent_fn object and options.
     Raises ValueError naming `root.prior_logits` when B is not a multiple of D.
     """
-    policy_fn = _policy_function(policy)
+    policy_fn = policy_function(policy)
     if mode not in SEARCH_MODES:
         raise ValueError(f"mode must be one of {SEARCH_MODES}, got {mode!r}")
     checks = validation.check_mode(checks)
@@ -427,7 +437,9 @@ def search(mesh: Mesh, policy: Union[str, Callable], params: Any, rng_key: jax.A
     return _sharded_search(params, rng_key, root, invalid_actions, tree, mesh=mesh,
                            mode=mode, policy=policy_fn, recurrent_fn=recurrent_fn,
                            num_simulations=num_simulations,
-                           options=tuple(sorted(options.items())))
+                           options=tuple(sorted(
+                               (name, Static(value) if callable(value) else value)
+                               for name, value in options.items())))
 
 
 

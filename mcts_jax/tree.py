@@ -87,6 +87,9 @@ class Tree:
         (other nodes' states are recomputed by replaying the actions from the
         root).
       num_nodes: [B] int32, node slots in use (the next free slot).
+      extra_data: any pytree with leading [B] the search was given (as in
+        mctx; Gumbel policies store `GumbelExtraData(root_gumbel [B, A])`),
+        or None.
       num_actions: static int A, the size of the action space.
       value_range: static (low, high), the user's reward and value scale.
       replay_embeddings: static bool, embeddings are replayed, not stored.
@@ -108,6 +111,7 @@ class Tree:
     children_actions: Optional[chex.Array]
     embeddings: Any
     num_nodes: chex.Array
+    extra_data: Any = None
     num_actions: int = dataclasses.field(metadata=dict(static=True), default=0)
     value_range: Tuple[float, float] = dataclasses.field(
         metadata=dict(static=True), default=(-1.0, 1.0))
@@ -165,6 +169,99 @@ class Tree:
                 to_user_scale(self.solved_values[:, ROOT_INDEX], self.value_range), 0.0),
         )
 
+    # ---- mctx's view of the tree ------------------------------------------------
+    # mctx code reads these attributes of `mctx.Tree`. They are computed on
+    # demand from our layout, in action space (a compact tree is scattered to
+    # [B, N, A]), values on the user's scale. Each costs O(B N A): for reading
+    # a finished tree, not for use inside a search.
+
+    @property
+    def num_simulations(self) -> int:
+        """N - 1 (mctx: the tree holds one node per simulation plus the root)."""
+        return self.max_nodes - 1
+
+    @property
+    def node_values(self) -> chex.Array:
+        """[B, N] mean backed-up value of each node, for its mover (0 if free)."""
+        mean = self.value_sums / jnp.maximum(self.node_visits, 1)
+        return jnp.where(self.node_visits > 0, to_user_scale(mean, self.value_range), 0.0)
+
+    @property
+    def action_from_parent(self) -> chex.Array:
+        """[B, N] int32 action of the edge into each node; -1 for the root and free slots."""
+        return self.actions_from_parent
+
+    def _edges_in_action_space(self, per_slot: chex.Array, fill) -> chex.Array:
+        """[B, N, K] per-slot values -> [B, N, A]; `fill` where no slot holds the action."""
+        if self.children_actions is None:
+            return per_slot
+        batch, nodes = self.batch_size, self.max_nodes
+        out = jnp.full((batch, nodes, self.num_actions + 1), fill, per_slot.dtype)
+        rows = jnp.arange(batch)[:, None, None]
+        cols = jnp.arange(nodes)[None, :, None]
+        out = out.at[rows, cols, self.children_actions.astype(jnp.int32)].set(per_slot)
+        return out[..., :self.num_actions]
+
+    def _child_field(self, per_node: chex.Array, fill) -> chex.Array:
+        """[B, N, A]: `per_node` [B, N] of each node's child, `fill` if unexpanded."""
+        index = self.children.astype(jnp.int32)
+        safe = jnp.maximum(index, 0).reshape(self.batch_size, -1)
+        values = jnp.take_along_axis(per_node, safe, axis=1).reshape(index.shape)
+        return self._edges_in_action_space(jnp.where(index >= 0, values, fill), fill)
+
+    @property
+    def children_index(self) -> chex.Array:
+        """[B, N, A] int32 child node index; -1 (mctx's UNVISITED) if not expanded
+        or illegal."""
+        index = self.children.astype(jnp.int32)
+        return self._edges_in_action_space(jnp.where(index >= 0, index, UNEXPANDED),
+                                           UNEXPANDED)
+
+    @property
+    def children_visits(self) -> chex.Array:
+        """[B, N, A] int32 visits of each child, 0 if not expanded."""
+        return self._child_field(self.node_visits, 0)
+
+    @property
+    def children_values(self) -> chex.Array:
+        """[B, N, A] mean value of each child, for the child's mover; 0 if not expanded."""
+        return self._child_field(self.node_values, 0.0)
+
+    @property
+    def children_rewards(self) -> chex.Array:
+        """[B, N, A] reward of each edge, for the player who moved; 0 if not expanded."""
+        return self._child_field(to_user_scale(self.rewards, self.value_range), 0.0)
+
+    @property
+    def children_discounts(self) -> chex.Array:
+        """[B, N, A] discount of each edge; 0 if not expanded."""
+        return self._child_field(self.discounts, 0.0)
+
+    @property
+    def children_prior_logits(self) -> chex.Array:
+        """[B, N, A] log prior probability of each action (normalised logits:
+        `softmax` gives the priors the search used); the lowest float where
+        the prior is 0 (illegal, or a node not yet expanded)."""
+        low = jnp.finfo(jnp.float32).min
+        logits = jnp.where(self.priors > 0, jnp.log(jnp.maximum(self.priors, 1e-38)), low)
+        return self._edges_in_action_space(logits, low)
+
+    @property
+    def root_invalid_actions(self) -> chex.Array:
+        """[B, A] bool, True where a root action is illegal (or got no compact slot)."""
+        root = jnp.full((self.batch_size,), ROOT_INDEX, jnp.int32)
+        legal = gather_nodes(self.children, root) != ILLEGAL
+        return ~slots_to_actions(self, root, legal, False)
+
+    def qvalues(self, indices) -> chex.Array:
+        """Q-values [B, A] of the children of node `indices` ([B], or one index
+        for every row), for the mover at that node: reward + discount * child
+        value; 0 for an action not expanded."""
+        node = jnp.broadcast_to(jnp.asarray(indices, jnp.int32), (self.batch_size,))
+        stats = children_stats(self, node)
+        q = jnp.where(stats.index >= 0, to_user_scale(stats.qvalues, self.value_range), 0.0)
+        return slots_to_actions(self, node, q, 0.0)
+
 
 jax.tree_util.register_dataclass(Tree)
 
@@ -186,31 +283,55 @@ def gather_embeddings(tree: Tree, node: chex.Array) -> Any:
 
 @chex.dataclass(frozen=True)
 class ChildrenStats:
-    """Statistics of the K child slots of one node per row, all [B, K].
+    """What a selection rule reads about one node per row: its K child slots
+    ([B, K]) and the node itself ([B]). Public: a rule
+    `rule(tree, node [B], stats) -> scores [B, K]` gets one of these.
 
-    Attributes:
+    Values are on the tree's internal [-1, 1] scale (identical to the user's
+    for the default `value_range=(-1, 1)`; `tree_lib.to_user_scale` maps them
+    back), and every Q-value is from the point of view of the player to move
+    at the node (the parent of the slots).
+
+    Per slot, [B, K]:
       index: child node index, UNEXPANDED or ILLEGAL.
       legal: bool, the slot holds a legal action.
+      actions: int32 action id of the slot (`A` in an unused compact slot).
       visits: int32 child visits, 0 if unexpanded.
       qvalues: float32 reward + discount * mean child value, from the point of
-        view of the parent's mover (internal scale); 0 if unexpanded.
-      priors: float32 prior probability of each slot.
+        view of the parent's mover; 0 if unexpanded.
+      priors: float32 prior probability of each slot (0 where illegal).
       solved: bool, the child's exact value is known.
       solved_qvalues: float32 reward + discount * exact child value, parent's
-        point of view (internal scale); 0 where not solved.
+        point of view; 0 where not solved.
+    Per node, [B]:
+      node_visits: int32 visits of the node (1 + its children's visits).
+      node_value: float32 mean backed-up value of the node, for its mover.
+      raw_value: float32 the evaluator's value of the node, for its mover.
+      depth: int32 depth of the node (root = 0); 0 outside a descent.
+      rng_key: [B] PRNG keys of this selection step (split per row and per
+        step as mctx splits them), for rules that break ties at random;
+        None outside a descent.
     """
 
     index: chex.Array
     legal: chex.Array
+    actions: chex.Array
     visits: chex.Array
     qvalues: chex.Array
     priors: chex.Array
     solved: chex.Array
     solved_qvalues: chex.Array
+    node_visits: chex.Array
+    node_value: chex.Array
+    raw_value: chex.Array
+    depth: chex.Array
+    rng_key: Optional[chex.Array] = None
 
 
-def children_stats(tree: Tree, node: chex.Array) -> ChildrenStats:
-    """Gathers the statistics of the children of `node` [B]. Costs O(B K)."""
+def children_stats(tree: Tree, node: chex.Array, depth: Optional[chex.Array] = None,
+                   rng_key: Optional[chex.Array] = None) -> ChildrenStats:
+    """Gathers the statistics of `node` [B] and its children. Costs O(B K);
+    what a rule does not read is never computed (XLA drops it)."""
     index = gather_nodes(tree.children, node)
     expanded = index >= 0
     safe_index = jnp.maximum(index, 0)
@@ -223,14 +344,21 @@ def children_stats(tree: Tree, node: chex.Array) -> ChildrenStats:
     rewards, discounts = take(tree.rewards), take(tree.discounts)
     qvalues = jnp.where(expanded, rewards + discounts * mean_value, 0.0)
     solved = expanded & take(tree.solved)
+    node_visits = gather_nodes(tree.node_visits, node)
     return ChildrenStats(
         index=index.astype(jnp.int32),
         legal=index != ILLEGAL,
+        actions=slot_actions(tree, node),
         visits=visits,
         qvalues=qvalues,
         priors=gather_nodes(tree.priors, node),
         solved=solved,
         solved_qvalues=jnp.where(solved, rewards + discounts * take(tree.solved_values), 0.0),
+        node_visits=node_visits,
+        node_value=gather_nodes(tree.value_sums, node) / jnp.maximum(node_visits, 1),
+        raw_value=gather_nodes(tree.raw_values, node),
+        depth=jnp.zeros_like(node) if depth is None else depth,
+        rng_key=rng_key,
     )
 
 

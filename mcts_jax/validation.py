@@ -142,11 +142,8 @@ def check_root(root: base.RootFnOutput, invalid_actions: Optional[Any],
 
 
 def check_search_args(num_simulations: Any, max_nodes: Optional[Any], max_depth: Optional[Any],
-                      final_action: str, temperature: Any,
-                      value_range: Tuple[float, float], continuing: bool = False,
-                      values: bool = True) -> int:
-    """Validates the common keyword arguments; returns the capacity N.
-    `values`: also check a concrete array `temperature` on the host."""
+                      value_range: Tuple[float, float], continuing: bool = False) -> int:
+    """Validates the common tree options; returns the capacity N."""
     if isinstance(num_simulations, bool) or not isinstance(num_simulations, (int, np.integer)):
         raise TypeError(f"num_simulations must be a Python int, got {num_simulations!r}")
     if num_simulations < 1:
@@ -163,6 +160,18 @@ def check_search_args(num_simulations: Any, max_nodes: Optional[Any], max_depth:
         if isinstance(max_depth, bool) or not isinstance(max_depth, (int, np.integer)) \
                 or max_depth < 1:
             raise ValueError(f"max_depth must be None or an int >= 1, got {max_depth!r}")
+    try:
+        as_floats = tuple(float(v) for v in value_range)
+    except (TypeError, ValueError):
+        as_floats = None
+    if as_floats not in VALUE_RANGES:
+        raise ValueError(f"value_range must be one of {VALUE_RANGES}, got {value_range!r}")
+    return int(max_nodes)
+
+
+def check_final_action(final_action: Any, temperature: Any, values: bool = True) -> None:
+    """Validates `final_action` and `temperature`. `values`: also check a
+    concrete array `temperature` on the host."""
     if not isinstance(final_action, str) or final_action not in FINAL_ACTIONS:
         raise ValueError(f"final_action must be one of {FINAL_ACTIONS}, got {final_action!r}")
     try:
@@ -176,13 +185,6 @@ def check_search_args(num_simulations: Any, max_nodes: Optional[Any], max_depth:
         t = np.asarray(temperature)
         if not np.isfinite(t) or t < 0:
             raise ValueError(f"temperature must be a finite scalar >= 0, got {temperature!r}")
-    try:
-        as_floats = tuple(float(v) for v in value_range)
-    except (TypeError, ValueError):
-        as_floats = None
-    if as_floats not in VALUE_RANGES:
-        raise ValueError(f"value_range must be one of {VALUE_RANGES}, got {value_range!r}")
-    return int(max_nodes)
 
 
 def check_layout(max_children: Any, replay_embeddings: Any, num_actions: int) -> Optional[int]:

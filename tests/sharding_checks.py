@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import custom_rules
 import mcts_jax
 from mcts_jax import sharding, synthetic
 from mcts_jax.training import checkpoint as checkpoint_lib
@@ -55,14 +56,13 @@ def assert_split(tree, devices: int, rows: int):
 
 # ---- searches ------------------------------------------------------------------------
 
-def check_search(mesh, policy: str, **options):
+def check_search(mesh, policy, **options):
     """Sharded search of B = 64 equals the one-device search bit for bit; with
     subtree reuse, the re-rooted trees and the continued search too."""
     reuse = options.pop("reuse", False)
     root, invalid = PROBLEM.root(synthetic.random_root_codes(3, BATCH))
     key = jax.random.key(7)
-    function = {"uct": mcts_jax.uct_policy, "alphazero": mcts_jax.alphazero_policy,
-                "gumbel": mcts_jax.gumbel_policy}[policy]
+    function = sharding.policy_function(policy)
     single = function(None, key, root, PROBLEM.recurrent_fn, SIMULATIONS,
                       invalid_actions=invalid, **options)
     split = sharding.search(mesh, policy, None, key, root, PROBLEM.recurrent_fn, SIMULATIONS,
@@ -239,6 +239,12 @@ def main(out_path: str) -> int:
         ("search_gumbel_compact_reuse",
          lambda: check_search(mesh, "gumbel", max_children=4, reuse=True)),
         ("search_local_mode", lambda: check_local_mode(mesh)),
+        # A user's rule and Q transform (tests/custom_rules.py), no library edit.
+        ("search_custom_rule_reuse",
+         lambda: check_search(mesh, custom_rules.depth_scaled_policy, reuse=True)),
+        ("search_custom_qtransform_compact",
+         lambda: check_search(mesh, "alphazero", max_children=4,
+                              qtransform=custom_rules.qtransform_clipped)),
         ("training", lambda: check_training(tempfile.mkdtemp(prefix="sharding_checks_"))),
     ]
     only = os.environ.get("SHARDING_CHECKS")

@@ -53,9 +53,9 @@ def test_rows_are_independent(rule):
 def test_second_call_does_not_recompile():
     codes = random_root_codes(12, 4)
     search("uct", codes)
-    size = policies._run_policy._cache_size()
+    size = policies._policy_compiled._cache_size()
     search("uct", random_root_codes(13, 4), key=9)
-    assert policies._run_policy._cache_size() == size
+    assert policies._policy_compiled._cache_size() == size
 
     root, illegal = PROBLEM.root(codes)
 

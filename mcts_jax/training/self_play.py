@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 import chex
 import jax
@@ -90,7 +90,7 @@ class SelfPlay:
 
     game: Any                     # envs.PgxGame
     model: networks.Model
-    policy: str                   # "gumbel" or "alphazero"
+    policy: Any                   # "gumbel", "alphazero", or a policy function
     num_simulations: int
     num_games: int
     max_nodes: int
@@ -103,6 +103,7 @@ class SelfPlay:
     max_game_length: int = 0      # > 0: a game reaching this many plies ends as a draw
     mesh: Optional[Mesh] = None   # games split over its "data" axis (None: one device)
     search_mode: str = "exact"    # on a mesh: "exact" or "local" (sharding.run_policy)
+    policy_options: Tuple[Tuple[str, Any], ...] = ()  # extra keyword options of the policy
 
     @property
     def recurrent_fn(self):
@@ -112,14 +113,22 @@ class SelfPlay:
         """The self-play search of full pgx states [B] (non-terminal)."""
         root_key, search_key = jax.random.split(rng_key)
         root, invalid = self.game.root(variables, root_key, states, self.model.evaluator)
-        if self.policy == "gumbel":
+        if callable(self.policy):
+            # A user's policy function: its action is played, its
+            # action_weights are the policy target.
+            policy, options = self.policy, {}
+        elif self.policy == "gumbel":
             policy, options = mcts_jax.gumbel_policy, dict(
                 max_num_considered_actions=min(self.considered_actions, self.game.num_actions))
-        else:
+        elif self.policy == "alphazero":
             policy, options = mcts_jax.alphazero_policy, dict(
                 dirichlet_fraction=self.dirichlet_fraction,
                 dirichlet_alpha=self.dirichlet_alpha, final_action="most_visited",
                 temperature=0.0)
+        else:
+            raise ValueError(f"policy must be 'gumbel', 'alphazero' or a policy function, got "
+                             f"{self.policy!r}")
+        options.update(self.policy_options)
         return sharding.run_policy(policy, self.mesh, self.search_mode, variables, search_key,
                                    root, self.recurrent_fn, self.num_simulations,
                                    invalid_actions=invalid, tree=tree,

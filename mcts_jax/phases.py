@@ -4,7 +4,7 @@ The three phases live here, one function each:
 
 - `select_leaf`: from the root, follow the selection rule down to an
   unexpanded edge, a terminal node, a node at `max_depth`, or a dead end.
-- `expand` (one child per simulation) or `expand_all` (every legal child of
+- `expand_leaf` (one child per simulation) or `expand_all_children` (every legal child of
   the leaf at once, each evaluated, the "Tiny-MCTS" style): one batched
   `recurrent_fn` call; rows that reached an unexpanded edge write the new
   node(s) into their next free slots.
@@ -22,7 +22,6 @@ rewrites every carried array on every iteration).
 
 from __future__ import annotations
 
-from typing import Callable, Optional
 
 import chex
 import jax
@@ -30,6 +29,7 @@ import jax.numpy as jnp
 
 from mcts_jax import base
 from mcts_jax import tree as tree_lib
+from mcts_jax.options import SearchOptions
 from mcts_jax.selection import Rules
 
 # A proven Q-value at least this high is the best any move can achieve
@@ -70,12 +70,33 @@ class Backup:
     value: chex.Array
 
 
+def check_scores(scores, name: str, batch_size: int, num_slots: int) -> None:
+    """Trace-time check of what a selection rule returned (free)."""
+    shape = tuple(jnp.shape(scores))
+    if shape != (batch_size, num_slots):
+        raise ValueError(f"{name} returned scores of shape {shape}; expected "
+                         f"(B, K) = {(batch_size, num_slots)} (one score per child slot "
+                         f"of each row's node)")
+    if not jnp.issubdtype(jnp.result_type(scores), jnp.floating):
+        raise TypeError(f"{name} returned scores of dtype {jnp.result_type(scores)}; "
+                        f"expected a float dtype (illegal slots score -inf)")
+
+
+def split_rows(keys: chex.Array) -> tuple[chex.Array, chex.Array]:
+    """Splits each row's key [B] in two, as mctx's descent does per step:
+    (the row's next key, this step's key)."""
+    pairs = jax.vmap(jax.random.split)(keys)
+    return pairs[:, 0], pairs[:, 1]
+
+
 def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
-                solver: bool) -> LeafChoice:
+                solver: bool, row_keys: chex.Array) -> LeafChoice:
     """Descends every row from the root; O(depth x K) per row. The first step
     (at the root) scores with `rules.at_root`, every later one with
     `rules.below_root`. With the solver, children whose value is proven are
-    never entered."""
+    never entered. `row_keys` [B] seed the per-step keys a rule may read
+    (`stats.rng_key`); a rule that ignores them costs nothing (XLA drops the
+    key arithmetic)."""
     batch_size = tree.batch_size
     rows = tree_lib.batch_rows(batch_size)
     root = jnp.full((batch_size,), tree_lib.ROOT_INDEX, jnp.int32)
@@ -84,11 +105,13 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
     def cond(state):
         return jnp.any(state["active"])
 
-    def step(state, score_fn):
+    def step(state, score_fn, name):
         """One step down for the active rows; inactive rows keep their state."""
         node, depth, active = state["node"], state["depth"], state["active"]
-        stats = tree_lib.children_stats(tree, node)
+        keys, step_keys = split_rows(state["keys"])
+        stats = tree_lib.children_stats(tree, node, depth, step_keys)
         scores = score_fn(tree, node, stats)
+        check_scores(scores, name, batch_size, tree.num_slots)
         if solver:
             scores = jnp.where(stats.solved, -jnp.inf, scores)
         slot = jnp.argmax(scores, axis=-1).astype(jnp.int32)
@@ -105,6 +128,7 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
             depth=jnp.where(can_descend, next_depth, depth),
             active=can_descend & ~stops_below,
             expand=state["expand"] | expand,
+            keys=keys,
         )
 
     state = dict(
@@ -115,13 +139,15 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
         active=~tree.solved[:, tree_lib.ROOT_INDEX] if solver
         else jnp.ones((batch_size,), jnp.bool_),
         expand=jnp.zeros((batch_size,), jnp.bool_),
+        keys=row_keys,
     )
     if rules.at_root is not rules.below_root:
         # The root step outside the loop, so the loop body holds one rule
         # (when both are one function the loop serves the root too: a
         # smaller program to compile).
-        state = step(state, rules.at_root)
-    state = jax.lax.while_loop(cond, lambda state: step(state, rules.below_root), state)
+        state = step(state, rules.at_root, "root_rule")
+    state = jax.lax.while_loop(
+        cond, lambda state: step(state, rules.below_root, "interior_rule"), state)
     return LeafChoice(node=state["node"], slot=state["slot"], expand=state["expand"])
 
 
@@ -153,11 +179,14 @@ class NewNodes:
 
 
 def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree,
-                          slot_key: chex.PRNGKey) -> NewNodes:
+                          slot_key: chex.PRNGKey, stop_at_terminal: bool = True) -> NewNodes:
     """Converts a recurrent_fn output to the tree's scale and layout; in the
-    compact layout `slot_key` breaks prior ties among more than K legal moves."""
+    compact layout `slot_key` breaks prior ties among more than K legal moves.
+    With `stop_at_terminal`, a transition with discount 0 makes a terminal
+    node (value 0, no legal children); without it (mctx's semantics) discount
+    0 is only a factor and the node is searched like any other."""
     discount = output.discount.astype(jnp.float32)
-    terminal = discount == 0
+    terminal = (discount == 0) if stop_at_terminal else jnp.zeros(discount.shape, jnp.bool_)
     value = jnp.where(terminal, 0.0,
                       tree_lib.to_internal_scale(output.value.astype(jnp.float32),
                                                  tree.value_range))
@@ -244,7 +273,7 @@ def read_embeddings(tree: tree_lib.Tree, node: chex.Array):
     return jax.lax.platform_dependent(node, cpu=isolated, default=read)
 
 
-def replay_embeddings(tree: tree_lib.Tree, node: chex.Array, step_fn,
+def replay_path_embeddings(tree: tree_lib.Tree, node: chex.Array, step_fn,
                       max_path_length: int):
     """The states at `node` [B] of a tree that stores only its root's state:
     walks up to the root collecting the actions of the path (at most
@@ -294,24 +323,26 @@ def leaf_embeddings(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.T
     def step_fn(action, embedding):
         return recurrent_fn(params, rng_key, action, embedding)[1]
 
-    return replay_embeddings(tree, node, step_fn, max_path_length)
+    return replay_path_embeddings(tree, node, step_fn, max_path_length)
 
 
-def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
-           recurrent_fn: base.RecurrentFn, leaf: LeafChoice,
-           solver: bool, max_path_length: int) -> tuple[tree_lib.Tree, Backup]:
+def expand_leaf(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
+                recurrent_fn: base.RecurrentFn, leaf: LeafChoice,
+                options: SearchOptions) -> tuple[tree_lib.Tree, Backup]:
     """Calls recurrent_fn once for the batch and writes one new node per row
     that reached an unexpanded edge. Other rows take part in the call (the
-    batch is the unit of work) but write nothing."""
+    batch is the unit of work) but write nothing. With
+    `options.node_per_simulation` every row's next free slot is used up
+    whether or not it was written (mctx's numbering)."""
     batch_size, max_nodes = tree.batch_size, tree.max_nodes
     rows = tree_lib.batch_rows(batch_size)
     action = jnp.minimum(tree_lib.slot_actions(tree, leaf.node)[rows, leaf.slot],
                          tree.num_actions - 1)  # an unused compact slot holds A
     parent_embedding = leaf_embeddings(params, rng_key, tree, recurrent_fn, leaf.node,
-                                       max_path_length)
+                                       options.max_path_length)
     output, embedding = recurrent_fn(params, rng_key, action, parent_embedding)
     check_recurrent_output(output, batch_size, tree.num_actions)
-    new = new_nodes_from_output(output, tree, slot_key(rng_key))
+    new = new_nodes_from_output(output, tree, slot_key(rng_key), options.stop_at_terminal)
 
     new_node = tree.num_nodes
     write_at = jnp.where(leaf.expand, new_node, max_nodes)  # out of range: dropped
@@ -320,17 +351,18 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     tree = tree.replace(
         children=tree.children.at[rows, parent_at, leaf.slot].set(
             new_node.astype(tree.children.dtype), mode="drop"),
-        num_nodes=tree.num_nodes + leaf.expand.astype(jnp.int32),
+        num_nodes=(jnp.minimum(tree.num_nodes + 1, max_nodes) if options.node_per_simulation
+                   else tree.num_nodes + leaf.expand.astype(jnp.int32)),
     )
-    again = revisit(tree, leaf.node, solver)
+    again = revisit(tree, leaf.node, options.solver)
     return tree, Backup(start=jnp.where(leaf.expand, new_node, again.start),
                         count=jnp.where(leaf.expand, 1, again.count),
                         value=jnp.where(leaf.expand, new.value, again.value))
 
 
-def expand_all(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
-               recurrent_fn: base.RecurrentFn, leaf: LeafChoice,
-               solver: bool, max_path_length: int) -> tuple[tree_lib.Tree, Backup]:
+def expand_all_children(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
+                        recurrent_fn: base.RecurrentFn, leaf: LeafChoice,
+                        options: SearchOptions) -> tuple[tree_lib.Tree, Backup]:
     """Creates every legal child of the leaf at once, each evaluated by
     recurrent_fn (one call on a batch of B x K transitions, so the function
     must accept any batch size), and backs up the sum of their values.
@@ -352,13 +384,13 @@ def expand_all(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
 
     actions = jnp.minimum(tree_lib.slot_actions(tree, node), tree.num_actions - 1)
     parent_embedding = leaf_embeddings(params, rng_key, tree, recurrent_fn, node,
-                                       max_path_length)
+                                       options.max_path_length)
     repeated = jax.tree.map(lambda x: jnp.repeat(x, num_slots, axis=0), parent_embedding)
     output, embedding = recurrent_fn(params, rng_key, actions.reshape(-1), repeated)
     check_recurrent_output(output, batch_size * num_slots, tree.num_actions)
     by_row = lambda x: x.reshape((batch_size, num_slots) + x.shape[1:])  # noqa: E731
     output, embedding = jax.tree.map(by_row, output), jax.tree.map(by_row, embedding)
-    new = new_nodes_from_output(output, tree, slot_key(rng_key))
+    new = new_nodes_from_output(output, tree, slot_key(rng_key), options.stop_at_terminal)
 
     tree = write_new_nodes(tree, write_at, jnp.broadcast_to(node[:, None], write_at.shape),
                            actions, new, embedding, visits=1)
@@ -369,7 +401,7 @@ def expand_all(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
         num_nodes=tree.num_nodes + jnp.where(expanding, num_new, 0),
     )
     returns = jnp.sum(jnp.where(written, new.reward + new.discount * new.value, 0.0), axis=-1)
-    again = revisit(tree, node, solver)
+    again = revisit(tree, node, options.solver)
     return tree, Backup(start=node,
                         count=jnp.where(expanding, num_new, again.count),
                         value=jnp.where(expanding, returns, again.value))
@@ -434,28 +466,27 @@ def backup(tree: tree_lib.Tree, update: Backup, solver: bool) -> tree_lib.Tree:
 
 
 def run_simulations(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
-                    recurrent_fn: base.RecurrentFn,
-                    rules_for: Callable[[chex.Array], Rules],
-                    num_simulations: int, max_depth: Optional[int], *,
-                    solver: bool = False, expand_all_children: bool = False) -> tree_lib.Tree:
-    """Runs `num_simulations` simulations on every row of `tree`.
+                    recurrent_fn: base.RecurrentFn, rules: Rules,
+                    options: SearchOptions) -> tree_lib.Tree:
+    """Runs `options.num_simulations` simulations on every row of `tree`.
 
-    Args:
-      rules_for: simulation index (traced int) -> the selection rules for
-        that simulation (constant for UCT and PUCT; Gumbel's root schedule
-        depends on it).
-
-    Simulation i uses `fold_in(rng_key, i)` for its recurrent_fn call, so the
-    result depends only on the key, never on the batch size or the device.
+    Keys are split as mctx splits them: each simulation takes
+    `key, select_key, expand_key = split(key, 3)`; recurrent_fn gets
+    `expand_key`, and the descent gives row b the key
+    `split(select_key, B)[b]`, split again at every step (`stats.rng_key`).
+    So equal keys give the two libraries equal random numbers, and the
+    recurrent_fn keys do not depend on the batch size.
     """
-    depth_limit = tree.max_nodes if max_depth is None else max_depth
-    expand_fn = expand_all if expand_all_children else expand
+    expand_fn = expand_all_children if options.expand_all else expand_leaf
+    batch_size = tree.batch_size
 
-    def simulate(simulation_index, tree):
-        key = jax.random.fold_in(rng_key, simulation_index)
-        leaf = select_leaf(tree, rules_for(simulation_index), depth_limit, solver)
-        tree, update = expand_fn(params, key, tree, recurrent_fn, leaf, solver,
-                                 max_path_length=min(depth_limit, tree.max_nodes))
-        return backup(tree, update, solver)
+    def simulate(simulation_index, carry):
+        key, tree = carry
+        key, select_key, expand_key = jax.random.split(key, 3)
+        leaf = select_leaf(tree, rules, options.depth_limit, options.solver,
+                           jax.random.split(select_key, batch_size))
+        tree, update = expand_fn(params, expand_key, tree, recurrent_fn, leaf, options)
+        return key, backup(tree, update, options.solver)
 
-    return jax.lax.fori_loop(0, num_simulations, simulate, tree)
+    _, tree = options.loop_fn(0, options.num_simulations, simulate, (rng_key, tree))
+    return tree

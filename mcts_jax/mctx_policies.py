@@ -1,0 +1,173 @@
+"""mctx's policies with mctx's signatures: `muzero_policy` and `gumbel_muzero_policy`.
+
+Code written for mctx 0.0.71 runs with `import mcts_jax as mctx`: these take
+the same positional and keyword arguments with the same defaults
+(`invalid_actions`, `max_depth`, `loop_fn`, `qtransform`, ...), draw the same
+random numbers from the same key (Dirichlet noise over every action, PUCT's
+1e-7 tie-breaking noise, Gumbel noise, the final sample) and follow mctx's
+semantics, so equal inputs give equal trees:
+
+- discount 0 is only a factor: nodes below it are searched like any other
+  (`stop_at_terminal=False`);
+- node i + 1 is written by simulation i (`node_per_simulation=True`), so the
+  tree's node indices are mctx's;
+- the search tree answers mctx's attributes (`node_visits`, `node_values`,
+  `children_index`, `qvalues(...)`, `extra_data.root_gumbel`, ...).
+
+Our own options are accepted too (`max_nodes`, `max_children`, `tree`,
+`value_range`, `checks`, and the two semantics switches above).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable, Optional, Tuple
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from mcts_jax import base
+from mcts_jax import selection
+from mcts_jax import tree as tree_lib
+from mcts_jax import validation
+from mcts_jax.options import SearchOptions, Static, make_options
+from mcts_jax.policies import gumbel_policy, resolve_qtransform, run_policy, static_number
+from mcts_jax.qtransforms import (qtransform_by_parent_and_siblings,
+                                  qtransform_completed_by_mix_value)
+from mcts_jax.tree_search import search_body
+
+# mctx's PUCT adds `TIE_BREAK * U[0, 1)` to every score before its argmax.
+MCTX_TIE_BREAK = 1e-7
+
+
+@dataclasses.dataclass(frozen=True)
+class MuZeroSettings:
+    rule: Static
+    dirichlet_fraction: Any
+    dirichlet_alpha: Any
+
+
+def mctx_root_logits(rng_key: chex.PRNGKey, prior_logits: chex.Array,
+                     invalid_actions: Optional[chex.Array], dirichlet_fraction,
+                     dirichlet_alpha) -> chex.Array:
+    """mctx's root priors [B, A]: Dirichlet noise drawn over every action and
+    mixed into `softmax(prior_logits)`, back to logits, invalid actions set
+    to the lowest float."""
+    batch_size, num_actions = prior_logits.shape
+    probs = jax.nn.softmax(prior_logits)
+    noise = jax.random.dirichlet(rng_key, alpha=jnp.full([num_actions], dirichlet_alpha),
+                                 shape=(batch_size,))
+    noisy = (1 - dirichlet_fraction) * probs + dirichlet_fraction * noise
+    logits = jnp.log(jnp.maximum(noisy, jnp.finfo(noisy.dtype).tiny))
+    if invalid_actions is None:
+        return logits
+    logits = logits - jnp.max(logits, axis=-1, keepdims=True)
+    return jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, logits)
+
+
+def mctx_visit_probs(tree: tree_lib.Tree) -> chex.Array:
+    """mctx's `summary().visit_probs` [B, A]: uniform where a root has no visits."""
+    visit_counts = tree.summary().visit_counts.astype(jnp.float32)
+    total = jnp.sum(visit_counts, axis=-1, keepdims=True)
+    return jnp.where(total > 0, visit_counts / jnp.maximum(total, 1), 1 / tree.num_actions)
+
+
+def muzero_body(params, rng_key, root, invalid_actions, temperature, tree, *, recurrent_fn,
+                options: SearchOptions, settings: MuZeroSettings) -> base.PolicyOutput:
+    """mctx's MuZero policy: keys, noise, search and sampled action as mctx."""
+    rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
+    root = root.replace(prior_logits=mctx_root_logits(
+        dirichlet_key, root.prior_logits, invalid_actions, settings.dirichlet_fraction,
+        settings.dirichlet_alpha))
+    tree = search_body(params, search_key, root, invalid_actions, tree, None,
+                       recurrent_fn=recurrent_fn, rules=selection.everywhere(settings.rule),
+                       options=options)
+    action_weights = mctx_visit_probs(tree)
+    logits = jnp.log(action_weights)
+    logits = (logits - jnp.max(logits, axis=-1, keepdims=True)) / jnp.maximum(
+        jnp.finfo(jnp.float32).tiny, temperature)
+    action = jax.random.categorical(rng_key, logits).astype(jnp.int32)
+    return base.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
+
+
+def muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
+                  recurrent_fn: base.RecurrentFn, num_simulations: int,
+                  invalid_actions: Optional[chex.Array] = None,
+                  max_depth: Optional[int] = None,
+                  loop_fn: Callable = jax.lax.fori_loop, *,
+                  qtransform: Callable = qtransform_by_parent_and_siblings,
+                  dirichlet_fraction: chex.Numeric = 0.25,
+                  dirichlet_alpha: chex.Numeric = 0.3,
+                  pb_c_init: chex.Numeric = 1.25,
+                  pb_c_base: chex.Numeric = 19652,
+                  temperature: chex.Numeric = 1.0,
+                  max_nodes: Optional[int] = None,
+                  max_children: Optional[int] = None,
+                  tree: Optional[tree_lib.Tree] = None,
+                  value_range: Tuple[float, float] = (-1.0, 1.0),
+                  stop_at_terminal: bool = False,
+                  node_per_simulation: bool = True,
+                  checks: str = "host") -> base.PolicyOutput:
+    """mctx.muzero_policy: PUCT search with Dirichlet root noise, the action
+    sampled from the visit counts at `temperature`.
+
+    The signature, defaults and random numbers are mctx 0.0.71's (see the
+    module docstring); `action_weights` are the root visit probabilities.
+    `qtransform` is one of ours (`mcts_jax.qtransform_by_parent_and_siblings`,
+    `qtransform_by_min_max`, ...) or the user's, `(tree, node, stats) ->
+    [B, K]`. The extra keyword arguments are our tree options (see
+    `uct_policy`); `stop_at_terminal=True` gives our terminal semantics.
+    """
+    qtransform = resolve_qtransform(qtransform, None, qtransform_by_parent_and_siblings)
+    options = make_options(root, invalid_actions, num_simulations, tree=tree,
+                           max_depth=max_depth, max_nodes=max_nodes, max_children=max_children,
+                           value_range=value_range, stop_at_terminal=stop_at_terminal,
+                           node_per_simulation=node_per_simulation, loop_fn=loop_fn,
+                           checks=checks)
+    validation.check_final_action("sampled", temperature, values=checks == "host")
+    rule = functools.partial(
+        selection.puct_scores, qtransform=qtransform, tie_break=MCTX_TIE_BREAK,
+        pb_c_init=static_number("pb_c_init", pb_c_init, low=0.0),
+        pb_c_base=static_number("pb_c_base", pb_c_base, low=0.0, low_inclusive=False))
+    settings = MuZeroSettings(
+        rule=Static(rule),
+        dirichlet_fraction=static_number("dirichlet_fraction", dirichlet_fraction, low=0.0,
+                                         high=1.0),
+        dirichlet_alpha=static_number("dirichlet_alpha", dirichlet_alpha, low=0.0,
+                                      low_inclusive=False))
+    return run_policy(muzero_body, params, rng_key, root, recurrent_fn, invalid_actions,
+                      temperature, tree, options, settings, checks)
+
+
+def gumbel_muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
+                         recurrent_fn: base.RecurrentFn, num_simulations: int,
+                         invalid_actions: Optional[chex.Array] = None,
+                         max_depth: Optional[int] = None,
+                         loop_fn: Callable = jax.lax.fori_loop, *,
+                         qtransform: Callable = qtransform_completed_by_mix_value,
+                         max_num_considered_actions: int = 16,
+                         gumbel_scale: chex.Numeric = 1.,
+                         max_nodes: Optional[int] = None,
+                         max_children: Optional[int] = None,
+                         tree: Optional[tree_lib.Tree] = None,
+                         value_range: Tuple[float, float] = (-1.0, 1.0),
+                         stop_at_terminal: bool = False,
+                         node_per_simulation: bool = True,
+                         checks: str = "host") -> base.PolicyOutput:
+    """mctx.gumbel_muzero_policy: Gumbel MuZero with mctx's signature,
+    defaults, random numbers and semantics (see the module docstring).
+
+    `search_tree.extra_data.root_gumbel` [B, A] holds the Gumbel noise, as in
+    mctx. This is `gumbel_policy` with `stop_at_terminal=False` and
+    `node_per_simulation=True`; the extra keyword arguments are our tree
+    options.
+    """
+    return gumbel_policy(params, rng_key, root, recurrent_fn, num_simulations,
+                         invalid_actions=invalid_actions, max_depth=max_depth,
+                         max_nodes=max_nodes, max_num_considered_actions=max_num_considered_actions,
+                         gumbel_scale=gumbel_scale, qtransform=qtransform,
+                         value_range=value_range, tree=tree, max_children=max_children,
+                         checks=checks, stop_at_terminal=stop_at_terminal,
+                         node_per_simulation=node_per_simulation, loop_fn=loop_fn)

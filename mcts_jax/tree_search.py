@@ -1,0 +1,242 @@
+"""`mcts_jax.search`: the composable search every policy is built on.
+
+    tree = mcts_jax.search(params, rng_key, root, recurrent_fn, num_simulations,
+                           root_rule=functools.partial(mcts_jax.puct_scores, pb_c_init=1.5),
+                           interior_rule=None,          # None: root_rule everywhere
+                           invalid_actions=..., max_nodes=..., ...tree options)
+
+`search` builds the root of each row (or continues a given tree), then runs
+the simulations (`phases.run_simulations`: select, expand, back up) with the
+two rules, and returns the `Tree`. A policy is `search` plus its own root setup
+(noise in the root priors, Gumbel noise in `extra_data`) and its own final
+action; see `policies.py`. A rule is any function
+`(tree, node [B], stats: ChildrenStats) -> scores [B, K]` (selection.py), so a
+new selection rule or Q transform is a function in the user's notebook.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable, Optional, Tuple
+
+import chex
+import jax
+import jax.numpy as jnp
+from jax.experimental import checkify
+
+from mcts_jax import base
+from mcts_jax import phases
+from mcts_jax import reuse
+from mcts_jax import tree as tree_lib
+from mcts_jax import validation
+from mcts_jax.options import SearchOptions, Static, holds_tracer, make_options
+from mcts_jax.qtransforms import check_tree_function
+from mcts_jax.selection import Rules
+
+_RULE_EXAMPLE = "functools.partial(mcts_jax.puct_scores, pb_c_init=1.25)"
+
+
+def with_result_checks(recurrent_fn: base.RecurrentFn) -> base.RecurrentFn:
+    """recurrent_fn with trace-time checks of what it returns (pure Python:
+    the compiled search is the same)."""
+    def checked(params, rng_key, action, embedding):
+        result = recurrent_fn(params, rng_key, action, embedding)
+        validation.check_recurrent_result(result, embedding)
+        return result
+
+    return checked
+
+
+def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
+               options: SearchOptions, tree: Optional[tree_lib.Tree],
+               extra_data: Any = None) -> tree_lib.Tree:
+    """The tree a search starts from: a fresh root per row, or, where `tree`
+    has a non-empty row, that row continued.
+
+    Root priors are `softmax(root.prior_logits)` over the legal actions (a
+    policy puts its root noise into the logits). A continued root keeps its
+    visits, values, child slots and subtree, but takes these fresh priors
+    (so exploration noise drawn for this move applies), and with replayed
+    embeddings also `root.embedding`. `rng_key` breaks prior ties when a
+    compact root has more legal actions than slots.
+    """
+    batch_size, num_actions = root.prior_logits.shape
+    legal = (jnp.ones((batch_size, num_actions), jnp.bool_) if invalid_actions is None
+             else ~invalid_actions)
+    priors = tree_lib.masked_priors(root.prior_logits.astype(jnp.float32), legal)
+    root_value = tree_lib.to_internal_scale(root.value.astype(jnp.float32), options.value_range)
+    fresh = tree_lib.init_tree(root_value, priors, legal, root.embedding, options.max_nodes,
+                               options.value_range, max_children=options.max_children,
+                               slot_key=phases.slot_key(rng_key),
+                               replay_embeddings=options.replay_embeddings)
+    fresh = fresh.replace(extra_data=extra_data)
+    if tree is None:
+        return fresh
+    root_index = jnp.zeros((batch_size,), jnp.int32)
+    slot_actions = jnp.minimum(tree_lib.slot_actions(tree, root_index), num_actions - 1)
+    slot_priors = jnp.where(tree.children[:, tree_lib.ROOT_INDEX] == tree_lib.ILLEGAL, 0.0,
+                            jnp.take_along_axis(priors, slot_actions, axis=1))
+    slot_priors = jnp.where(
+        tree.pruned[:, tree_lib.ROOT_INDEX, None],
+        slot_priors / jnp.maximum(jnp.sum(slot_priors, axis=-1, keepdims=True),
+                                  jnp.finfo(jnp.float32).tiny),
+        slot_priors)
+    continued = tree.replace(priors=tree.priors.at[:, tree_lib.ROOT_INDEX].set(slot_priors),
+                             extra_data=extra_data)
+    if tree.replay_embeddings:
+        continued = continued.replace(embeddings=fresh.embeddings)
+    return reuse.select_rows(tree.num_nodes > 0, continued, fresh)
+
+
+def search_body(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
+                invalid_actions: Optional[chex.Array], tree: Optional[tree_lib.Tree],
+                extra_data: Any, *, recurrent_fn: base.RecurrentFn, rules: Rules,
+                options: SearchOptions) -> tree_lib.Tree:
+    """The search itself, traceable (no validation, no jit of its own): what
+    `search` runs and what every policy calls inside its compiled function.
+    `rng_key` is consumed as mctx's search consumes it (see
+    `phases.run_simulations`)."""
+    tree = start_tree(jax.random.fold_in(rng_key, 0x7007), root, invalid_actions, options,
+                      tree, extra_data)
+    return phases.run_simulations(params, rng_key, tree, with_result_checks(recurrent_fn),
+                                  rules, options)
+
+
+def _search_static(params, rng_key, root, invalid_actions, tree, extra_data, *, recurrent_fn,
+                   rules, options):
+    return search_body(params, rng_key, root, invalid_actions, tree, extra_data,
+                       recurrent_fn=recurrent_fn, rules=rules, options=options)
+
+
+# Compiled once per shapes, recurrent_fn, rules (equal partials are equal) and options.
+_search_compiled = jax.jit(_search_static,
+                           static_argnames=("recurrent_fn", "rules", "options"))
+
+
+@functools.partial(jax.jit, static_argnames=("recurrent_fn", "rules", "options"))
+def _search_checkified(params, rng_key, root, invalid_actions, tree, extra_data, *,
+                       recurrent_fn, rules, options):
+    """checks="checkify": the search with the value checks compiled in."""
+    def checked(params, rng_key, root, invalid_actions, tree, extra_data):
+        validation.checkify_root(root, invalid_actions, jnp.float32(0.0))
+        out = search_body(params, rng_key, root, invalid_actions, tree, extra_data,
+                          recurrent_fn=recurrent_fn, rules=rules, options=options)
+        validation.checkify_tree(out)
+        return out
+
+    return checkify.checkify(checked, errors=checkify.user_checks)(
+        params, rng_key, root, invalid_actions, tree, extra_data)
+
+
+def make_rules(root_rule: Callable, interior_rule: Optional[Callable]) -> Rules:
+    """Validated `Rules` (each wrapped so equal partials compile once)."""
+    check_tree_function(root_rule, "root_rule", _RULE_EXAMPLE)
+    if interior_rule is None or interior_rule is root_rule:
+        wrapped = Static(root_rule)
+        return Rules(at_root=wrapped, below_root=wrapped)
+    check_tree_function(interior_rule, "interior_rule", _RULE_EXAMPLE)
+    return Rules(at_root=Static(root_rule), below_root=Static(interior_rule))
+
+
+def binds_tracer(value: Any) -> bool:
+    """True when a static argument (a `Static` function, `Rules`, a settings
+    dataclass) binds a tracer of the caller's trace, e.g. a rule partial
+    built inside the caller's jit with traced constants."""
+    if isinstance(value, Static):
+        return holds_tracer(value.fn)
+    if isinstance(value, tuple):
+        return any(binds_tracer(item) for item in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return any(binds_tracer(getattr(value, field.name))
+                   for field in dataclasses.fields(value))
+    return holds_tracer(value)
+
+
+def run_compiled(compiled: Callable, body: Callable, dynamic: Tuple, statics: dict,
+                 checks: str) -> Any:
+    """Runs `compiled(*dynamic, **statics)`, the jitted function, except when
+    a static argument binds a tracer of the caller's trace: then `body` is
+    traced inline. With checks="checkify", `compiled` returns (error, result)
+    and the error is raised or staged."""
+    if any(binds_tracer(value) for value in statics.values()):
+        if checks == "checkify":
+            raise ValueError("checks='checkify' needs rules and Q transforms whose bound "
+                             "arguments are not traced values; bind them outside jit or "
+                             "use checks='host'")
+        return body(*dynamic, **statics)
+    result = compiled(*dynamic, **statics)
+    if checks == "checkify":
+        error, result = result
+        validation.raise_or_stage(error)
+    return result
+
+
+def search(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
+           recurrent_fn: base.RecurrentFn, num_simulations: int, *,
+           root_rule: Callable,
+           interior_rule: Optional[Callable] = None,
+           invalid_actions: Optional[chex.Array] = None,
+           max_depth: Optional[int] = None,
+           max_nodes: Optional[int] = None,
+           tree: Optional[tree_lib.Tree] = None,
+           solver: bool = False,
+           expand_all: bool = False,
+           max_children: Optional[int] = None,
+           replay_embeddings: bool = False,
+           value_range: Tuple[float, float] = (-1.0, 1.0),
+           stop_at_terminal: bool = True,
+           node_per_simulation: bool = False,
+           loop_fn: Callable = jax.lax.fori_loop,
+           extra_data: Any = None,
+           checks: str = "host") -> tree_lib.Tree:
+    """Runs `num_simulations` simulations of MCTS on each of B roots; returns the `Tree`.
+
+    Each simulation descends from the root by the argmax of the rules' scores,
+    expands the edge it reaches with one batched `recurrent_fn` call, and backs
+    up the new value (selection.py, phases.py).
+
+    Args:
+      params, rng_key, root, recurrent_fn, num_simulations: as in the policies
+        (`RootFnOutput` prior_logits [B, A], value [B], embedding [B, ...];
+        `recurrent_fn(params, key, action [B], embedding) -> (RecurrentFnOutput,
+        embedding)`). `root.prior_logits` give the root priors as they are
+        (add any exploration noise to them first).
+      root_rule: the selection rule at the root,
+        `rule(tree, node [B] int32, stats: ChildrenStats) -> scores [B, K]`;
+        argmax descends, -inf never does. Constants bound with
+        `functools.partial`: `mcts_jax.puct_scores`, `uct_scores`,
+        `gumbel_root_scores`, or the user's own.
+      interior_rule: the rule below the root; None: `root_rule` everywhere.
+      invalid_actions, max_depth, max_nodes, tree, solver, expand_all,
+        max_children, replay_embeddings, value_range, checks: the tree
+        options, as documented in `uct_policy`.
+      stop_at_terminal: True: discount 0 ends the game (a terminal node is
+        never expanded; reaching it again backs up its reward). False:
+        mctx's semantics, discount 0 is only a factor.
+      node_per_simulation: simulation i writes node i + 1, mctx's numbering.
+      loop_fn: the simulation loop (mctx's `loop_fn`, e.g. `hk.fori_loop`).
+      extra_data: any pytree with leading [B], stored as `tree.extra_data`
+        for rules to read (Gumbel's root noise lives there).
+
+    Compiled once per shapes, recurrent_fn, rules and options (rules that are
+    equal `functools.partial`s of one function count as equal); inside the
+    caller's `jit` it is traced inline. Do not `vmap` it: it is batched.
+    """
+    validation.check_rng_key(rng_key)
+    if not callable(recurrent_fn):
+        raise TypeError(f"recurrent_fn must be callable, got {type(recurrent_fn).__name__}")
+    rules = make_rules(root_rule, interior_rule)
+    options = make_options(root, invalid_actions, num_simulations, tree=tree,
+                           max_depth=max_depth, max_nodes=max_nodes, solver=solver,
+                           expand_all=expand_all, max_children=max_children,
+                           replay_embeddings=replay_embeddings, value_range=value_range,
+                           stop_at_terminal=stop_at_terminal,
+                           node_per_simulation=node_per_simulation, loop_fn=loop_fn,
+                           checks=checks)
+    checks = validation.check_mode(checks)
+    compiled = _search_checkified if checks == "checkify" else _search_compiled
+    return run_compiled(compiled, _search_static,
+                        (params, rng_key, root, invalid_actions, tree, extra_data),
+                        dict(recurrent_fn=Static(recurrent_fn), rules=rules, options=options),
+                        checks)
