@@ -146,8 +146,10 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
         # (when both are one function the loop serves the root too: a
         # smaller program to compile).
         state = step(state, rules.at_root, "root_rule")
+    # One rule everywhere is the rule the caller gave as root_rule.
+    loop_name = "interior_rule" if rules.at_root is not rules.below_root else "root_rule"
     state = jax.lax.while_loop(
-        cond, lambda state: step(state, rules.below_root, "interior_rule"), state)
+        cond, lambda state: step(state, rules.below_root, loop_name), state)
     return LeafChoice(node=state["node"], slot=state["slot"], expand=state["expand"])
 
 

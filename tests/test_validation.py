@@ -2,6 +2,8 @@
 the stated exception with a message naming the argument, and none may return
 a result. Also the value checks under the caller's `jit` (checks="checkify")."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -51,6 +53,24 @@ def returning(change):
         output, code = PROBLEM.recurrent_fn(params, key, action, code)
         return change(output, code)
     return recurrent_fn
+
+
+def search_call(**options):
+    """mcts_jax.search with PUCT unless a rule is given."""
+    def call():
+        root, illegal = good()
+        options.setdefault("root_rule", mcts_jax.puct_scores)
+        return mcts_jax.search(None, jax.random.key(0), root, PROBLEM.recurrent_fn, SIMS,
+                               invalid_actions=illegal, **options)
+    return call
+
+
+def wrong_shape_rule(tree, node, stats):
+    return stats.qvalues[:, :2]
+
+
+def integer_rule(tree, node, stats):
+    return stats.visits
 
 
 def subtree_call(action, **options):
@@ -200,6 +220,43 @@ CASES = [
      ValueError, "if_true and if_false must be trees of the same configuration"),
     ("select_rows-not-a-tree", lambda: mcts_jax.select_rows(jnp.ones(B, bool), tree_from(), 0),
      TypeError, "if_false must be a mcts_jax.Tree"),
+    # ---- the composable search: rules and Q transforms
+    ("search-rule-not-callable", search_call(root_rule="puct"), TypeError,
+     "root_rule must be a function"),
+    ("search-interior-rule-not-callable", search_call(interior_rule=3), TypeError,
+     "interior_rule must be a function"),
+    ("search-rule-wrong-shape", search_call(root_rule=wrong_shape_rule), ValueError,
+     r"root_rule returned scores of shape \(4, 2\); expected \(B, K\) = \(4, 6\)"),
+    ("search-interior-rule-wrong-shape", search_call(interior_rule=wrong_shape_rule),
+     ValueError, "interior_rule returned scores of shape"),
+    ("search-rule-integer-scores", search_call(root_rule=integer_rule), TypeError,
+     "root_rule returned scores of dtype int32; expected a float dtype"),
+    ("search-rule-missing-constant", search_call(
+        root_rule=functools.partial(mcts_jax.gumbel_root_scores)), TypeError,
+     "root_rule cannot be called as root_rule\\(tree, node, stats\\).*num_simulations"),
+    ("search-rule-unknown-constant", search_call(
+        root_rule=functools.partial(mcts_jax.puct_scores, c_puct=2.0)), TypeError,
+     "root_rule.*c_puct"),
+    ("search-solver-without-terminals", search_call(solver=True, stop_at_terminal=False),
+     ValueError, "solver=True needs stop_at_terminal=True"),
+    ("search-loop_fn-not-callable", search_call(loop_fn=10), TypeError, "loop_fn must be"),
+    ("qtransform-not-callable", policy_call(qtransform="min_max"), TypeError,
+     "qtransform must be a function"),
+    ("qtransform-missing-kwargs", policy_call(
+        qtransform=functools.partial(mcts_jax.qtransform_by_min_max, min_value=-1.0)),
+     TypeError, "qtransform cannot be called.*max_value"),
+    ("qtransform-unknown-kwarg", policy_call(
+        qtransform=functools.partial(mcts_jax.qtransform_by_parent_and_siblings, eps=1.0)),
+     TypeError, "qtransform.*eps"),
+    ("qtransform-and-q_transform", policy_call(qtransform=mcts_jax.qtransform_raw,
+                                               q_transform="raw"), ValueError,
+     "qtransform .* or q_transform"),
+    ("gumbel-qtransform-wrong-arity", policy_call(
+        "gumbel", qtransform=lambda tree, node: tree.priors), TypeError,
+     "qtransform cannot be called"),
+    ("muzero-qtransform-not-callable", lambda: mcts_jax.muzero_policy(
+        None, jax.random.key(0), good()[0], PROBLEM.recurrent_fn, SIMS, qtransform="min_max"),
+     TypeError, "qtransform must be a function"),
     # ---- games and memory
     ("envs.make-unknown-game", lambda: envs.make("tictactoe"), ValueError,
      "unknown game 'tictactoe'; known games: tic_tac_toe"),
