@@ -14,6 +14,8 @@ import os
 import platform
 import re
 import statistics
+import subprocess
+import sys
 import time
 from importlib import metadata
 from typing import Any, Callable, Dict, List, Sequence
@@ -73,6 +75,20 @@ def machine_info() -> Dict[str, Any]:
         versions={name: _version(name) for name in
                   ("mcts_jax", "jax", "jaxlib", "mctx", "pgx", "flax", "numpy")},
     )
+
+
+def provenance() -> Dict[str, Any]:
+    """What a results file must name to be traced to code: the git commit of
+    this working tree, whether it had uncommitted changes, and the command."""
+    def git(*args):
+        try:
+            return subprocess.run(["git", *args], capture_output=True, text=True,
+                                  cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+        except OSError:
+            return ""
+    return dict(commit=git("rev-parse", "HEAD"),
+                dirty=bool(git("status", "--porcelain", "--untracked-files=no")),
+                command=" ".join(getattr(sys, "orig_argv", sys.argv)))
 
 
 def device_slug(info: Dict[str, Any] = None) -> str:
