@@ -76,8 +76,25 @@ def problems(batch_size: int):
             "tic_tac_toe playouts": (game_root, game_invalid, game.recurrent_fn(playouts))}
 
 
-def runner(library, policy: str, problem, num_simulations: int):
+def in_library(library, problem):
+    """The problem in `library`'s own output types (each version checks that
+    the root and recurrent_fn outputs are its classes): the same arrays, the
+    recurrent_fn's outputs re-wrapped (no computation)."""
     root, invalid, recurrent_fn = problem
+    if library is mcts_jax:
+        return problem
+
+    def converted(params, rng_key, action, embedding):
+        output, embedding = recurrent_fn(params, rng_key, action, embedding)
+        return library.RecurrentFnOutput(**{name: getattr(output, name) for name in (
+            "reward", "discount", "prior_logits", "value", "invalid_actions")}), embedding
+
+    return (library.RootFnOutput(prior_logits=root.prior_logits, value=root.value,
+                                 embedding=root.embedding), invalid, converted)
+
+
+def runner(library, policy: str, problem, num_simulations: int):
+    root, invalid, recurrent_fn = in_library(library, problem)
     function = getattr(library, f"{policy}_policy")
     options = dict(dirichlet_fraction=0.25) if policy == "alphazero" else {}
 

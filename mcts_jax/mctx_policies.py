@@ -21,7 +21,6 @@ Our own options are accepted too (`max_nodes`, `max_children`, `tree`,
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any, Callable, Optional, Tuple
 
 import chex
@@ -33,7 +32,8 @@ from mcts_jax import selection
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
 from mcts_jax.options import SearchOptions, Static, make_options
-from mcts_jax.policies import gumbel_policy, resolve_qtransform, run_policy, static_number
+from mcts_jax.policies import (gumbel_policy, puct_rule, resolve_qtransform, run_policy,
+                               static_number)
 from mcts_jax.qtransforms import (qtransform_by_parent_and_siblings,
                                   qtransform_completed_by_mix_value)
 from mcts_jax.tree_search import search_body
@@ -127,12 +127,8 @@ def muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnO
                            node_per_simulation=node_per_simulation, loop_fn=loop_fn,
                            checks=checks)
     validation.check_final_action("sampled", temperature, values=checks == "host")
-    rule = functools.partial(
-        selection.puct_scores, qtransform=qtransform, tie_break=MCTX_TIE_BREAK,
-        pb_c_init=static_number("pb_c_init", pb_c_init, low=0.0),
-        pb_c_base=static_number("pb_c_base", pb_c_base, low=0.0, low_inclusive=False))
     settings = MuZeroSettings(
-        rule=Static(rule),
+        rule=puct_rule(pb_c_init, pb_c_base, qtransform, tie_break=MCTX_TIE_BREAK),
         dirichlet_fraction=static_number("dirichlet_fraction", dirichlet_fraction, low=0.0,
                                          high=1.0),
         dirichlet_alpha=static_number("dirichlet_alpha", dirichlet_alpha, low=0.0,

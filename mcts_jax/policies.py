@@ -279,6 +279,14 @@ def static_number(name: str, value: Any, **bounds) -> Any:
     return validation.check_number(name, value, **bounds)
 
 
+def puct_rule(pb_c_init, pb_c_base, qtransform: Callable, tie_break: float = 0.0) -> Static:
+    """`selection.puct_scores` with its constants checked and bound."""
+    return Static(functools.partial(
+        selection.puct_scores, qtransform=qtransform, tie_break=tie_break,
+        pb_c_init=static_number("pb_c_init", pb_c_init, low=0.0),
+        pb_c_base=static_number("pb_c_base", pb_c_base, low=0.0, low_inclusive=False)))
+
+
 Q_TRANSFORM_NAMES = {"parent_and_siblings": qtransform_by_parent_and_siblings,
                      "raw": qtransform_raw}
 
@@ -494,13 +502,8 @@ def alphazero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.Root
                            replay_embeddings=replay_embeddings, value_range=value_range,
                            checks=checks)
     validation.check_final_action(final_action, temperature, values=checks == "host")
-    rule = functools.partial(
-        selection.puct_scores, qtransform=qtransform,
-        pb_c_init=validation.check_number("pb_c_init", pb_c_init, low=0.0),
-        pb_c_base=validation.check_number("pb_c_base", pb_c_base, low=0.0,
-                                          low_inclusive=False))
     settings = AlphaZeroSettings(
-        rule=Static(rule), final_action=final_action,
+        rule=puct_rule(pb_c_init, pb_c_base, qtransform), final_action=final_action,
         dirichlet_fraction=validation.check_number("dirichlet_fraction", dirichlet_fraction,
                                                    low=0.0, high=1.0),
         dirichlet_alpha=validation.check_number("dirichlet_alpha", dirichlet_alpha, low=0.0,

@@ -8,7 +8,6 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import custom_rules
 import envs
