@@ -71,6 +71,13 @@ class TrainConfig:
     elo_opening_moves: int = 2           # random plies opening each Elo game
     final_games: int = 200               # end-of-run match against the strongest reference
     final_simulations: int = 64
+    # Connect Four against the perfect solver (bitbully, optional: the `eval` extra;
+    # envs.connect_four_solver): accuracy on the first positions of the benchmark
+    # file, and games against the solver (half with the agent moving first)
+    solver_positions: int = 300          # per periodic evaluation (0: none)
+    solver_games: int = 40               # per periodic evaluation (0: none)
+    final_solver_positions: int = 1000   # at the end (the benchmark holds 1000); the
+                                         # final games against the solver: final_games
     max_game_length: int = 0             # plies before a game is a draw, in self-play and
                                          # evaluation (0: the game's own rules)
     # devices (mcts_jax.sharding): self-play games, replay buffer and minibatches
@@ -164,7 +171,8 @@ PRESETS: Dict[str, Dict[str, Dict[str, Any]]] = {
                      simulations=8, num_games=8, moves_per_iteration=4, replay_size=256,
                      min_replay=8, train_batch_size=16, updates_per_iteration=2,
                      eval_every=2, elo_every=1, eval_games=4, eval_simulations=4,
-                     final_games=4, final_simulations=4, elo_opponents=1),
+                     final_games=4, final_simulations=4, elo_opponents=1,
+                     solver_positions=16, solver_games=4, final_solver_positions=16),
     },
     "chess": {
         "tiny": dict(iterations=3, network="resnet", channels=8, blocks=1, value_hidden=8,
@@ -201,6 +209,11 @@ _HELP = {
     "devices": "devices of the 1-D data mesh that self-play and training are split over "
                "(0: every device of every process); --num-games and --train-batch-size "
                "must be multiples of it",
+    "solver_positions": "connect_four: benchmark positions judged by the perfect solver per "
+                        "periodic evaluation (needs bitbully; 0: none)",
+    "solver_games": "connect_four: games against the perfect solver per periodic evaluation, "
+                    "half with the agent moving first (needs bitbully; 0: none)",
+    "final_solver_positions": "connect_four: benchmark positions judged at the end of the run",
     "search_mode": "self-play search over several devices: exact (the one-device search, bit "
                    "for bit; small collectives every simulation) or local (each device alone, "
                    "no communication, its own random numbers)",
@@ -314,11 +327,12 @@ def validate(config: TrainConfig) -> None:
     non_negative = ("blocks", "min_replay", "temperature_moves", "eval_every", "elo_every",
                     "elo_opponents", "elo_opening_moves", "max_nodes", "uct_simulations",
                     "max_game_length", "eval_games", "final_games", "seed",
-                    "random_opening_plies", "devices")
+                    "random_opening_plies", "devices", "solver_positions", "solver_games",
+                    "final_solver_positions")
     for name in non_negative:
         if getattr(config, name) < 0:
             raise ValueError(f"{flag_name(name)} must be >= 0, got {getattr(config, name)}")
-    for name in ("eval_games", "final_games"):
+    for name in ("eval_games", "final_games", "solver_games"):
         if getattr(config, name) % 2:
             raise ValueError(f"{flag_name(name)} must be even (half the games as each side), "
                              f"got {getattr(config, name)}")

@@ -9,6 +9,17 @@ Opponents:
   - perfect (tic-tac-toe): uniformly random among the optimal moves
     (`envs.perfect_play`); plus `policy_optimal`, the fraction of the 4520
     reachable positions where the raw network's legal argmax is optimal;
+  - solver (Connect Four, when bitbully is installed): uniformly random
+    among the moves the perfect solver finds optimal
+    (`envs.connect_four_solver.SolverPlayer`), `solver_games` games of which
+    half with the agent moving first (a perfect first player wins them all:
+    `vs_solver_first_*`; as second the agent always loses, kept as
+    `vs_solver_as_second`); plus move accuracy on the first
+    `solver_positions` positions of the benchmark file (the move keeps the
+    game-theoretic value), of the raw network (legal argmax,
+    `solver_policy_accuracy`) and of the agent's search
+    (`solver_search_accuracy`), overall and by stage (`_opening`,
+    `_middle`, `_late`);
   - earlier snapshots (Elo): the current network against the last few
     snapshots, `elo_opening_moves` random plies opening each game; ratings by
     maximum likelihood over every match of the run, the first snapshot
@@ -18,12 +29,13 @@ Every figure is from the agent's point of view.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+import os
+from typing import Any, Callable, Dict, List, Optional
 
 import jax
 import numpy as np
 
-from envs import perfect_play
+from envs import connect_four_solver, perfect_play
 from mcts_jax import arena, evaluators, networks
 from mcts_jax.training.config import TrainConfig
 
@@ -32,7 +44,8 @@ class Evaluation:
     """The evaluation suite of one run (its players are built once, so every
     match compiles once per shape)."""
 
-    def __init__(self, config: TrainConfig, game, model: networks.Model):
+    def __init__(self, config: TrainConfig, game, model: networks.Model,
+                 log: Callable[[str], None] = print):
         self.config = config
         self.game = game
         self.model = model
@@ -50,6 +63,67 @@ class Evaluation:
         self._predict = jax.jit(model.predict)
         self.positions = (perfect_play.reachable_positions()
                           if game.name == "tic_tac_toe" else None)
+        self.benchmark = self._solver_benchmark(log) if game.name == "connect_four" else None
+        self._benchmark_states = {}
+
+    # ---- Connect Four against the perfect solver ------------------------------------
+
+    def _solver_benchmark(self, log) -> Optional[Dict[str, Any]]:
+        """The benchmark positions (as many as the run uses), or None with a
+        one-line notice when the solver or the file is missing."""
+        config = self.config
+        wanted = max(config.solver_positions, config.final_solver_positions)
+        if not (wanted or config.solver_games):
+            return None
+        if not connect_four_solver.available():
+            log("connect_four: bitbully is not installed, no evaluation against the perfect "
+                "solver (pip install 'mcts_jax[eval]')")
+            return None
+        if not os.path.exists(connect_four_solver.POSITIONS_PATH):
+            log(f"connect_four: no benchmark file at {connect_four_solver.POSITIONS_PATH}; "
+                f"only games against the perfect solver")
+            return {}
+        return connect_four_solver.load_positions(limit=max(wanted, 1))
+
+    def _benchmark_slice(self, count: int):
+        """(positions, pgx states) of the first `count` benchmark positions
+        (states built once per count)."""
+        positions = {k: (v[:count] if k != "meta" else v) for k, v in self.benchmark.items()}
+        if count not in self._benchmark_states:
+            self._benchmark_states[count] = connect_four_solver.states_from_moves(
+                positions["moves"], self.game)
+        return positions, self._benchmark_states[count]
+
+    def solver_accuracy(self, variables, key, agent, count: int,
+                        prefix: str = "") -> Dict[str, Any]:
+        """Move accuracy on the first `count` benchmark positions of the raw
+        network (legal argmax) and of `agent`'s search."""
+        if not self.benchmark or count < 1:
+            return {}
+        positions, states = self._benchmark_slice(count)
+        logits, _ = self._predict(variables, states.observation)
+        out: Dict[str, Any] = {f"{prefix}solver_positions": len(positions["moves"])}
+        choices = dict(policy=connect_four_solver.legal_argmax(logits, positions["legal"]),
+                       search=np.asarray(agent(variables, key, self.game, states)))
+        for name, chosen in choices.items():
+            for stage, accuracy in connect_four_solver.move_accuracy(chosen, positions).items():
+                suffix = "" if stage == "all" else f"_{stage}"
+                out[f"{prefix}solver_{name}_accuracy{suffix}"] = round(accuracy, 4)
+        return out
+
+    def solver_match(self, agent, variables, key, num_games: int,
+                     prefix: str = "") -> Dict[str, Any]:
+        """`num_games` against the perfect solver, half with the agent first."""
+        if self.benchmark is None or num_games < 2:
+            return {}
+        result = self.match(agent, variables, connect_four_solver.SolverPlayer(), None, key,
+                            num_games)
+        wins, draws, losses = result.first
+        return {f"{prefix}vs_solver_first_wins": wins, f"{prefix}vs_solver_first_draws": draws,
+                f"{prefix}vs_solver_first_losses": losses,
+                f"{prefix}vs_solver_first_score": round((wins + 0.5 * draws)
+                                                        / max(1, wins + draws + losses), 4),
+                f"{prefix}vs_solver_as_second": list(result.second)}
 
     def match(self, player, variables, opponent, opponent_params, key, num_games, opening=0):
         return arena.play_match(self.game, player, variables, opponent, opponent_params, key,
@@ -75,15 +149,27 @@ class Evaluation:
             out.update(self.match(self.agent, variables, perfect_play.PerfectPlayer(), None,
                                   keys[2], num_games).as_dict("vs_perfect_"))
             out["policy_optimal"] = round(self.policy_optimality(variables), 4)
+        if self.game.name == "connect_four":
+            solver_keys = jax.random.split(jax.random.fold_in(key, 3))
+            out.update(self.solver_match(self.agent, variables, solver_keys[0],
+                                         self.config.solver_games))
+            out.update(self.solver_accuracy(variables, solver_keys[1], self.agent,
+                                            self.config.solver_positions))
         return out
 
     def final(self, variables, key) -> Dict[str, Any]:
         """End of run: `final_games` at `final_simulations` against the
         strongest reference (perfect play for tic-tac-toe, UCT at the same
-        budget otherwise) and against random."""
+        budget otherwise, and the perfect solver for Connect Four) and
+        against random; Connect Four's benchmark accuracy on
+        `final_solver_positions` positions."""
         num_games = self.config.final_games
         out: Dict[str, Any] = dict(final_simulations=self.config.final_simulations,
                                    final_games=num_games)
+        solver_keys = jax.random.split(jax.random.fold_in(key, 3))
+        if self.game.name == "connect_four":
+            out.update(self.solver_accuracy(variables, solver_keys[1], self.final_agent,
+                                            self.config.final_solver_positions, "final_"))
         if num_games < 2:
             return out
         keys = jax.random.split(key, 3)
@@ -102,6 +188,9 @@ class Evaluation:
             out["final_vs_perfect_as_first"] = list(result.first)
             out["final_vs_perfect_as_second"] = list(result.second)
             out["final_policy_optimal"] = round(self.policy_optimality(variables), 4)
+        if self.game.name == "connect_four":
+            out.update(self.solver_match(self.final_agent, variables, solver_keys[0],
+                                         num_games, "final_"))
         return out
 
     def elo_matches(self, variables, iteration: int, pool: Dict[int, Any], key) -> List[List]:

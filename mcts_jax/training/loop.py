@@ -219,7 +219,7 @@ def train(config: TrainConfig, run_dir: str, progress: bool = True,
         log = lambda *_: None  # noqa: E731  (process 0 reports)
         progress = False
     game, model, player, learner = build(config, mesh)
-    suite = evaluation_lib.Evaluation(config, game, model)
+    suite = evaluation_lib.Evaluation(config, game, model, log=log)
     checkpoints = checkpoint_lib.Checkpointer(os.path.join(run_dir, "checkpoints"),
                                               keep=config.keep_checkpoints,
                                               identity=checkpoint_identity(config))
@@ -403,11 +403,27 @@ def describe_summary(config: TrainConfig, summary: Dict[str, Any]):
         lines.append(f"raw policy network (no search) optimal in "
                      f"{100 * summary['final_policy_optimal']:.2f}% of the 4520 reachable "
                      f"non-terminal positions")
+    if "final_vs_solver_first_wins" in summary:
+        w, d, l = (summary[f"final_vs_solver_first_{k}"] for k in ("wins", "draws", "losses"))
+        lines.append(f"agent ({config.policy}, {sims} simulations) moving first vs the perfect "
+                     f"solver (bitbully): {w} wins, {d} draws, {l} losses in {w + d + l} games "
+                     f"(a perfect first player wins them all)")
+    if "final_solver_positions" in summary:
+        def accuracy(name):
+            stages = ", ".join(f"{stage} {100 * summary[f'final_solver_{name}_accuracy_{stage}']:.1f}%"
+                               for stage in ("opening", "middle", "late")
+                               if f"final_solver_{name}_accuracy_{stage}" in summary)
+            return f"{100 * summary[f'final_solver_{name}_accuracy']:.1f}% ({stages})"
+        lines.append(f"move accuracy on {summary['final_solver_positions']} solver-labelled "
+                     f"positions (the move keeps the game-theoretic value): raw policy network "
+                     f"{accuracy('policy')}; search ({config.policy}, {sims} simulations) "
+                     f"{accuracy('search')}")
     return lines
 
 
 _SHOWN = ("loss", "games_per_s", "simulations_per_s", "vs_random_score", "vs_uct_score",
-          "vs_perfect_losses", "policy_optimal", "elo")
+          "vs_perfect_losses", "policy_optimal", "vs_solver_first_wins",
+          "solver_policy_accuracy", "solver_search_accuracy", "elo")
 
 
 def _report(bar, record: Dict[str, Any], log) -> None:

@@ -1,4 +1,5 @@
-"""PNG plots of a run from its metrics records: loss, Elo, win rates."""
+"""PNG plots of a run from its metrics records: loss, Elo, win rates (with the
+perfect-play and solver figures of tic-tac-toe and Connect Four)."""
 
 from __future__ import annotations
 
@@ -54,7 +55,10 @@ def write_plots(records: List[Dict[str, Any]], elo: Dict[int, float], directory:
     ax = fig.add_subplot()
     for key, label in (("vs_random_score", "score vs random"), ("vs_uct_score", "score vs UCT"),
                        ("vs_perfect_score", "score vs perfect play"),
-                       ("policy_optimal", "raw policy optimal (fraction)")):
+                       ("policy_optimal", "raw policy optimal (fraction)"),
+                       ("vs_solver_first_score", "score vs perfect solver, moving first"),
+                       ("solver_policy_accuracy", "raw policy accuracy (solver benchmark)"),
+                       ("solver_search_accuracy", "search accuracy (solver benchmark)")):
         x, y = _series(records, key)
         if x:
             ax.plot(x, y, marker="o", label=label)
