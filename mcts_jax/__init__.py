@@ -5,7 +5,7 @@ from mcts_jax.base import (PolicyOutput, RecurrentFn, RecurrentFnOutput, RootFnO
                            SearchSummary)
 from mcts_jax.mctx_policies import gumbel_muzero_policy, muzero_policy
 from mcts_jax.options import SearchOptions
-from mcts_jax.policies import alphazero_policy, gumbel_policy, rule_policy, uct_policy
+from mcts_jax.policies import RulePolicy, alphazero_policy, gumbel_policy, rule_policy, uct_policy
 from mcts_jax.qtransforms import (mixed_value, qtransform_by_min_max,
                                   qtransform_by_parent_and_siblings,
                                   qtransform_completed_by_mix_value, qtransform_raw)
@@ -17,6 +17,9 @@ from mcts_jax.tree import ILLEGAL, UNEXPANDED, ChildrenStats, Tree, children_sta
 from mcts_jax.tree_search import search
 from mcts_jax import sharding
 
+# mctx's name for the Gumbel extra data (its `root_gumbel` field is the same).
+GumbelMuZeroExtraData = GumbelExtraData
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -26,10 +29,10 @@ __all__ = [
     # the composable search, its rules and Q transforms
     "search", "SearchOptions", "Rules", "uct_scores", "puct_scores", "tie_break_noise",
     "gumbel_root_scores", "gumbel_interior_scores", "halving_scores", "prior_logits",
-    "GumbelExtraData", "qtransform_by_min_max", "qtransform_by_parent_and_siblings",
+    "GumbelExtraData", "GumbelMuZeroExtraData", "qtransform_by_min_max", "qtransform_by_parent_and_siblings",
     "qtransform_completed_by_mix_value", "qtransform_raw", "mixed_value",
     # policies (ours, then mctx's signatures)
-    "uct_policy", "alphazero_policy", "gumbel_policy", "rule_policy", "muzero_policy",
+    "uct_policy", "alphazero_policy", "gumbel_policy", "rule_policy", "RulePolicy", "muzero_policy",
     "gumbel_muzero_policy",
     # subtree reuse
     "get_subtree", "reset_tree", "select_rows",

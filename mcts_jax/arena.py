@@ -95,15 +95,16 @@ class SearchPlayer:
             return self.policy, options
         sampled = dict(final_action="most_visited" if self.greedy else "sampled",
                        temperature=0.0 if self.greedy else 1.0)
+        # The player's own settings first; `options` may override any of them.
         if self.policy == "uct":
-            return mcts_jax.uct_policy, dict(uct_c=self.uct_c, **sampled, **options)
+            return mcts_jax.uct_policy, {**sampled, "uct_c": self.uct_c, **options}
         if self.policy == "alphazero":
-            return mcts_jax.alphazero_policy, dict(
-                dirichlet_fraction=0.0 if self.greedy else 0.25, **sampled, **options)
+            return mcts_jax.alphazero_policy, {
+                **sampled, "dirichlet_fraction": 0.0 if self.greedy else 0.25, **options}
         if self.policy == "gumbel":
-            return mcts_jax.gumbel_policy, dict(
-                max_num_considered_actions=min(self.considered_actions, game.num_actions),
-                gumbel_scale=0.0 if self.greedy else 1.0, **options)
+            return mcts_jax.gumbel_policy, {
+                "max_num_considered_actions": min(self.considered_actions, game.num_actions),
+                "gumbel_scale": 0.0 if self.greedy else 1.0, **options}
         raise ValueError(f"policy must be 'uct', 'alphazero', 'gumbel' or a policy function, "
                          f"got {self.policy!r}")
 

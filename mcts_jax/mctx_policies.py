@@ -14,6 +14,7 @@ semantics, so equal inputs give equal trees:
 - the search tree answers mctx's attributes (`node_visits`, `node_values`,
   `children_index`, `qvalues(...)`, `extra_data.root_gumbel`, ...).
 
+`invalid_actions` may be bool or, as mctx documents it, a 0/1 mask.
 Our own options are accepted too (`max_nodes`, `max_children`, `tree`,
 `value_range`, `checks`, and the two semantics switches above).
 """
@@ -60,11 +61,20 @@ def mctx_root_logits(rng_key: chex.PRNGKey, prior_logits: chex.Array,
     noise = jax.random.dirichlet(rng_key, alpha=jnp.full([num_actions], dirichlet_alpha),
                                  shape=(batch_size,))
     noisy = (1 - dirichlet_fraction) * probs + dirichlet_fraction * noise
-    logits = jnp.log(jnp.maximum(noisy, jnp.finfo(noisy.dtype).tiny))
+    logits = tree_lib.log_probabilities(noisy)
     if invalid_actions is None:
         return logits
     logits = logits - jnp.max(logits, axis=-1, keepdims=True)
     return jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, logits)
+
+
+def as_bool_mask(invalid_actions: Optional[chex.Array]) -> Optional[chex.Array]:
+    """mctx documents `invalid_actions` as a mask with ones at invalid
+    actions; a numeric 0/1 mask becomes the bool mask our policies take."""
+    if invalid_actions is None or not hasattr(invalid_actions, "dtype") or \
+            invalid_actions.dtype == jnp.bool_:
+        return invalid_actions
+    return jnp.asarray(invalid_actions) != 0
 
 
 def mctx_visit_probs(tree: tree_lib.Tree) -> chex.Array:
@@ -74,9 +84,11 @@ def mctx_visit_probs(tree: tree_lib.Tree) -> chex.Array:
     return jnp.where(total > 0, visit_counts / jnp.maximum(total, 1), 1 / tree.num_actions)
 
 
-def muzero_body(params, rng_key, root, invalid_actions, temperature, tree, *, recurrent_fn,
-                options: SearchOptions, settings: MuZeroSettings) -> base.PolicyOutput:
+def muzero_body(params, rng_key, root, invalid_actions, temperature, tree, extra_data, *,
+                recurrent_fn, options: SearchOptions,
+                settings: MuZeroSettings) -> base.PolicyOutput:
     """mctx's MuZero policy: keys, noise, search and sampled action as mctx."""
+    del extra_data
     rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
     root = root.replace(prior_logits=mctx_root_logits(
         dirichlet_key, root.prior_logits, invalid_actions, settings.dirichlet_fraction,
@@ -85,7 +97,7 @@ def muzero_body(params, rng_key, root, invalid_actions, temperature, tree, *, re
                        recurrent_fn=recurrent_fn, rules=selection.everywhere(settings.rule),
                        options=options)
     action_weights = mctx_visit_probs(tree)
-    logits = jnp.log(action_weights)
+    logits = tree_lib.log_probabilities(action_weights)
     logits = (logits - jnp.max(logits, axis=-1, keepdims=True)) / jnp.maximum(
         jnp.finfo(jnp.float32).tiny, temperature)
     action = jax.random.categorical(rng_key, logits).astype(jnp.int32)
@@ -121,6 +133,7 @@ def muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnO
     `uct_policy`); `stop_at_terminal=True` gives our terminal semantics.
     """
     qtransform = resolve_qtransform(qtransform, None, qtransform_by_parent_and_siblings)
+    invalid_actions = as_bool_mask(invalid_actions)
     options = make_options(root, invalid_actions, num_simulations, tree=tree,
                            max_depth=max_depth, max_nodes=max_nodes, max_children=max_children,
                            value_range=value_range, stop_at_terminal=stop_at_terminal,
@@ -161,7 +174,7 @@ def gumbel_muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.
     options.
     """
     return gumbel_policy(params, rng_key, root, recurrent_fn, num_simulations,
-                         invalid_actions=invalid_actions, max_depth=max_depth,
+                         invalid_actions=as_bool_mask(invalid_actions), max_depth=max_depth,
                          max_nodes=max_nodes, max_num_considered_actions=max_num_considered_actions,
                          gumbel_scale=gumbel_scale, qtransform=qtransform,
                          value_range=value_range, tree=tree, max_children=max_children,

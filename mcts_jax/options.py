@@ -120,23 +120,34 @@ def make_options(root, invalid_actions, num_simulations, *, tree=None, max_depth
 
 # ---- functions as static arguments --------------------------------------------------------
 
-def _static_key(value: Any) -> Any:
-    """A hashable stand-in for `value` that is equal for equal functions:
-    `functools.partial` objects compare by function and bound arguments
-    (so a notebook that rebuilds the same partial does not recompile);
-    anything unhashable compares by identity (the `Static` holding it keeps
-    it alive, so the identity is never reused)."""
+class _Unhashable(Exception):
+    """A bound argument that cannot be compared by value."""
+
+
+def _value_key(value: Any) -> Any:
+    """A hashable key equal for equal partials of one function with hashable
+    bound arguments; raises `_Unhashable` otherwise."""
     if isinstance(value, functools.partial):
-        return ("partial", _static_key(value.func),
-                tuple(_static_key(arg) for arg in value.args),
-                tuple(sorted((name, _static_key(arg)) for name, arg in value.keywords.items())))
-    if isinstance(value, (list, tuple)):
-        return (type(value).__name__,) + tuple(_static_key(item) for item in value)
+        return ("partial", _value_key(value.func),
+                tuple(_value_key(arg) for arg in value.args),
+                tuple(sorted((name, _value_key(arg)) for name, arg in value.keywords.items())))
     try:
         hash(value)
     except TypeError:
-        return ("object", id(value))
+        raise _Unhashable from None
     return value
+
+
+def _static_key(fn: Any) -> Any:
+    """`_value_key(fn)`, or, when something bound is unhashable (an array, a
+    list), the identity of `fn` itself: the `Static` holding it keeps it alive,
+    so that identity is never reused while a compiled function is cached
+    under it. (A bound value mutated in place afterwards is not seen: bind
+    values, not containers you change.)"""
+    try:
+        return _value_key(fn)
+    except _Unhashable:
+        return ("object", id(fn))
 
 
 def holds_tracer(value: Any) -> bool:
@@ -154,7 +165,8 @@ def holds_tracer(value: Any) -> bool:
 class Static:
     """Wraps a function (a rule, a Q transform) for use as a static argument of
     `jax.jit`: two wrappers are equal when their functions are equal partials
-    of the same function with equal bound arguments."""
+    of the same function with equal hashable bound arguments (Python numbers,
+    strings, functions), otherwise when they wrap the very same object."""
 
     __slots__ = ("fn", "_key")
 

@@ -24,7 +24,6 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.experimental import checkify
 
 from mcts_jax import base
 from mcts_jax import phases
@@ -34,7 +33,7 @@ from mcts_jax import validation
 from mcts_jax.options import SearchOptions, Static, make_options
 from mcts_jax.qtransforms import (check_tree_function, qtransform_by_parent_and_siblings,
                                   qtransform_completed_by_mix_value, qtransform_raw)
-from mcts_jax.tree_search import make_rules, run_compiled, search_body
+from mcts_jax.tree_search import make_rules, run_body, search_body
 
 
 def root_priors_with_noise(rng_key: chex.PRNGKey, prior_logits: chex.Array, legal: chex.Array,
@@ -49,11 +48,6 @@ def root_priors_with_noise(rng_key: chex.PRNGKey, prior_logits: chex.Array, lega
     noise = gammas / jnp.maximum(jnp.sum(gammas, axis=-1, keepdims=True),
                                  jnp.finfo(jnp.float32).tiny)
     return (1.0 - dirichlet_fraction) * priors + dirichlet_fraction * noise
-
-
-def probabilities_to_logits(probs: chex.Array) -> chex.Array:
-    """log(p), the lowest finite log where p is 0 (so softmax gives p back)."""
-    return jnp.log(jnp.maximum(probs, jnp.finfo(probs.dtype).tiny))
 
 
 def choose_action(rng_key: chex.PRNGKey, tree: tree_lib.Tree, final_action: str,
@@ -134,9 +128,9 @@ def gumbel_action(tree: tree_lib.Tree, qtransform: Callable,
     stats = tree_lib.children_stats(tree, root)
     completed = qtransform(tree, root, stats)
     logits = selection.prior_logits(stats)
-    gumbel = selection.at_root_slots(tree, stats, tree.extra_data.root_gumbel)
-    visits_this_search = stats.visits - selection.at_root_slots(tree, stats,
-                                                      tree.extra_data.root_visits_before)
+    gumbel = tree_lib.at_slots(stats.actions, tree.extra_data.root_gumbel)
+    visits_this_search = stats.visits - tree_lib.at_slots(stats.actions,
+                                                          tree.extra_data.root_visits_before)
     most = jnp.max(jnp.where(stats.legal, visits_this_search, -1), axis=-1)
     survivors = stats.legal & (visits_this_search == most[:, None])
     slot = jnp.argmax(jnp.where(survivors, gumbel + logits + completed, -jnp.inf), axis=-1)
@@ -170,28 +164,31 @@ class GumbelSettings:
     qtransform: Static
 
 
-def rules_body(params, rng_key, root, invalid_actions, temperature, tree, *, recurrent_fn,
+def rules_body(params, rng_key, root, invalid_actions, temperature, tree, extra_data, *,
+               recurrent_fn,
                options: SearchOptions, settings: RulesSettings) -> base.PolicyOutput:
     """The search with the given rules (UCT, or a user's), then the final action."""
     search_key, action_key = jax.random.split(rng_key)
-    tree = search_body(params, search_key, root, invalid_actions, tree, None,
+    tree = search_body(params, search_key, root, invalid_actions, tree, extra_data,
                        recurrent_fn=recurrent_fn, rules=settings.rules, options=options)
     action = choose_action(action_key, tree, settings.final_action, temperature, options.solver)
     return base.PolicyOutput(action=action, action_weights=tree.summary().visit_probs,
                              search_tree=tree)
 
 
-def alphazero_body(params, rng_key, root, invalid_actions, temperature, tree, *, recurrent_fn,
+def alphazero_body(params, rng_key, root, invalid_actions, temperature, tree, extra_data, *,
+                   recurrent_fn,
                    options: SearchOptions, settings: AlphaZeroSettings) -> base.PolicyOutput:
     """AlphaZero: Dirichlet noise over the legal root actions, the search,
     then the final action."""
+    del extra_data
     noise_key, search_key, action_key = jax.random.split(rng_key, 3)
     if settings.dirichlet_fraction != 0.0:  # 0: the root is searched as given
         legal = (jnp.ones(root.prior_logits.shape, jnp.bool_) if invalid_actions is None
                  else ~invalid_actions)
         priors = root_priors_with_noise(noise_key, root.prior_logits, legal,
                                         settings.dirichlet_fraction, settings.dirichlet_alpha)
-        root = root.replace(prior_logits=probabilities_to_logits(priors))
+        root = root.replace(prior_logits=tree_lib.log_probabilities(priors))
     tree = search_body(params, search_key, root, invalid_actions, tree, None,
                        recurrent_fn=recurrent_fn, rules=selection.everywhere(settings.rule),
                        options=options)
@@ -200,13 +197,15 @@ def alphazero_body(params, rng_key, root, invalid_actions, temperature, tree, *,
                              search_tree=tree)
 
 
-def gumbel_body(params, rng_key, root, invalid_actions, temperature, tree, *, recurrent_fn,
+def gumbel_body(params, rng_key, root, invalid_actions, temperature, tree, extra_data, *,
+                recurrent_fn,
                 options: SearchOptions, settings: GumbelSettings) -> base.PolicyOutput:
     """Gumbel MuZero: Gumbel noise into `extra_data`, halving at the root,
     the deterministic rule below, Gumbel's choice. Keys as mctx splits them."""
-    del temperature
+    del temperature, extra_data
     search_key, gumbel_key = jax.random.split(rng_key)
-    gumbel = settings.gumbel_scale * jax.random.gumbel(gumbel_key, root.prior_logits.shape)
+    gumbel = settings.gumbel_scale * jax.random.gumbel(gumbel_key, root.prior_logits.shape,
+                                                       root.prior_logits.dtype)
     visits_before = jnp.zeros(root.prior_logits.shape, jnp.int32)
     if tree is not None:
         root_index = jnp.zeros((tree.batch_size,), jnp.int32)
@@ -226,49 +225,12 @@ def gumbel_body(params, rng_key, root, invalid_actions, temperature, tree, *, re
     return base.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
 
 
-def _policy_static(params, rng_key, root, invalid_actions, temperature, tree, *, body,
-                   recurrent_fn, options, settings):
-    return body(params, rng_key, root, invalid_actions, temperature, tree,
-                recurrent_fn=recurrent_fn, options=options, settings=settings)
-
-
-# The compiled policies (checks "host" and "off"): one compilation per body,
-# shapes, recurrent_fn object, options and settings.
-_policy_compiled = jax.jit(_policy_static,
-                           static_argnames=("body", "recurrent_fn", "options", "settings"))
-
-
-@functools.partial(jax.jit, static_argnames=("body", "recurrent_fn", "options", "settings"))
-def _policy_checkified(params, rng_key, root, invalid_actions, temperature, tree, *, body,
-                       recurrent_fn, options, settings):
-    """checks="checkify": the same search with the value checks compiled in;
-    returns (checkify error, PolicyOutput)."""
-    def checked(params, rng_key, root, invalid_actions, temperature, tree):
-        validation.checkify_root(root, invalid_actions, temperature)
-        out = body(params, rng_key, root, invalid_actions, temperature, tree,
-                   recurrent_fn=recurrent_fn, options=options, settings=settings)
-        validation.checkify_tree(out.search_tree)
-        return out
-
-    return checkify.checkify(checked, errors=checkify.user_checks)(
-        params, rng_key, root, invalid_actions, temperature, tree)
-
-
 def run_policy(body: Callable, params, rng_key, root, recurrent_fn, invalid_actions,
                temperature, tree, options: SearchOptions, settings, checks: str
                ) -> base.PolicyOutput:
-    """Validates the key and callback, then runs `body` compiled (or inline
-    inside the caller's trace when the settings bind traced values)."""
-    validation.check_rng_key(rng_key)
-    if not callable(recurrent_fn):
-        raise TypeError(f"recurrent_fn must be callable, got {type(recurrent_fn).__name__}")
-    checks = validation.check_mode(checks)
-    temperature = jnp.asarray(temperature, jnp.float32)
-    compiled = _policy_checkified if checks == "checkify" else _policy_compiled
-    return run_compiled(compiled, _policy_static,
-                        (params, rng_key, root, invalid_actions, temperature, tree),
-                        dict(body=body, recurrent_fn=Static(recurrent_fn), options=options,
-                             settings=settings), checks)
+    """Runs a policy body compiled (see `tree_search.run_body`)."""
+    return run_body(body, params, rng_key, root, recurrent_fn, invalid_actions, temperature,
+                    tree, None, options, settings, checks)
 
 
 def static_number(name: str, value: Any, **bounds) -> Any:
@@ -424,38 +386,46 @@ def uct_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
                       checks)
 
 
+@dataclasses.dataclass(frozen=True)
+class RulePolicy:
+    """A policy made of selection rules (see `rule_policy`); hashable, so equal
+    instances share their compiled programs wherever a policy is a static
+    argument (sharding, arena, self-play)."""
+
+    rules: selection.Rules
+    final_action: str = "most_visited"
+
+    def __call__(self, params, rng_key, root, recurrent_fn, num_simulations, *,
+                 invalid_actions=None, final_action=None, temperature=1.0, checks="host",
+                 **tree_options) -> base.PolicyOutput:
+        final_action = self.final_action if final_action is None else final_action
+        options = make_options(root, invalid_actions, num_simulations, checks=checks,
+                               **tree_options)
+        validation.check_final_action(final_action, temperature, values=checks == "host")
+        settings = RulesSettings(rules=self.rules, final_action=final_action)
+        return run_policy(rules_body, params, rng_key, root, recurrent_fn, invalid_actions,
+                          temperature, tree_options.get("tree"), options, settings, checks)
+
+
 def rule_policy(root_rule: Callable, interior_rule: Optional[Callable] = None, *,
-                final_action: str = "most_visited") -> Callable:
+                final_action: str = "most_visited") -> RulePolicy:
     """A policy made of selection rules: `search` with `root_rule` (and
     `interior_rule` below the root; None: the same rule), then the final
     action (`final_action` as in `uct_policy`).
 
     Returns `policy(params, rng_key, root, recurrent_fn, num_simulations, *,
     invalid_actions=None, final_action=None, temperature=1.0, checks="host",
-    **tree_options) -> PolicyOutput` (final_action None: the one given here) with `action_weights` the root visit distribution: it
-    runs wherever a built-in policy runs (`sharding.search`,
-    `arena.SearchPlayer`, self-play). The tree options are `search`'s.
+    **tree_options) -> PolicyOutput` (final_action None: the one given here;
+    tree_options: `search`'s, but `extra_data`) with `action_weights` the root
+    visit distribution: it runs wherever a built-in policy runs
+    (`sharding.search`, `arena.SearchPlayer`, self-play). Equal rules give
+    equal policies (one compilation).
 
         ucb1_tuned = mcts_jax.rule_policy(my_rule)
         out = ucb1_tuned(params, key, root, recurrent_fn, 64, invalid_actions=invalid)
     """
-    rules = make_rules(root_rule, interior_rule)
     validation.check_final_action(final_action, 1.0)
-    default_final_action = final_action
-
-    def policy(params, rng_key, root, recurrent_fn, num_simulations, *, invalid_actions=None,
-               final_action=None, temperature=1.0, checks="host",
-               **tree_options) -> base.PolicyOutput:
-        final_action = default_final_action if final_action is None else final_action
-        options = make_options(root, invalid_actions, num_simulations, checks=checks,
-                               **tree_options)
-        validation.check_final_action(final_action, temperature, values=checks == "host")
-        settings = RulesSettings(rules=rules, final_action=final_action)
-        return run_policy(rules_body, params, rng_key, root, recurrent_fn, invalid_actions,
-                          temperature, tree_options.get("tree"), options, settings, checks)
-
-    policy.__name__ = policy.__qualname__ = f"rule_policy({getattr(root_rule, '__name__', 'rule')})"
-    return policy
+    return RulePolicy(rules=make_rules(root_rule, interior_rule), final_action=final_action)
 
 
 def alphazero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,

@@ -70,7 +70,7 @@ def tie_break_noise(stats: tree_lib.ChildrenStats, num_actions: int) -> chex.Arr
     space [A] and read at each slot's action (as mctx draws it, so a compact
     tree gets the dense tree's noise)."""
     noise = jax.vmap(lambda key: jax.random.uniform(key, (num_actions,)))(stats.rng_key)
-    return jnp.take_along_axis(noise, jnp.minimum(stats.actions, num_actions - 1), axis=1)
+    return tree_lib.at_slots(stats.actions, noise)
 
 
 def puct_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenStats, *,
@@ -190,13 +190,6 @@ class GumbelExtraData:
     root_visits_before: chex.Array
 
 
-def at_root_slots(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats,
-                  per_action: chex.Array) -> chex.Array:
-    """[B, A] -> [B, K]: the values of the root slots' actions."""
-    return jnp.take_along_axis(per_action, jnp.minimum(stats.actions, tree.num_actions - 1),
-                               axis=1)
-
-
 def gumbel_root_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenStats,
                        *, num_simulations: int, max_num_considered_actions: int = 16,
                        qtransform: Callable = qtransform_completed_by_mix_value) -> chex.Array:
@@ -209,8 +202,8 @@ def gumbel_root_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.Ch
                                  jnp.sum(stats.legal, axis=-1)).astype(jnp.int32)
     return halving_scores(
         tree, node, stats,
-        gumbel=jnp.where(stats.legal, at_root_slots(tree, stats, extra.root_gumbel), 0.0),
-        root_visits_before=at_root_slots(tree, stats, extra.root_visits_before),
+        gumbel=jnp.where(stats.legal, tree_lib.at_slots(stats.actions, extra.root_gumbel), 0.0),
+        root_visits_before=tree_lib.at_slots(stats.actions, extra.root_visits_before),
         num_considered=num_considered,
         table=halving_table(max_num_considered_actions, num_simulations),
         qtransform=qtransform)

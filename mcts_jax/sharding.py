@@ -391,7 +391,8 @@ def _sharded_search(params, rng_key, root, invalid_actions, tree, *, mesh, mode,
                     recurrent_fn, num_simulations, options):
     return run_policy(policy, mesh, mode, params, rng_key, root, recurrent_fn,
                       num_simulations, invalid_actions, tree,
-                      **{name: getattr(value, "fn", value) for name, value in options})
+                      **{name: value.fn if isinstance(value, Static) else value
+                         for name, value in options})
 
 
 def search(mesh: Mesh, policy: Union[str, Callable], params: Any, rng_key: jax.Array,

@@ -240,11 +240,11 @@ class Tree:
     @property
     def children_prior_logits(self) -> chex.Array:
         """[B, N, A] log prior probability of each action (normalised logits:
-        `softmax` gives the priors the search used); the lowest float where
-        the prior is 0 (illegal, or a node not yet expanded)."""
-        low = jnp.finfo(jnp.float32).min
-        logits = jnp.where(self.priors > 0, jnp.log(jnp.maximum(self.priors, 1e-38)), low)
-        return self._edges_in_action_space(logits, low)
+        `softmax` gives the priors the search used); `log_probabilities`'
+        floor (about -87) where the prior is 0 (illegal, or a node not yet
+        expanded)."""
+        logits = log_probabilities(self.priors)
+        return self._edges_in_action_space(logits, log_probabilities(jnp.float32(0.0)))
 
     @property
     def root_invalid_actions(self) -> chex.Array:
@@ -378,6 +378,19 @@ def slots_to_actions(tree: Tree, node: chex.Array, per_slot: chex.Array, fill) -
     out = jnp.full((tree.batch_size, tree.num_actions), fill, per_slot.dtype)
     rows = batch_rows(tree.batch_size)[:, None]
     return out.at[rows, actions].set(per_slot, mode="drop")
+
+
+def log_probabilities(probs: chex.Array) -> chex.Array:
+    """log(p) with the smallest positive float as the floor (about -87 in
+    float32), so that `softmax` gives p back and 0 stays (almost) 0."""
+    return jnp.log(jnp.maximum(probs, jnp.finfo(probs.dtype).tiny))
+
+
+def at_slots(slot_action_ids: chex.Array, per_action: chex.Array) -> chex.Array:
+    """[B, A] per-action values read at each slot's action id [B, K] -> [B, K]
+    (an unused compact slot, id A, reads action A - 1: mask it yourself)."""
+    num_actions = per_action.shape[-1]
+    return jnp.take_along_axis(per_action, jnp.minimum(slot_action_ids, num_actions - 1), axis=1)
 
 
 def masked_priors(prior_logits: chex.Array, legal: chex.Array) -> chex.Array:

@@ -74,9 +74,8 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
     if tree is None:
         return fresh
     root_index = jnp.zeros((batch_size,), jnp.int32)
-    slot_actions = jnp.minimum(tree_lib.slot_actions(tree, root_index), num_actions - 1)
     slot_priors = jnp.where(tree.children[:, tree_lib.ROOT_INDEX] == tree_lib.ILLEGAL, 0.0,
-                            jnp.take_along_axis(priors, slot_actions, axis=1))
+                            tree_lib.at_slots(tree_lib.slot_actions(tree, root_index), priors))
     slot_priors = jnp.where(
         tree.pruned[:, tree_lib.ROOT_INDEX, None],
         slot_priors / jnp.maximum(jnp.sum(slot_priors, axis=-1, keepdims=True),
@@ -103,30 +102,41 @@ def search_body(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOut
                                   rules, options)
 
 
-def _search_static(params, rng_key, root, invalid_actions, tree, extra_data, *, recurrent_fn,
-                   rules, options):
+def search_as_body(params, rng_key, root, invalid_actions, temperature, tree, extra_data, *,
+                   recurrent_fn, options, settings: Rules) -> tree_lib.Tree:
+    """`search_body` in the shape of a policy body (`run_body`), the rules as
+    its settings."""
+    del temperature
     return search_body(params, rng_key, root, invalid_actions, tree, extra_data,
-                       recurrent_fn=recurrent_fn, rules=rules, options=options)
+                       recurrent_fn=recurrent_fn, rules=settings, options=options)
 
 
-# Compiled once per shapes, recurrent_fn, rules (equal partials are equal) and options.
-_search_compiled = jax.jit(_search_static,
-                           static_argnames=("recurrent_fn", "rules", "options"))
+def _run_static(params, rng_key, root, invalid_actions, temperature, tree, extra_data, *,
+                body, recurrent_fn, options, settings):
+    return body(params, rng_key, root, invalid_actions, temperature, tree, extra_data,
+                recurrent_fn=recurrent_fn, options=options, settings=settings)
 
 
-@functools.partial(jax.jit, static_argnames=("recurrent_fn", "rules", "options"))
-def _search_checkified(params, rng_key, root, invalid_actions, tree, extra_data, *,
-                       recurrent_fn, rules, options):
-    """checks="checkify": the search with the value checks compiled in."""
-    def checked(params, rng_key, root, invalid_actions, tree, extra_data):
-        validation.checkify_root(root, invalid_actions, jnp.float32(0.0))
-        out = search_body(params, rng_key, root, invalid_actions, tree, extra_data,
-                          recurrent_fn=recurrent_fn, rules=rules, options=options)
-        validation.checkify_tree(out)
+_STATICS = ("body", "recurrent_fn", "options", "settings")
+# The compiled searches and policies (checks "host" and "off"): one compilation
+# per body, shapes, recurrent_fn, options and settings (rules, constants).
+_compiled = jax.jit(_run_static, static_argnames=_STATICS)
+
+
+@functools.partial(jax.jit, static_argnames=_STATICS)
+def _checkified(params, rng_key, root, invalid_actions, temperature, tree, extra_data, *,
+                body, recurrent_fn, options, settings):
+    """checks="checkify": the same computation with the value checks compiled
+    in; returns (checkify error, result)."""
+    def checked(params, rng_key, root, invalid_actions, temperature, tree, extra_data):
+        validation.checkify_root(root, invalid_actions, temperature)
+        out = body(params, rng_key, root, invalid_actions, temperature, tree, extra_data,
+                   recurrent_fn=recurrent_fn, options=options, settings=settings)
+        validation.checkify_tree(out if isinstance(out, tree_lib.Tree) else out.search_tree)
         return out
 
     return checkify.checkify(checked, errors=checkify.user_checks)(
-        params, rng_key, root, invalid_actions, tree, extra_data)
+        params, rng_key, root, invalid_actions, temperature, tree, extra_data)
 
 
 def make_rules(root_rule: Callable, interior_rule: Optional[Callable]) -> Rules:
@@ -153,22 +163,34 @@ def binds_tracer(value: Any) -> bool:
     return holds_tracer(value)
 
 
-def run_compiled(compiled: Callable, body: Callable, dynamic: Tuple, statics: dict,
-                 checks: str) -> Any:
-    """Runs `compiled(*dynamic, **statics)`, the jitted function, except when
-    a static argument binds a tracer of the caller's trace: then `body` is
-    traced inline. With checks="checkify", `compiled` returns (error, result)
-    and the error is raised or staged."""
-    if any(binds_tracer(value) for value in statics.values()):
+def run_body(body: Callable, params, rng_key, root, recurrent_fn, invalid_actions,
+             temperature, tree, extra_data, options: SearchOptions, settings,
+             checks: str) -> Any:
+    """Runs `body(params, rng_key, root, invalid_actions, temperature, tree,
+    extra_data, recurrent_fn=, options=, settings=)` (a policy's, or
+    `search_as_body`) as one compiled function, the functions and records
+    static. A nested jit inside the caller's trace; traced inline instead
+    when the settings bind a tracer of the caller's trace (a rule partial
+    built inside the caller's jit). checks="checkify" compiles the value
+    checks in and raises (or stages) their error."""
+    validation.check_rng_key(rng_key)
+    if not callable(recurrent_fn):
+        raise TypeError(f"recurrent_fn must be callable, got {type(recurrent_fn).__name__}")
+    checks = validation.check_mode(checks)
+    dynamic = (params, rng_key, root, invalid_actions, jnp.asarray(temperature, jnp.float32),
+               tree, extra_data)
+    statics = dict(body=body, recurrent_fn=Static(recurrent_fn), options=options,
+                   settings=settings)
+    if binds_tracer(settings):
         if checks == "checkify":
             raise ValueError("checks='checkify' needs rules and Q transforms whose bound "
                              "arguments are not traced values; bind them outside jit or "
                              "use checks='host'")
-        return body(*dynamic, **statics)
-    result = compiled(*dynamic, **statics)
-    if checks == "checkify":
-        error, result = result
-        validation.raise_or_stage(error)
+        return _run_static(*dynamic, **statics)
+    if checks != "checkify":
+        return _compiled(*dynamic, **statics)
+    error, result = _checkified(*dynamic, **statics)
+    validation.raise_or_stage(error)
     return result
 
 
@@ -220,12 +242,10 @@ def search(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
         for rules to read (Gumbel's root noise lives there).
 
     Compiled once per shapes, recurrent_fn, rules and options (rules that are
-    equal `functools.partial`s of one function count as equal); inside the
-    caller's `jit` it is traced inline. Do not `vmap` it: it is batched.
+    equal `functools.partial`s of one function, with hashable bound
+    arguments such as Python numbers, count as equal); inside the caller's
+    `jit` it is a nested jit. Do not `vmap` it: it is batched.
     """
-    validation.check_rng_key(rng_key)
-    if not callable(recurrent_fn):
-        raise TypeError(f"recurrent_fn must be callable, got {type(recurrent_fn).__name__}")
     rules = make_rules(root_rule, interior_rule)
     options = make_options(root, invalid_actions, num_simulations, tree=tree,
                            max_depth=max_depth, max_nodes=max_nodes, solver=solver,
@@ -234,9 +254,5 @@ def search(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
                            stop_at_terminal=stop_at_terminal,
                            node_per_simulation=node_per_simulation, loop_fn=loop_fn,
                            checks=checks)
-    checks = validation.check_mode(checks)
-    compiled = _search_checkified if checks == "checkify" else _search_compiled
-    return run_compiled(compiled, _search_static,
-                        (params, rng_key, root, invalid_actions, tree, extra_data),
-                        dict(recurrent_fn=Static(recurrent_fn), rules=rules, options=options),
-                        checks)
+    return run_body(search_as_body, params, rng_key, root, recurrent_fn, invalid_actions, 0.0,
+                    tree, extra_data, options, rules, checks)

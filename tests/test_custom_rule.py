@@ -53,12 +53,35 @@ def test_custom_rule_through_search_with_tree_options():
     kept = np.asarray(subtree.node_visits[:, 0])
     assert (kept > 1).any()
     # Equal partials compile once: a rebuilt partial reuses the compiled search.
-    size = mcts_jax.tree_search._search_compiled._cache_size()
+    size = mcts_jax.tree_search._compiled._cache_size()
     mcts_jax.search(None, jax.random.key(1), ROOT, PROBLEM.recurrent_fn, SIMULATIONS,
                     root_rule=functools.partial(custom_rules.depth_scaled_ucb, c=2.0),
                     interior_rule=custom_rules.depth_scaled_ucb, invalid_actions=INVALID,
                     solver=True, max_children=4, max_nodes=4 * SIMULATIONS)
-    assert mcts_jax.tree_search._search_compiled._cache_size() == size
+    assert mcts_jax.tree_search._compiled._cache_size() == size
+
+
+def bias_rule(tree, node, stats, *, bias):
+    """Descends into the slot with the largest bias (an array bound in a partial)."""
+    return jnp.where(stats.legal, jnp.asarray(bias, jnp.float32)[None, :] + 0.0 * stats.qvalues,
+                     -jnp.inf)
+
+
+def test_arrays_bound_in_a_rule_are_never_served_from_a_stale_compilation():
+    """A partial binding an unhashable value (an array) is compared by
+    identity: a new array, even at a recycled address, compiles anew."""
+    root, _ = PROBLEM.root(random_root_codes(6, 4))
+    chosen = []
+    for favourite in (2, 5, 2, 5):
+        bias = np.zeros(7, np.float32)
+        bias[favourite] = 10.0
+        tree = mcts_jax.search(None, jax.random.key(0), root, PROBLEM.recurrent_fn, 4,
+                               root_rule=functools.partial(bias_rule, bias=bias))
+        chosen.append(int(np.argmax(np.asarray(tree.summary().visit_counts)[0])))
+        del bias, tree
+    assert chosen == [2, 5, 2, 5]
+    assert mcts_jax.rule_policy(custom_rules.depth_scaled_ucb) == \
+        mcts_jax.rule_policy(custom_rules.depth_scaled_ucb)
 
 
 def test_custom_qtransform_in_the_policies():

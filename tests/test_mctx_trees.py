@@ -113,6 +113,9 @@ MUZERO_CASES = {
                                                   min_value=-3.0, max_value=3.0),
                      dirichlet_fraction=0.1, dirichlet_alpha=0.7, pb_c_init=1.7,
                      pb_c_base=300.0, temperature=0.5, max_depth=4)),
+    # High temperature: mctx samples unvisited actions too (log of a 0 weight
+    # is log(tiny), not -inf), and so must we.
+    "hot_temperature": (dict(temperature=30.0), dict(temperature=30.0)),
     "parent_and_siblings_epsilon": (
         dict(qtransform=functools.partial(mcts_jax.qtransform_by_parent_and_siblings,
                                           epsilon=0.05), dirichlet_fraction=0.0),
@@ -164,6 +167,20 @@ def test_gumbel_muzero_policy_builds_mctx_tree(case):
     assert_same_tree(ours, theirs)
     np.testing.assert_allclose(ours.search_tree.extra_data.root_gumbel,
                                theirs.search_tree.extra_data.root_gumbel, atol=1e-6)
+
+
+def test_numeric_masks_as_mctx_documents_them():
+    """mctx's invalid_actions are 'ones at invalid actions': a 0/1 float mask
+    gives the same search as the bool mask."""
+    (logits, value, codes), invalid, ours_fn, _ = random_problem(23)
+    root = mcts_jax.RootFnOutput(prior_logits=logits, value=value, embedding=codes)
+    for policy in (mcts_jax.muzero_policy, mcts_jax.gumbel_muzero_policy):
+        as_bool = policy(None, jax.random.key(4), root, ours_fn, 8, invalid_actions=invalid)
+        as_float = policy(None, jax.random.key(4), root, ours_fn, 8,
+                          invalid_actions=invalid.astype(jnp.float32))
+        np.testing.assert_array_equal(as_bool.search_tree.node_visits,
+                                      as_float.search_tree.node_visits)
+        assert not np.any(np.asarray(invalid)[np.arange(BATCH), np.asarray(as_float.action)])
 
 
 def test_compact_layout_builds_the_same_tree_as_dense():

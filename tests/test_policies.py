@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import mcts_jax
-from mcts_jax import policies
+from mcts_jax import tree_search
 from mcts_jax.synthetic import HashedProblem, random_root_codes
 
 PROBLEM = HashedProblem(num_actions=6, illegal_eighths=2, terminal_sixteenths=2)
@@ -53,9 +53,9 @@ def test_rows_are_independent(rule):
 def test_second_call_does_not_recompile():
     codes = random_root_codes(12, 4)
     search("uct", codes)
-    size = policies._policy_compiled._cache_size()
+    size = tree_search._compiled._cache_size()
     search("uct", random_root_codes(13, 4), key=9)
-    assert policies._policy_compiled._cache_size() == size
+    assert tree_search._compiled._cache_size() == size
 
     root, illegal = PROBLEM.root(codes)
 

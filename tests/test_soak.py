@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import mcts_jax
-from mcts_jax import policies, reuse
+from mcts_jax import reuse, tree_search
 from mcts_jax.synthetic import HashedProblem, random_root_codes
 
 SEARCHES = int(os.environ.get("MCTS_JAX_SOAK_SEARCHES", 1000))
@@ -75,7 +75,7 @@ def test_repeated_searches_with_reuse_are_steady():
         if step == WARMUP - 1:
             gc.collect()
             compiles_after_warmup = len(COMPILES)
-            cache_sizes = (policies._policy_compiled._cache_size(),
+            cache_sizes = (tree_search._compiled._cache_size(),
                            reuse._get_subtree._cache_size())
             rss_after_warmup = resident_mb()
     jax.block_until_ready(tree)
@@ -86,7 +86,7 @@ def test_repeated_searches_with_reuse_are_steady():
           f"during warm-up, {len(COMPILES) - compiles_after_warmup} after; VmRSS "
           f"{rss_after_warmup:.1f} MB after warm-up, {rss_end:.1f} MB at the end")
     assert len(COMPILES) == compiles_after_warmup, "recompiled after warm-up"
-    assert (policies._policy_compiled._cache_size(), reuse._get_subtree._cache_size()) == cache_sizes
+    assert (tree_search._compiled._cache_size(), reuse._get_subtree._cache_size()) == cache_sizes
     assert rss_end - rss_after_warmup < RSS_MARGIN_MB
     # The kept trees were really reused (not reset every step).
     assert np.mean(reuse_counts) > B
