@@ -128,8 +128,8 @@ def gumbel_action(tree: tree_lib.Tree, qtransform: Callable,
     stats = tree_lib.children_stats(tree, root)
     completed = qtransform(tree, root, stats)
     logits = selection.prior_logits(stats)
-    gumbel = tree_lib.at_slots(stats.actions, tree.extra_data.root_gumbel)
-    visits_this_search = stats.visits - tree_lib.at_slots(stats.actions,
+    gumbel = tree_lib.at_slots(tree, stats.actions, tree.extra_data.root_gumbel)
+    visits_this_search = stats.visits - tree_lib.at_slots(tree, stats.actions,
                                                           tree.extra_data.root_visits_before)
     most = jnp.max(jnp.where(stats.legal, visits_this_search, -1), axis=-1)
     survivors = stats.legal & (visits_this_search == most[:, None])

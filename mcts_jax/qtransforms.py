@@ -71,9 +71,11 @@ def mixed_value(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats) -> chex.Arra
     raw_value = tree_lib.to_user_scale(stats.raw_value, tree.value_range)
     total_visits = jnp.sum(stats.visits, axis=-1).astype(jnp.float32)
     priors = jnp.maximum(jnp.finfo(jnp.float32).tiny, stats.priors)
-    visited_mass = jnp.sum(jnp.where(visited, priors, 0.0), axis=-1, keepdims=True)
-    weighted_q = jnp.sum(jnp.where(visited, priors * qvalues
-                                   / jnp.where(visited, visited_mass, 1.0), 0.0), axis=-1)
+    visited_mass = jnp.sum(jnp.where(visited, priors, 0.0), axis=-1)
+    # One division per row (mctx divides every term; equal up to rounding,
+    # and 10% of a Gumbel search's time on a free simulator).
+    weighted_q = (jnp.sum(jnp.where(visited, priors * qvalues, 0.0), axis=-1)
+                  / jnp.where(visited_mass > 0, visited_mass, 1.0))
     return (raw_value + total_visits * weighted_q) / (total_visits + 1.0)
 
 

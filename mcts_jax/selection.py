@@ -65,12 +65,12 @@ def uct_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenSt
     return jnp.where(stats.legal, scores, -jnp.inf)
 
 
-def tie_break_noise(stats: tree_lib.ChildrenStats, num_actions: int) -> chex.Array:
+def tie_break_noise(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats) -> chex.Array:
     """Uniform [0, 1) noise [B, K] from each row's step key, drawn in action
     space [A] and read at each slot's action (as mctx draws it, so a compact
     tree gets the dense tree's noise)."""
-    noise = jax.vmap(lambda key: jax.random.uniform(key, (num_actions,)))(stats.rng_key)
-    return tree_lib.at_slots(stats.actions, noise)
+    noise = jax.vmap(lambda key: jax.random.uniform(key, (tree.num_actions,)))(stats.rng_key)
+    return tree_lib.at_slots(tree, stats.actions, noise)
 
 
 def puct_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenStats, *,
@@ -90,7 +90,7 @@ def puct_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenS
                    / (stats.visits.astype(jnp.float32) + 1.0))
     scores = qtransform(tree, node, stats) + exploration
     if tie_break:
-        scores = scores + tie_break * tie_break_noise(stats, tree.num_actions)
+        scores = scores + tie_break * tie_break_noise(tree, stats)
     return jnp.where(stats.legal, scores, -jnp.inf)
 
 
@@ -202,8 +202,9 @@ def gumbel_root_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.Ch
                                  jnp.sum(stats.legal, axis=-1)).astype(jnp.int32)
     return halving_scores(
         tree, node, stats,
-        gumbel=jnp.where(stats.legal, tree_lib.at_slots(stats.actions, extra.root_gumbel), 0.0),
-        root_visits_before=tree_lib.at_slots(stats.actions, extra.root_visits_before),
+        gumbel=jnp.where(stats.legal, tree_lib.at_slots(tree, stats.actions, extra.root_gumbel),
+                         0.0),
+        root_visits_before=tree_lib.at_slots(tree, stats.actions, extra.root_visits_before),
         num_considered=num_considered,
         table=halving_table(max_num_considered_actions, num_simulations),
         qtransform=qtransform)

@@ -386,9 +386,12 @@ def log_probabilities(probs: chex.Array) -> chex.Array:
     return jnp.log(jnp.maximum(probs, jnp.finfo(probs.dtype).tiny))
 
 
-def at_slots(slot_action_ids: chex.Array, per_action: chex.Array) -> chex.Array:
+def at_slots(tree: "Tree", slot_action_ids: chex.Array, per_action: chex.Array) -> chex.Array:
     """[B, A] per-action values read at each slot's action id [B, K] -> [B, K]
-    (an unused compact slot, id A, reads action A - 1: mask it yourself)."""
+    (an unused compact slot, id A, reads action A - 1: mask it yourself). In
+    the dense layout slot k is action k: `per_action` itself, no gather."""
+    if tree.children_actions is None:
+        return per_action
     num_actions = per_action.shape[-1]
     return jnp.take_along_axis(per_action, jnp.minimum(slot_action_ids, num_actions - 1), axis=1)
 

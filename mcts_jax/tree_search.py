@@ -75,7 +75,7 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
         return fresh
     root_index = jnp.zeros((batch_size,), jnp.int32)
     slot_priors = jnp.where(tree.children[:, tree_lib.ROOT_INDEX] == tree_lib.ILLEGAL, 0.0,
-                            tree_lib.at_slots(tree_lib.slot_actions(tree, root_index), priors))
+                            tree_lib.at_slots(tree, tree_lib.slot_actions(tree, root_index), priors))
     slot_priors = jnp.where(
         tree.pruned[:, tree_lib.ROOT_INDEX, None],
         slot_priors / jnp.maximum(jnp.sum(slot_priors, axis=-1, keepdims=True),
