@@ -214,28 +214,35 @@ def write_new_nodes(tree: tree_lib.Tree, write_at: chex.Array, parent: chex.Arra
     A node is written with `visits` visits and value sum `visits * value`."""
     rows = tree_lib.batch_rows(tree.batch_size).reshape((-1,) + (1,) * (write_at.ndim - 1))
 
-    def write(array, values):
-        return array.at[rows, write_at].set(values, mode="drop")
-
-    return tree.replace(
-        node_visits=write(tree.node_visits, visits),
-        value_sums=write(tree.value_sums, visits * new.value),
-        raw_values=write(tree.raw_values, new.value),
-        parents=write(tree.parents, parent),
-        actions_from_parent=write(tree.actions_from_parent, action),
-        rewards=write(tree.rewards, new.reward),
-        discounts=write(tree.discounts, new.discount),
-        is_terminal=write(tree.is_terminal, new.terminal),
-        solved=write(tree.solved, new.terminal),
-        solved_values=write(tree.solved_values, 0.0),
-        pruned=write(tree.pruned, new.slots.pruned),
-        children=write(tree.children, new.slots.codes),
-        priors=write(tree.priors, new.slots.priors),
-        children_actions=None if tree.children_actions is None
-        else write(tree.children_actions, new.slots.actions),
-        embeddings=tree.embeddings if tree.replay_embeddings
-        else jax.tree.map(write, tree.embeddings, embedding),
+    # One value per tree array (tree.tree_arrays()): a new array must say
+    # here what a new node holds, or this raises.
+    values = dict(
+        node_visits=visits,
+        value_sums=visits * new.value,
+        raw_values=new.value,
+        parents=parent,
+        actions_from_parent=action,
+        rewards=new.reward,
+        discounts=new.discount,
+        is_terminal=new.terminal,
+        solved=new.terminal,
+        solved_values=0.0,
+        pruned=new.slots.pruned,
+        children=new.slots.codes,
+        priors=new.slots.priors,
+        children_actions=new.slots.actions,
     )
+    names = [name for name, _ in tree_lib.tree_arrays()]
+    if sorted(values) != sorted(names):
+        raise NotImplementedError(f"write_new_nodes writes {sorted(values)} but the tree "
+                                  f"declares {sorted(names)}")
+    written = {name: None if getattr(tree, name) is None
+               else getattr(tree, name).at[rows, write_at].set(values[name], mode="drop")
+               for name in names}
+    embeddings = (tree.embeddings if tree.replay_embeddings else jax.tree.map(
+        lambda array, value: array.at[rows, write_at].set(value, mode="drop"),
+        tree.embeddings, embedding))
+    return tree.replace(embeddings=embeddings, **written)
 
 
 def slot_key(rng_key: chex.PRNGKey) -> chex.PRNGKey:

@@ -137,29 +137,23 @@ def _get_subtree(tree: tree_lib.Tree, action: chex.Array) -> tree_lib.Tree:
         renumbered = jnp.take_along_axis(new_index, safe, axis=1).reshape(index_array.shape)
         return jnp.where(index_array >= 0, renumbered, index_array).astype(index_array.dtype)
 
-    parents = renumber(tree.parents)
     is_new_root = node_ids == child[:, None]
+    moved = {}
+    for name, spec in tree_lib.tree_arrays():  # every array, as the tree declares it
+        array = getattr(tree, name)
+        if array is None:
+            moved[name] = None
+            continue
+        if spec.node_index:
+            array = renumber(array)
+        if spec.at_new_root is not None:
+            array = jnp.where(is_new_root, spec.at_new_root, array)
+        moved[name] = move(array, getattr(empty, name))
     moved = empty.replace(
-        node_visits=move(tree.node_visits, empty.node_visits),
-        value_sums=move(tree.value_sums, empty.value_sums),
-        raw_values=move(tree.raw_values, empty.raw_values),
-        parents=move(jnp.where(is_new_root, tree_lib.NO_PARENT, parents), empty.parents),
-        actions_from_parent=move(jnp.where(is_new_root, -1, tree.actions_from_parent),
-                                 empty.actions_from_parent),
-        rewards=move(jnp.where(is_new_root, 0.0, tree.rewards), empty.rewards),
-        discounts=move(jnp.where(is_new_root, 0.0, tree.discounts), empty.discounts),
-        is_terminal=move(tree.is_terminal, empty.is_terminal),
-        solved=move(tree.solved, empty.solved),
-        solved_values=move(tree.solved_values, empty.solved_values),
-        pruned=move(tree.pruned, empty.pruned),
-        children=move(renumber(tree.children), empty.children),
-        priors=move(tree.priors, empty.priors),
-        children_actions=None if tree.children_actions is None
-        else move(tree.children_actions, empty.children_actions),
         # Replayed embeddings keep the old root's state until the next search
         # stores its `root.embedding` there.
         embeddings=tree.embeddings if tree.replay_embeddings
         else jax.tree.map(move, tree.embeddings, empty.embeddings),
         num_nodes=jnp.sum(keep, axis=1, dtype=jnp.int32),
-    )
+        **moved)
     return moved

@@ -48,6 +48,43 @@ def to_user_scale(x: chex.Array, value_range: Tuple[float, float]) -> chex.Array
 
 
 @dataclasses.dataclass(frozen=True)
+class ArraySpec:
+    """How one tree array is laid out, filled and moved; declared once, on
+    the `Tree` field (`tree_array(...)`), and read by `init_tree`,
+    `empty_like`, `phases.write_new_nodes` and `reuse.get_subtree`.
+
+    Attributes:
+      dtype: a dtype, or "node_index" (int16 while N fits, else int32) or
+        "action_id" (int16 while A fits, else int32).
+      empty: what a free node slot holds; "num_actions": the value A.
+      per_edge: [B, N, K] (one entry per child slot) instead of [B, N].
+      node_index: holds node indices (renumbered when a subtree is re-rooted).
+      at_new_root: what a re-rooted subtree's root holds (None: its own value).
+    """
+
+    dtype: Any
+    empty: Any
+    per_edge: bool = False
+    node_index: bool = False
+    at_new_root: Any = None
+
+    def resolve_dtype(self, max_nodes: int, num_actions: int):
+        if self.dtype == "node_index":
+            return child_index_dtype(max_nodes)
+        if self.dtype == "action_id":
+            return child_action_dtype(num_actions)
+        return self.dtype
+
+    def empty_value(self, num_actions: int):
+        return num_actions if self.empty == "num_actions" else self.empty
+
+
+def tree_array(dtype, empty, **layout) -> Any:
+    """A `Tree` field holding a per-node or per-edge array (see `ArraySpec`)."""
+    return dataclasses.field(metadata=dict(tree_array=ArraySpec(dtype, empty, **layout)))
+
+
+@dataclasses.dataclass(frozen=True)
 class Tree:
     """A batch of B search trees with N node slots and K child slots per node.
 
@@ -95,22 +132,26 @@ class Tree:
       replay_embeddings: static bool, embeddings are replayed, not stored.
     """
 
-    node_visits: chex.Array
-    value_sums: chex.Array
-    raw_values: chex.Array
-    parents: chex.Array
-    actions_from_parent: chex.Array
-    rewards: chex.Array
-    discounts: chex.Array
-    is_terminal: chex.Array
-    solved: chex.Array
-    solved_values: chex.Array
-    pruned: chex.Array
-    children: chex.Array
-    priors: chex.Array
-    children_actions: Optional[chex.Array]
-    embeddings: Any
-    num_nodes: chex.Array
+    node_visits: chex.Array = tree_array(jnp.int32, 0)
+    value_sums: chex.Array = tree_array(jnp.float32, 0.0)
+    raw_values: chex.Array = tree_array(jnp.float32, 0.0)
+    parents: chex.Array = tree_array(jnp.int32, NO_PARENT, node_index=True,
+                                     at_new_root=NO_PARENT)
+    actions_from_parent: chex.Array = tree_array(jnp.int32, -1, at_new_root=-1)
+    rewards: chex.Array = tree_array(jnp.float32, 0.0, at_new_root=0.0)
+    discounts: chex.Array = tree_array(jnp.float32, 0.0, at_new_root=0.0)
+    is_terminal: chex.Array = tree_array(jnp.bool_, False)
+    solved: chex.Array = tree_array(jnp.bool_, False)
+    solved_values: chex.Array = tree_array(jnp.float32, 0.0)
+    pruned: chex.Array = tree_array(jnp.bool_, False)
+    children: chex.Array = tree_array("node_index", UNEXPANDED, per_edge=True,
+                                      node_index=True)
+    priors: chex.Array = tree_array(jnp.float32, 0.0, per_edge=True)
+    # None in the dense layout.
+    children_actions: Optional[chex.Array] = tree_array("action_id", "num_actions",
+                                                        per_edge=True)
+    embeddings: Any = dataclasses.field(default=None)
+    num_nodes: chex.Array = dataclasses.field(default=None)
     extra_data: Any = None
     num_actions: int = dataclasses.field(metadata=dict(static=True), default=0)
     value_range: Tuple[float, float] = dataclasses.field(
@@ -264,6 +305,12 @@ class Tree:
 
 
 jax.tree_util.register_dataclass(Tree)
+
+
+def tree_arrays() -> Tuple[Tuple[str, ArraySpec], ...]:
+    """(name, spec) of every per-node and per-edge array of `Tree`, in order."""
+    return tuple((field.name, field.metadata["tree_array"]) for field in dataclasses.fields(Tree)
+                 if "tree_array" in field.metadata)
 
 
 def batch_rows(batch_size: int) -> chex.Array:
@@ -501,25 +548,15 @@ def make_slots(priors: chex.Array, legal: chex.Array, max_children: Optional[int
     )
 
 
-# What an empty node slot holds, per field (init_tree and reuse share it).
-EMPTY_NODE = dict(node_visits=0, value_sums=0.0, raw_values=0.0, parents=NO_PARENT,
-                  actions_from_parent=-1, rewards=0.0, discounts=0.0, is_terminal=False,
-                  solved=False, solved_values=0.0, pruned=False, children=UNEXPANDED,
-                  priors=0.0)
-
-
 def empty_like(tree: Tree) -> Tree:
     """A tree of the same shapes and layout with every row empty (num_nodes 0)."""
     def fill(array, value):
         return jnp.full(array.shape, value, array.dtype)
 
-    fields = {name: fill(getattr(tree, name), value) for name, value in EMPTY_NODE.items()}
-    return tree.replace(
-        children_actions=None if tree.children_actions is None
-        else fill(tree.children_actions, tree.num_actions),
-        embeddings=jax.tree.map(jnp.zeros_like, tree.embeddings),
-        num_nodes=fill(tree.num_nodes, 0),
-        **fields)
+    arrays = {name: fill(getattr(tree, name), spec.empty_value(tree.num_actions))
+              for name, spec in tree_arrays() if getattr(tree, name) is not None}
+    return tree.replace(embeddings=jax.tree.map(jnp.zeros_like, tree.embeddings),
+                        num_nodes=fill(tree.num_nodes, 0), **arrays)
 
 
 def init_tree(
@@ -547,21 +584,26 @@ def init_tree(
       replay_embeddings: store the root's embedding only.
     """
     batch_size, num_actions = root_priors.shape
-    index_dtype = child_index_dtype(max_nodes)
     slots = make_slots(root_priors.astype(jnp.float32), root_legal, max_children, slot_key,
-                       index_dtype)
+                       child_index_dtype(max_nodes))
     num_slots = slots.priors.shape[-1]
-
-    def per_node(name, dtype, root_entry=None):
-        array = jnp.full((batch_size, max_nodes), EMPTY_NODE[name], dtype)
-        if root_entry is not None:
-            array = array.at[:, ROOT_INDEX].set(root_entry)
-        return array
-
-    def per_edge(name, dtype, root_entry, fill=None):
-        fill = EMPTY_NODE[name] if fill is None else fill
-        array = jnp.full((batch_size, max_nodes, num_slots), fill, dtype)
-        return array.at[:, ROOT_INDEX].set(root_entry.astype(dtype))
+    root_value = root_value.astype(jnp.float32)
+    # What the root holds where it differs from an empty slot (None: the
+    # array is absent in this layout, e.g. slot actions in the dense one).
+    root_entries = dict(node_visits=1, value_sums=root_value, raw_values=root_value,
+                        pruned=slots.pruned, children=slots.codes, priors=slots.priors,
+                        children_actions=slots.actions)
+    arrays = {}
+    for name, spec in tree_arrays():
+        if name in root_entries and root_entries[name] is None:
+            arrays[name] = None
+            continue
+        shape = (batch_size, max_nodes) + ((num_slots,) if spec.per_edge else ())
+        dtype = spec.resolve_dtype(max_nodes, num_actions)
+        array = jnp.full(shape, spec.empty_value(num_actions), dtype)
+        if name in root_entries:
+            array = array.at[:, ROOT_INDEX].set(jnp.asarray(root_entries[name]).astype(dtype))
+        arrays[name] = array
 
     stored_nodes = 1 if replay_embeddings else max_nodes
 
@@ -570,23 +612,8 @@ def init_tree(
         storage = jnp.zeros((batch_size, stored_nodes) + leaf.shape[1:], leaf.dtype)
         return storage.at[:, ROOT_INDEX].set(leaf)
 
-    root_value = root_value.astype(jnp.float32)
     return Tree(
-        node_visits=per_node("node_visits", jnp.int32, 1),
-        value_sums=per_node("value_sums", jnp.float32, root_value),
-        raw_values=per_node("raw_values", jnp.float32, root_value),
-        parents=per_node("parents", jnp.int32),
-        actions_from_parent=per_node("actions_from_parent", jnp.int32),
-        rewards=per_node("rewards", jnp.float32),
-        discounts=per_node("discounts", jnp.float32),
-        is_terminal=per_node("is_terminal", jnp.bool_),
-        solved=per_node("solved", jnp.bool_),
-        solved_values=per_node("solved_values", jnp.float32),
-        pruned=per_node("pruned", jnp.bool_, slots.pruned),
-        children=per_edge("children", index_dtype, slots.codes),
-        priors=per_edge("priors", jnp.float32, slots.priors),
-        children_actions=None if slots.actions is None else per_edge(
-            "children", slots.actions.dtype, slots.actions, fill=num_actions),
+        **arrays,
         embeddings=jax.tree.map(embedding_storage, root_embedding),
         num_nodes=jnp.ones((batch_size,), jnp.int32),
         num_actions=num_actions,
