@@ -164,24 +164,33 @@ class GumbelSettings:
     qtransform: Static
 
 
-def rules_body(params, rng_key, root, invalid_actions, temperature, tree, extra_data, *,
-               recurrent_fn,
-               options: SearchOptions, settings: RulesSettings) -> base.PolicyOutput:
-    """The search with the given rules (UCT, or a user's), then the final action."""
-    search_key, action_key = jax.random.split(rng_key)
+def search_then_choose(params, search_key, action_key, root, invalid_actions, temperature,
+                       tree, extra_data, recurrent_fn, options: SearchOptions,
+                       rules: selection.Rules, final_action: str) -> base.PolicyOutput:
+    """The search, then `choose_action`; `action_weights` are the root visit
+    distribution (UCT, PUCT and rule policies)."""
     tree = search_body(params, search_key, root, invalid_actions, tree, extra_data,
-                       recurrent_fn=recurrent_fn, rules=settings.rules, options=options)
-    action = choose_action(action_key, tree, settings.final_action, temperature, options.solver)
+                       recurrent_fn=recurrent_fn, rules=rules, options=options)
+    action = choose_action(action_key, tree, final_action, temperature, options.solver)
     return base.PolicyOutput(action=action, action_weights=tree.summary().visit_probs,
                              search_tree=tree)
 
 
+def rules_body(params, rng_key, root, invalid_actions, temperature, tree, extra_data, *,
+               recurrent_fn, options: SearchOptions,
+               settings: RulesSettings) -> base.PolicyOutput:
+    """The search with the given rules (UCT, or a user's), then the final action."""
+    search_key, action_key = jax.random.split(rng_key)
+    return search_then_choose(params, search_key, action_key, root, invalid_actions,
+                              temperature, tree, extra_data, recurrent_fn, options,
+                              settings.rules, settings.final_action)
+
+
 def alphazero_body(params, rng_key, root, invalid_actions, temperature, tree, extra_data, *,
-                   recurrent_fn,
-                   options: SearchOptions, settings: AlphaZeroSettings) -> base.PolicyOutput:
+                   recurrent_fn, options: SearchOptions,
+                   settings: AlphaZeroSettings) -> base.PolicyOutput:
     """AlphaZero: Dirichlet noise over the legal root actions, the search,
     then the final action."""
-    del extra_data
     noise_key, search_key, action_key = jax.random.split(rng_key, 3)
     if settings.dirichlet_fraction != 0.0:  # 0: the root is searched as given
         legal = (jnp.ones(root.prior_logits.shape, jnp.bool_) if invalid_actions is None
@@ -189,17 +198,14 @@ def alphazero_body(params, rng_key, root, invalid_actions, temperature, tree, ex
         priors = root_priors_with_noise(noise_key, root.prior_logits, legal,
                                         settings.dirichlet_fraction, settings.dirichlet_alpha)
         root = root.replace(prior_logits=tree_lib.log_probabilities(priors))
-    tree = search_body(params, search_key, root, invalid_actions, tree, None,
-                       recurrent_fn=recurrent_fn, rules=selection.everywhere(settings.rule),
-                       options=options)
-    action = choose_action(action_key, tree, settings.final_action, temperature, options.solver)
-    return base.PolicyOutput(action=action, action_weights=tree.summary().visit_probs,
-                             search_tree=tree)
+    return search_then_choose(params, search_key, action_key, root, invalid_actions,
+                              temperature, tree, extra_data, recurrent_fn, options,
+                              selection.everywhere(settings.rule), settings.final_action)
 
 
 def gumbel_body(params, rng_key, root, invalid_actions, temperature, tree, extra_data, *,
-                recurrent_fn,
-                options: SearchOptions, settings: GumbelSettings) -> base.PolicyOutput:
+                recurrent_fn, options: SearchOptions,
+                settings: GumbelSettings) -> base.PolicyOutput:
     """Gumbel MuZero: Gumbel noise into `extra_data`, halving at the root,
     the deterministic rule below, Gumbel's choice. Keys as mctx splits them."""
     del temperature, extra_data
