@@ -151,14 +151,22 @@ def _static_key(fn: Any) -> Any:
 
 
 def holds_tracer(value: Any) -> bool:
-    """True when `value` (a function, a partial, ...) binds a JAX tracer."""
+    """True when `value` binds a JAX tracer of the caller's trace: a tracer
+    itself, or one bound in a `Static`, a `functools.partial`, a tuple or list
+    (e.g. `Rules`) or a dataclass's fields (a policy's settings), e.g. a rule
+    partial built inside the caller's jit with traced constants."""
     if isinstance(value, jax.core.Tracer):
         return True
+    if isinstance(value, Static):
+        return holds_tracer(value.fn)
     if isinstance(value, functools.partial):
         return (holds_tracer(value.func) or any(holds_tracer(arg) for arg in value.args)
                 or any(holds_tracer(arg) for arg in value.keywords.values()))
     if isinstance(value, (list, tuple)):
         return any(holds_tracer(item) for item in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return any(holds_tracer(getattr(value, field.name))
+                   for field in dataclasses.fields(value))
     return False
 
 

@@ -16,7 +16,6 @@ new selection rule or Q transform is a function in the user's notebook.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from typing import Any, Callable, Optional, Tuple
 
@@ -149,20 +148,6 @@ def make_rules(root_rule: Callable, interior_rule: Optional[Callable]) -> Rules:
     return Rules(at_root=Static(root_rule), below_root=Static(interior_rule))
 
 
-def binds_tracer(value: Any) -> bool:
-    """True when a static argument (a `Static` function, `Rules`, a settings
-    dataclass) binds a tracer of the caller's trace, e.g. a rule partial
-    built inside the caller's jit with traced constants."""
-    if isinstance(value, Static):
-        return holds_tracer(value.fn)
-    if isinstance(value, tuple):
-        return any(binds_tracer(item) for item in value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return any(binds_tracer(getattr(value, field.name))
-                   for field in dataclasses.fields(value))
-    return holds_tracer(value)
-
-
 def run_body(body: Callable, params, rng_key, root, recurrent_fn, invalid_actions,
              temperature, tree, extra_data, options: SearchOptions, settings,
              checks: str) -> Any:
@@ -181,7 +166,7 @@ def run_body(body: Callable, params, rng_key, root, recurrent_fn, invalid_action
                tree, extra_data)
     statics = dict(body=body, recurrent_fn=Static(recurrent_fn), options=options,
                    settings=settings)
-    if binds_tracer(settings):
+    if holds_tracer(settings):
         if checks == "checkify":
             raise ValueError("checks='checkify' needs rules and Q transforms whose bound "
                              "arguments are not traced values; bind them outside jit or "
