@@ -44,19 +44,19 @@ def measure(devices: int, num_games: int, simulations: int, repeats: int,
     from mcts_jax.training import loop
 
     config = loop.config_lib.resolve(dict(game="tic_tac_toe", num_games=num_games,
-                                          simulations=simulations, devices=devices,
+                                          num_simulations=simulations, devices=devices,
                                           search_mode=search_mode))
     mesh = loop.make_mesh(config)
     game, model, player, learner = loop.build(config, mesh)
-    variables, state = loop.place(mesh, *loop.initial_state(config, model, player, learner))
-    carry = dict(play=state["self_play"], buffer=state["buffer"])
-
+    state = loop.place(mesh, loop.initial_state(config, model, player, learner))
     keys = sharding.replicate(jax.random.split(jax.random.key(1), 4 + repeats), mesh)
     moves = iter(range(4 + repeats))
 
     def one_move():
-        carry["play"], carry["buffer"], stats = player.step(
-            variables, keys[next(moves)], carry["play"], carry["buffer"])
+        nonlocal state
+        games, buffer, stats = player.step(state.variables, keys[next(moves)],
+                                           state.self_play, state.buffer)
+        state = state.replace(self_play=games, buffer=buffer)
         return stats
 
     timing = harness.time_call(one_move, repeats)

@@ -65,7 +65,7 @@ class Agent:
         return arena.SearchPlayer(self.model.evaluator, self.config.policy,
                                   num_simulations or self.config.final_simulations,
                                   greedy=greedy,
-                                  considered_actions=self.config.considered_actions)
+                                  max_num_considered_actions=self.config.max_num_considered_actions)
 
     def act(self, rng_key: jax.Array, states, num_simulations: Optional[int] = None,
             greedy: bool = True) -> jax.Array:

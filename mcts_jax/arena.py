@@ -82,7 +82,7 @@ class SearchPlayer:
     num_simulations: int = 64
     greedy: bool = True
     max_nodes: Optional[int] = None
-    considered_actions: int = 16
+    max_num_considered_actions: int = 16
     uct_c: float = 1.4
     options: Tuple[Tuple[str, Any], ...] = ()
 
@@ -102,8 +102,9 @@ class SearchPlayer:
             return mcts_jax.alphazero_policy, {
                 **sampled, "dirichlet_fraction": 0.0 if self.greedy else 0.25, **options}
         if self.policy == "gumbel":
+            considered = min(self.max_num_considered_actions, game.num_actions)
             return mcts_jax.gumbel_policy, {
-                "max_num_considered_actions": min(self.considered_actions, game.num_actions),
+                "max_num_considered_actions": considered,
                 "gumbel_scale": 0.0 if self.greedy else 1.0, **options}
         raise ValueError(f"policy must be 'uct', 'alphazero', 'gumbel' or a policy function, "
                          f"got {self.policy!r}")

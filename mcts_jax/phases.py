@@ -22,6 +22,7 @@ rewrites every carried array on every iteration).
 
 from __future__ import annotations
 
+from typing import NamedTuple, Optional
 
 import chex
 import jax
@@ -89,6 +90,19 @@ def split_rows(keys: chex.Array) -> tuple[chex.Array, chex.Array]:
     return pairs[:, 0], pairs[:, 1]
 
 
+class Descent(NamedTuple):
+    """The carry of `select_leaf`'s loop, per row [B]: where the descent is,
+    the slot it chose last, its depth, whether it goes on, whether it ends at
+    an unexpanded edge, and the row's key."""
+
+    node: chex.Array
+    slot: chex.Array
+    depth: chex.Array
+    active: chex.Array
+    expand: chex.Array
+    keys: chex.Array
+
+
 def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
                 solver: bool, row_keys: chex.Array) -> LeafChoice:
     """Descends every row from the root; O(depth x K) per row. The first step
@@ -102,13 +116,13 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
     root = jnp.full((batch_size,), tree_lib.ROOT_INDEX, jnp.int32)
     has_room = tree.num_nodes < tree.max_nodes
 
-    def cond(state):
-        return jnp.any(state["active"])
+    def cond(state: Descent):
+        return jnp.any(state.active)
 
-    def step(state, score_fn, name):
+    def step(state: Descent, score_fn, name) -> Descent:
         """One step down for the active rows; inactive rows keep their state."""
-        node, depth, active = state["node"], state["depth"], state["active"]
-        keys, step_keys = split_rows(state["keys"])
+        node, depth, active = state.node, state.depth, state.active
+        keys, step_keys = split_rows(state.keys)
         stats = tree_lib.children_stats(tree, node, depth, step_keys)
         scores = score_fn(tree, node, stats)
         check_scores(scores, name, batch_size, tree.num_slots)
@@ -122,16 +136,16 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
         next_node = jnp.where(can_descend, child, node)
         stops_below = tree.is_terminal[rows, next_node] | (next_depth >= max_depth)
         expand = active & has_legal_child & (child == tree_lib.UNEXPANDED) & has_room
-        return dict(
+        return Descent(
             node=next_node,
-            slot=jnp.where(active, slot, state["slot"]),
+            slot=jnp.where(active, slot, state.slot),
             depth=jnp.where(can_descend, next_depth, depth),
             active=can_descend & ~stops_below,
-            expand=state["expand"] | expand,
+            expand=state.expand | expand,
             keys=keys,
         )
 
-    state = dict(
+    state = Descent(
         node=root,
         slot=jnp.zeros((batch_size,), jnp.int32),
         depth=jnp.zeros((batch_size,), jnp.int32),
@@ -150,7 +164,7 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
     loop_name = "interior_rule" if rules.at_root is not rules.below_root else "root_rule"
     state = jax.lax.while_loop(
         cond, lambda state: step(state, rules.below_root, loop_name), state)
-    return LeafChoice(node=state["node"], slot=state["slot"], expand=state["expand"])
+    return LeafChoice(node=state.node, slot=state.slot, expand=state.expand)
 
 
 def check_recurrent_output(output: base.RecurrentFnOutput, batch_size: int,
@@ -431,6 +445,21 @@ def prove(tree: tree_lib.Tree, node: chex.Array, solved: chex.Array,
     return (best >= PROVEN_WIN) | all_solved, best
 
 
+class BackupCarry(NamedTuple):
+    """The carry of `backup`'s loop: the statistics being written [B, N]
+    (solved / solved_values only with the solver, else None), and per row
+    [B] the node being updated (NO_PARENT once past the root), the visits
+    added and the value crossing into it."""
+
+    node_visits: chex.Array
+    value_sums: chex.Array
+    solved: Optional[chex.Array]
+    solved_values: Optional[chex.Array]
+    node: chex.Array
+    count: chex.Array
+    value: chex.Array
+
+
 def backup(tree: tree_lib.Tree, update: Backup, solver: bool) -> tree_lib.Tree:
     """Adds `update.count` visits and the value sum to every node from
     `update.start` [B] up to the root. The value sum crosses each edge as
@@ -439,38 +468,38 @@ def backup(tree: tree_lib.Tree, update: Backup, solver: bool) -> tree_lib.Tree:
     batch_size, max_nodes = tree.batch_size, tree.max_nodes
     rows = tree_lib.batch_rows(batch_size)
 
-    def cond(state):
-        return jnp.any(state["node"] >= 0)
+    def cond(state: BackupCarry):
+        return jnp.any(state.node >= 0)
 
-    def body(state):
-        node, count, value = state["node"], state["count"], state["value"]
+    def body(state: BackupCarry) -> BackupCarry:
+        node, count, value = state.node, state.count, state.value
         on_path = node >= 0
         write_at = jnp.where(on_path, node, max_nodes)
-        state = dict(state)
-        state["node_visits"] = state["node_visits"].at[rows, write_at].add(count, mode="drop")
-        state["value_sums"] = state["value_sums"].at[rows, write_at].add(value, mode="drop")
+        solved, solved_values = state.solved, state.solved_values
         safe_node = jnp.maximum(node, 0)
         if solver:
-            proven, exact = prove(tree, safe_node, state["solved"], state["solved_values"])
-            newly = on_path & proven & ~state["solved"][rows, safe_node]
+            proven, exact = prove(tree, safe_node, solved, solved_values)
+            newly = on_path & proven & ~solved[rows, safe_node]
             prove_at = jnp.where(newly, node, max_nodes)
-            state["solved"] = state["solved"].at[rows, prove_at].set(True, mode="drop")
-            state["solved_values"] = state["solved_values"].at[rows, prove_at].set(
-                exact, mode="drop")
-        state["value"] = (count * tree.rewards[rows, safe_node]
-                          + tree.discounts[rows, safe_node] * value)
-        state["node"] = jnp.where(on_path, tree.parents[rows, safe_node], tree_lib.NO_PARENT)
-        return state
+            solved = solved.at[rows, prove_at].set(True, mode="drop")
+            solved_values = solved_values.at[rows, prove_at].set(exact, mode="drop")
+        return BackupCarry(
+            node_visits=state.node_visits.at[rows, write_at].add(count, mode="drop"),
+            value_sums=state.value_sums.at[rows, write_at].add(value, mode="drop"),
+            solved=solved, solved_values=solved_values,
+            node=jnp.where(on_path, tree.parents[rows, safe_node], tree_lib.NO_PARENT),
+            count=count,
+            value=count * tree.rewards[rows, safe_node] + tree.discounts[rows, safe_node] * value)
 
-    state = dict(node_visits=tree.node_visits, value_sums=tree.value_sums,
-                 node=jnp.where(update.count > 0, update.start, tree_lib.NO_PARENT),
-                 count=update.count, value=update.value)
-    if solver:
-        state.update(solved=tree.solved, solved_values=tree.solved_values)
+    state = BackupCarry(node_visits=tree.node_visits, value_sums=tree.value_sums,
+                        solved=tree.solved if solver else None,
+                        solved_values=tree.solved_values if solver else None,
+                        node=jnp.where(update.count > 0, update.start, tree_lib.NO_PARENT),
+                        count=update.count, value=update.value)
     state = jax.lax.while_loop(cond, body, state)
-    tree = tree.replace(node_visits=state["node_visits"], value_sums=state["value_sums"])
+    tree = tree.replace(node_visits=state.node_visits, value_sums=state.value_sums)
     if solver:
-        tree = tree.replace(solved=state["solved"], solved_values=state["solved_values"])
+        tree = tree.replace(solved=state.solved, solved_values=state.solved_values)
     return tree
 
 

@@ -66,21 +66,18 @@ def main(process_id: int, port: int, out_path: str) -> int:
 
     # ---- one training step: a self-play game to its end, then one update -------------
     config = config_lib.resolve(dict(
-        game="tic_tac_toe", network="mlp", hidden=16, layers=1, value_hidden=8, simulations=4,
+        game="tic_tac_toe", network="mlp", hidden=16, layers=1, value_hidden=8, num_simulations=4,
         num_games=16, replay_size=256, min_replay=8, train_batch_size=16, iterations=1,
         updates_per_iteration=1, random_opening_plies=0, eval_every=0, elo_every=0,
         final_games=0))
     mesh = loop.make_mesh(config)
     game, model, player, learner = loop.build(config, mesh)
-    variables, state = loop.initial_state(config, model, player, learner)
-    variables, state = loop.place(mesh, variables, state)
-    play_state, buffer = state["self_play"], state["buffer"]
+    state = loop.place(mesh, loop.initial_state(config, model, player, learner))
+    variables, play_state, buffer = state.variables, state.self_play, state.buffer
     keys = jax.random.split(jax.random.key(3), 10)
     for move in range(9):  # every tic-tac-toe game ends within 9 plies
         play_state, buffer, _ = player.step(variables, keys[move], play_state, buffer)
-    learner_state = learner.init(variables)
-    learner_state = learner_state.replace(opt_state=state["opt_state"])
-    learner_state, metrics = learner.update(learner_state, keys[9], buffer)
+    learner_state, metrics = learner.update(state.learner, keys[9], buffer)
     result["ready_samples"] = int(replay.num_ready(buffer))
     result["loss"] = float(metrics["loss"])
     result["buffer_digest"] = digest(sharding.to_host(buffer))

@@ -28,6 +28,7 @@ from mcts_jax import sharding, synthetic
 from mcts_jax.training import checkpoint as checkpoint_lib
 from mcts_jax.training import config as config_lib
 from mcts_jax.training import loop
+from mcts_jax.training.state import TrainState
 
 BATCH = 64
 SIMULATIONS = 12
@@ -148,7 +149,7 @@ def check_errors(mesh):
 # ---- training --------------------------------------------------------------------------
 
 TRAIN = dict(game="tic_tac_toe", preset="tiny", iterations=2, network="mlp", hidden=16,
-             layers=1, value_hidden=8, simulations=4, num_games=16, moves_per_iteration=9,
+             layers=1, value_hidden=8, num_simulations=4, num_games=16, moves_per_iteration=9,
              replay_size=256, min_replay=8, train_batch_size=32, updates_per_iteration=2,
              random_opening_plies=2, eval_every=0, elo_every=0, final_games=0,
              checkpoint_every=1, keep_checkpoints=3)
@@ -157,7 +158,7 @@ TRAIN = dict(game="tic_tac_toe", preset="tiny", iterations=2, network="mlp", hid
 def read_checkpoint(run_dir: str, config, iteration: int):
     """(variables, state) of a checkpoint, as numpy, via the loop's own restore."""
     game, model, player, learner = loop.build(config, None)
-    like_variables, like_state = loop.initial_state(config, model, player, learner)
+    like_variables, like_state = loop.initial_state(config, model, player, learner).saved_items()
     checkpoints = checkpoint_lib.Checkpointer(os.path.join(run_dir, "checkpoints"),
                                               identity=loop.checkpoint_identity(config))
     variables, state, _ = checkpoints.restore(iteration, like_variables, like_state)
@@ -204,10 +205,11 @@ def check_training(workdir: str):
     v8, s8 = read_checkpoint(dir8, config8, 1)
     for devices in (4, 1):
         mesh = sharding.make_mesh(devices)
-        placed_v, placed_s = loop.place(mesh, v8, s8)
+        placed = loop.place(mesh, TrainState.from_saved_items(v8, s8))
+        placed_v, placed_s = placed.saved_items()
         _compare_training((placed_v, placed_s), (v8, s8), f"restored on {devices}")
-        assert_split(placed_s["self_play"].ply, devices, TRAIN["num_games"])
-        observation = placed_s["buffer"].observation
+        assert_split(placed.self_play.ply, devices, TRAIN["num_games"])
+        observation = placed.buffer.observation
         assert {s.data.shape[1] for s in observation.addressable_shards} == \
             {TRAIN["num_games"] // devices}
         assert len(observation.sharding.device_set) == devices

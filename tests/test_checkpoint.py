@@ -20,6 +20,7 @@ from subprocess_env import compiled_like_this_process
 from mcts_jax.training import checkpoint as checkpoint_lib
 from mcts_jax.training import config as config_lib
 from mcts_jax.training import loop
+from mcts_jax.training.state import TrainState
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -29,17 +30,20 @@ def test_round_trip_restores_every_leaf(tmp_path):
     # embeddings have zero-size placeholder arrays).
     config = config_lib.resolve(dict(preset="tiny", reuse_tree=True))
     game, model, player, learner = loop.build(config)
-    variables, state = loop.initial_state(config, model, player, learner)
+    state = loop.initial_state(config, model, player, learner)
     # Move the state away from its initial values.
-    state = dict(state, key=jax.random.key(42), games=jnp.int32(17))
-    state["self_play"], state["buffer"], _ = player.step(
-        variables, jax.random.key(1), state["self_play"], state["buffer"])
+    state = state.replace(key=jax.random.key(42), games=jnp.int32(17))
+    games, buffer, _ = player.step(state.variables, jax.random.key(1), state.self_play,
+                                   state.buffer)
+    state = state.replace(self_play=games, buffer=buffer)
+    variables, arrays = state.saved_items()
     saver = checkpoint_lib.Checkpointer(str(tmp_path / "ckpt"), keep=2)
-    saver.save(5, variables, state, dict(elapsed_s=1.5))
+    saver.save(5, variables, arrays, dict(elapsed_s=1.5))
     assert saver.latest() == 5
-    fresh_variables, fresh_state = loop.initial_state(
+    fresh = loop.initial_state(
         config_lib.resolve(dict(preset="tiny", reuse_tree=True, seed=9)), model, player, learner)
-    got_variables, got_state, meta = saver.restore(5, fresh_variables, fresh_state)
+    got_variables, got_arrays, meta = saver.restore(5, *fresh.saved_items())
+    got_state = TrainState.from_saved_items(got_variables, got_arrays)
     assert meta["iteration"] == 5 and meta["elapsed_s"] == 1.5
     for a, b in zip(jax.tree.leaves(variables), jax.tree.leaves(got_variables)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
@@ -48,7 +52,7 @@ def test_round_trip_restores_every_leaf(tmp_path):
     for a, b in zip(jax.tree.leaves(packed), jax.tree.leaves(got_packed)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     # The restored key draws the same numbers as the saved one.
-    assert jax.random.uniform(got_state["key"]) == jax.random.uniform(jax.random.key(42))
+    assert jax.random.uniform(got_state.key) == jax.random.uniform(jax.random.key(42))
     saver.close()
 
 

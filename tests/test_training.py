@@ -2,6 +2,7 @@
 self-play targets against independently replayed games, the learner, the
 configuration and command line, a tiny in-process run."""
 
+import dataclasses
 import json
 import os
 
@@ -172,6 +173,53 @@ def test_command_line_rejects_unknown_game(capsys):
     assert "known games: tic_tac_toe" in capsys.readouterr().err
     args, explicit = config_lib.parse(["--game", "chess", "--preset", "tiny", "--no-augment"])
     assert explicit == {"game": "chess", "preset": "tiny", "augment": False}
+
+
+def test_every_setting_carries_its_help_and_check():
+    """Validation and --help come from each field's `setting`: every field is
+    documented, and a value breaking a field's check is rejected naming the
+    flag (one bad value per kind of check)."""
+    fields = dataclasses.fields(config_lib.TrainConfig)
+    assert all(len(f.metadata["help"]) > 10 for f in fields)
+    help_text = config_lib.build_parser().format_help()
+    assert all(config_lib.flag_name(f.name) in help_text for f in fields)
+    assert set(config_lib.shape_fields()) >= {"num_simulations", "num_games", "hidden"}
+    bad = {"positive": 0, "non_negative": -1, "even": 3, "fraction": 1.5,
+           "positive_real": 0.0, "non_negative_real": -0.1}
+    base = config_lib.resolve({})
+    for f in fields:
+        check = f.metadata["check"]
+        if check is not None:
+            with pytest.raises(ValueError, match=config_lib.flag_name(f.name)):
+                config_lib.validate(dataclasses.replace(base, **{f.name: bad[check]}))
+        if f.metadata["choices"]:
+            with pytest.raises(ValueError, match=config_lib.flag_name(f.name)):
+                config_lib.validate(dataclasses.replace(base, **{f.name: "nonsense"}))
+    with pytest.raises(ValueError, match="--num-games must be of type int"):
+        config_lib.validate(dataclasses.replace(base, num_games=2.5))
+    with pytest.raises(ValueError, match="--max-nodes"):
+        config_lib.resolve({"num_simulations": 16, "max_nodes": 8})
+
+
+def test_old_setting_names_still_work(tmp_path, capsys):
+    """--simulations and --considered-actions (and a config.json saved with
+    those names) mean --num-simulations and --max-num-considered-actions for
+    one release; the command line says the new name."""
+    _, explicit = config_lib.parse(["--simulations", "12", "--considered-actions", "4"])
+    assert explicit == {"num_simulations": 12, "max_num_considered_actions": 4}
+    assert "--num-simulations" in capsys.readouterr().err
+    _, explicit = config_lib.parse(["--num-simulations", "12"])
+    assert explicit == {"num_simulations": 12}
+    assert config_lib.resolve({"simulations": 12}).num_simulations == 12
+    saved = config_lib.resolve({}).to_json()
+    saved["simulations"] = saved.pop("num_simulations")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(saved))
+    assert config_lib.load_json(str(path)) == config_lib.resolve({})
+    with pytest.raises(ValueError, match="twice"):
+        config_lib.resolve({"simulations": 12, "num_simulations": 12})
+    with pytest.raises(ValueError, match="unknown settings: simulation"):
+        config_lib.resolve({"simulation": 12})
 
 
 def test_tiny_run_writes_its_folder_and_rejects_another_shape(tmp_path):

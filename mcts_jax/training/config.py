@@ -3,8 +3,9 @@
 Resolution order (later wins): `TrainConfig` defaults, `GAME_DEFAULTS[game]`,
 `PRESETS[game][preset]`, flags given on the command line. Resuming a run
 folder starts from its saved `config.json` instead, and only flags given on the
-command line change it; flags that fix array shapes (`SHAPE_FIELDS`) must
-match the saved run.
+command line change it; flags that fix array shapes (`shape_fields()`) must
+match the saved run. Each field's help text, check and shape flag live beside
+it (`setting`); `validate` and `build_parser` read them.
 """
 
 from __future__ import annotations
@@ -12,81 +13,151 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-from typing import Any, Dict, List, Optional, Sequence
+import sys
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import envs
 from mcts_jax import networks
 
 
+def setting(default: Any, help: str, check: Optional[str] = None,
+            choices: Optional[Tuple[str, ...]] = None, shape: bool = False,
+            aliases: Tuple[str, ...] = ()) -> Any:
+    """A TrainConfig field with its documentation and validation beside it.
+
+    help: the --help text. check: one of `CHECKS` ("positive", "non_negative",
+    "even", "fraction", "positive_real", "non_negative_real"). choices: the
+    allowed strings. shape: the setting fixes array shapes (network, replay
+    ring, self-play batch, tree), so a run folder cannot be resumed with
+    another value. aliases: older field names, still accepted as flags
+    (--old-name) and in a saved config.json, for one release.
+    """
+    if check is not None and check not in CHECKS:
+        raise ValueError(f"unknown check {check!r}; known: {', '.join(CHECKS)}")
+    return dataclasses.field(default=default, metadata=dict(
+        help=help, check=check, choices=choices, shape=shape, aliases=aliases))
+
+
+# check name -> (predicate, what the value must be)
+CHECKS: Dict[str, Tuple[Callable[[Any], bool], str]] = {
+    "positive": (lambda v: v >= 1, "must be >= 1"),
+    "non_negative": (lambda v: v >= 0, "must be >= 0"),
+    "even": (lambda v: v >= 0 and v % 2 == 0,
+             "must be even and >= 0 (half the games as each side)"),
+    "fraction": (lambda v: 0.0 <= v <= 1.0, "must be in [0, 1]"),
+    "positive_real": (lambda v: v > 0, "must be positive"),
+    "non_negative_real": (lambda v: v >= 0, "must be >= 0"),
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    """Every setting of a training run (hashable; saved as config.json)."""
+    """Every setting of a training run (hashable; saved as config.json).
 
-    game: str = "tic_tac_toe"
-    preset: str = "default"
-    seed: int = 0
-    iterations: int = 100
-    # network (None: the game's default in networks.DEFAULT_NETWORKS)
-    network: str = "resnet"
-    channels: int = 64
-    blocks: int = 6
-    hidden: int = 128
-    layers: int = 3
-    value_hidden: int = 64
-    # self-play
-    policy: str = "gumbel"               # "gumbel" or "alphazero"
-    simulations: int = 32
-    num_games: int = 256                 # B games played at once
-    moves_per_iteration: int = 32        # self-play moves (per game row) per iteration
-    max_nodes: int = 0                   # 0: simulations + 1 (x 4 with tree reuse)
-    reuse_tree: bool = False
-    temperature_moves: int = 10          # alphazero: sample N^(1/T=1) for this many plies
-    dirichlet_fraction: float = 0.25     # alphazero root noise
-    dirichlet_alpha: float = 0.3
-    considered_actions: int = 16         # gumbel: max_num_considered_actions
-    random_opening_plies: int = 0        # games open with U[0, this] random, unrecorded plies
-    # replay and learner
-    replay_size: int = 65536             # samples (rounded to a multiple of num_games)
-    min_replay: int = 4096               # ready samples before the first update
-    train_batch_size: int = 256
-    updates_per_iteration: int = 32
-    learning_rate: float = 1e-3
-    warmup_fraction: float = 0.05
-    end_learning_rate_fraction: float = 0.05
-    weight_decay: float = 1e-4
-    clip_norm: float = 1.0
-    value_weight: float = 1.0
-    augment: bool = True
-    # checkpoints
-    checkpoint_every: int = 1
-    keep_checkpoints: int = 3
-    # evaluation
-    eval_every: int = 10
-    eval_games: int = 64                 # per opponent, half as each side
-    eval_simulations: int = 32           # agent's search in evaluation matches
-    uct_simulations: int = 0             # 0: same as eval_simulations
-    uct_playouts: int = 1
-    elo_every: int = 10                  # snapshot + matches against earlier snapshots
-    elo_opponents: int = 4
-    elo_opening_moves: int = 2           # random plies opening each Elo game
-    final_games: int = 200               # end-of-run match against the strongest reference
-    final_simulations: int = 64
-    # Connect Four against the perfect solver (bitbully, optional: the `eval` extra;
-    # envs.connect_four_solver): accuracy on the first positions of the benchmark
-    # file, and games against the solver (half with the agent moving first)
-    solver_positions: int = 300          # per periodic evaluation (0: none)
-    solver_games: int = 40               # per periodic evaluation (0: none)
-    final_solver_positions: int = 1000   # at the end (the benchmark holds 1000); the
-                                         # final games against the solver: final_games
-    max_game_length: int = 0             # plies before a game is a draw, in self-play and
-                                         # evaluation (0: the game's own rules)
-    # devices (mcts_jax.sharding): self-play games, replay buffer and minibatches
-    # split over a 1-D "data" mesh of this many devices; 0: every device of
-    # every process. num_games and train_batch_size must be multiples of it.
-    devices: int = 0
-    search_mode: str = "exact"           # "exact": self-play equal to one device, bit for bit;
-                                         # "local": each device searches its games alone
-                                         # (no communication; other random numbers)
+    Each field carries its --help text, its check and whether it fixes array
+    shapes (`setting`); `validate` and the command line read them from here.
+    Field names follow the library's keyword arguments (`num_simulations`,
+    `max_num_considered_actions`, ...).
+    """
+
+    game: str = setting("tic_tac_toe", "game to train (see envs.GAMES and docs/games.md)",
+                        shape=True)
+    preset: str = setting("default", "named flag set of the game (`tiny`: a smoke test; "
+                          "`cpu`: a short CPU run where the game has one)")
+    seed: int = setting(0, "seed of every random number of the run", "non_negative")
+    iterations: int = setting(100, "training iterations (self-play, updates, maybe evaluation "
+                              "each)", "positive")
+    # ---- network (defaults: the game's registry entry) ----
+    network: str = setting("resnet", "network family", choices=("resnet", "mlp"), shape=True)
+    channels: int = setting(64, "resnet: channels of each convolution", "positive", shape=True)
+    blocks: int = setting(6, "resnet: residual blocks", "non_negative", shape=True)
+    hidden: int = setting(128, "mlp: width of each hidden layer", "positive", shape=True)
+    layers: int = setting(3, "mlp: hidden layers", "positive", shape=True)
+    value_hidden: int = setting(64, "width of the value head's hidden layer", "positive",
+                                shape=True)
+    # ---- self-play ----
+    policy: str = setting("gumbel", "search used in self-play", choices=("gumbel", "alphazero"),
+                          shape=True)
+    num_simulations: int = setting(32, "simulations per self-play move", "positive", shape=True,
+                                   aliases=("simulations",))
+    num_games: int = setting(256, "self-play games played at once (B)", "positive", shape=True)
+    moves_per_iteration: int = setting(32, "self-play moves of every game per iteration",
+                                       "positive")
+    max_nodes: int = setting(0, "tree capacity per search (0: num_simulations + 1, x 4 with "
+                             "--reuse-tree)", "non_negative", shape=True)
+    reuse_tree: bool = setting(False, "keep the chosen child's subtree for the next move",
+                               shape=True)
+    temperature_moves: int = setting(10, "alphazero: plies whose move is sampled from the "
+                                     "visit counts (temperature 1); greedy after",
+                                     "non_negative")
+    dirichlet_fraction: float = setting(0.25, "alphazero: weight of the root's Dirichlet noise",
+                                        "fraction")
+    dirichlet_alpha: float = setting(0.3, "alphazero: concentration of the root's Dirichlet "
+                                     "noise", "positive_real")
+    max_num_considered_actions: int = setting(16, "gumbel: actions sampled at the root for "
+                                              "sequential halving", "positive",
+                                              aliases=("considered_actions",))
+    random_opening_plies: int = setting(0, "games open with U[0, this] random plies that are "
+                                        "not recorded", "non_negative")
+    max_game_length: int = setting(0, "plies before a game counts as a draw, in self-play and "
+                                   "evaluation (0: the game's own rules)", "non_negative")
+    # ---- replay and learner ----
+    replay_size: int = setting(65536, "replay buffer capacity in samples (rounded up to a "
+                               "multiple of --num-games)", "positive", shape=True)
+    min_replay: int = setting(4096, "ready samples before the first update", "non_negative")
+    train_batch_size: int = setting(256, "samples per update", "positive")
+    updates_per_iteration: int = setting(32, "updates per iteration", "positive")
+    learning_rate: float = setting(1e-3, "peak learning rate (warmup, then cosine decay)",
+                                   "positive_real")
+    warmup_fraction: float = setting(0.05, "share of all updates spent warming up", "fraction")
+    end_learning_rate_fraction: float = setting(0.05, "final learning rate as a share of the "
+                                                "peak", "fraction")
+    weight_decay: float = setting(1e-4, "AdamW weight decay", "non_negative_real")
+    clip_norm: float = setting(1.0, "gradient global-norm clip", "non_negative_real")
+    value_weight: float = setting(1.0, "weight of the value loss beside the policy loss",
+                                  "non_negative_real")
+    augment: bool = setting(True, "a random board symmetry per training sample, where the game "
+                            "has symmetries")
+    # ---- checkpoints ----
+    checkpoint_every: int = setting(1, "iterations between checkpoints", "positive")
+    keep_checkpoints: int = setting(3, "checkpoints kept on disk", "positive")
+    # ---- evaluation ----
+    eval_every: int = setting(10, "iterations between evaluations (0: only at the end)",
+                              "non_negative")
+    eval_games: int = setting(64, "games per opponent in an evaluation, half as each side",
+                              "even")
+    eval_simulations: int = setting(32, "the agent's simulations in evaluation matches",
+                                    "positive")
+    uct_simulations: int = setting(0, "the UCT opponent's simulations (0: --eval-simulations)",
+                                   "non_negative")
+    uct_playouts: int = setting(1, "random playouts per leaf of the UCT opponent", "positive")
+    elo_every: int = setting(10, "iterations between snapshots for Elo matches (0: none)",
+                             "non_negative")
+    elo_opponents: int = setting(4, "earlier snapshots each new snapshot plays",
+                                 "non_negative")
+    elo_opening_moves: int = setting(2, "random plies opening each Elo game", "non_negative")
+    final_games: int = setting(200, "games of the end-of-run match against each reference "
+                               "opponent", "even")
+    final_simulations: int = setting(64, "the agent's simulations in the end-of-run "
+                                     "evaluation", "positive")
+    solver_positions: int = setting(300, "connect_four: benchmark positions judged by the "
+                                    "perfect solver per evaluation (needs bitbully; 0: none)",
+                                    "non_negative")
+    solver_games: int = setting(40, "connect_four: games against the perfect solver per "
+                                "evaluation, half with the agent moving first (needs "
+                                "bitbully; 0: none)", "even")
+    final_solver_positions: int = setting(1000, "connect_four: benchmark positions judged at "
+                                          "the end (the file holds 1000); the final games "
+                                          "against the solver are --final-games",
+                                          "non_negative")
+    # ---- devices (mcts_jax.sharding) ----
+    devices: int = setting(0, "devices of the 1-D data mesh that self-play and training are "
+                           "split over (0: every device of every process); --num-games and "
+                           "--train-batch-size must be multiples of it", "non_negative")
+    search_mode: str = setting("exact", "self-play search over several devices: exact (the "
+                               "one-device search, bit for bit; small collectives every "
+                               "simulation) or local (each device alone, no communication, "
+                               "its own random numbers)", choices=("exact", "local"))
 
     # ---- derived -----------------------------------------------------------
     def network_config(self) -> networks.NetworkConfig:
@@ -103,7 +174,7 @@ class TrainConfig:
     def search_max_nodes(self) -> int:
         if self.max_nodes:
             return self.max_nodes
-        return (self.simulations + 1) * (4 if self.reuse_tree else 1)
+        return (self.num_simulations + 1) * (4 if self.reuse_tree else 1)
 
     @property
     def total_updates(self) -> int:
@@ -114,11 +185,44 @@ class TrainConfig:
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "TrainConfig":
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise ValueError(f"config.json has unknown settings: {', '.join(unknown)}")
-        return cls(**data)
+        """The config saved in a run folder (older field names accepted)."""
+        return cls(**canonical_names(data, "config.json"))
+
+
+def field_metadata(name: str) -> Dict[str, Any]:
+    """The `setting` metadata of TrainConfig field `name`."""
+    return {f.name: f.metadata for f in dataclasses.fields(TrainConfig)}[name]
+
+
+def aliases() -> Dict[str, str]:
+    """Older field name -> its TrainConfig field (kept for one release)."""
+    return {alias: f.name for f in dataclasses.fields(TrainConfig)
+            for alias in f.metadata["aliases"]}
+
+
+def canonical_names(settings: Dict[str, Any], source: str) -> Dict[str, Any]:
+    """`settings` with older field names renamed (see `aliases`). Raises
+    ValueError naming `source` for names that are no field, or a field given
+    under two names."""
+    renamed: Dict[str, Any] = {}
+    names = {f.name for f in dataclasses.fields(TrainConfig)}
+    old_names = aliases()
+    unknown = sorted(set(settings) - names - set(old_names))
+    if unknown:
+        raise ValueError(f"{source} has unknown settings: {', '.join(unknown)}")
+    for name, value in settings.items():
+        field = old_names.get(name, name)
+        if field in renamed:
+            raise ValueError(f"{source} gives {field!r} twice (under its name and its old "
+                             f"name)")
+        renamed[field] = value
+    return renamed
+
+
+def shape_fields() -> Tuple[str, ...]:
+    """Settings that fix array shapes: a run folder cannot be resumed with
+    other values."""
+    return tuple(f.name for f in dataclasses.fields(TrainConfig) if f.metadata["shape"])
 
 
 def _network_defaults(game: str) -> Dict[str, Any]:
@@ -130,31 +234,31 @@ def _network_defaults(game: str) -> Dict[str, Any]:
 # Defaults per game, on top of TrainConfig's. Tic-tac-toe is the default job:
 # perfect play in a few minutes on a laptop CPU.
 GAME_DEFAULTS: Dict[str, Dict[str, Any]] = {
-    "tic_tac_toe": dict(iterations=60, policy="gumbel", simulations=32, num_games=256,
+    "tic_tac_toe": dict(iterations=60, policy="gumbel", num_simulations=32, num_games=256,
                         random_opening_plies=6,
                         moves_per_iteration=18, replay_size=32768, min_replay=2048,
                         train_batch_size=256, updates_per_iteration=48, learning_rate=2e-3,
                         checkpoint_every=1, eval_every=3, elo_every=3, eval_games=200,
                         eval_simulations=64, final_games=200, final_simulations=64),
-    "connect_four": dict(iterations=200, simulations=64, num_games=512, moves_per_iteration=42,
+    "connect_four": dict(iterations=200, num_simulations=64, num_games=512, moves_per_iteration=42,
                          replay_size=262144, min_replay=16384, train_batch_size=512,
                          updates_per_iteration=64, eval_simulations=64, eval_every=10),
-    "othello": dict(iterations=300, simulations=64, num_games=512, moves_per_iteration=64,
+    "othello": dict(iterations=300, num_simulations=64, num_games=512, moves_per_iteration=64,
                     replay_size=524288, min_replay=32768, train_batch_size=1024,
                     updates_per_iteration=64, eval_simulations=64),
-    "go_9x9": dict(iterations=400, simulations=64, num_games=512, moves_per_iteration=64,
+    "go_9x9": dict(iterations=400, num_simulations=64, num_games=512, moves_per_iteration=64,
                    replay_size=524288, min_replay=32768, train_batch_size=1024,
                    updates_per_iteration=64, eval_simulations=64, uct_playouts=1),
-    "chess": dict(iterations=400, simulations=64, num_games=512, moves_per_iteration=64,
+    "chess": dict(iterations=400, num_simulations=64, num_games=512, moves_per_iteration=64,
                   replay_size=262144, min_replay=32768, train_batch_size=1024,
-                  updates_per_iteration=64, eval_simulations=64, considered_actions=16),
+                  updates_per_iteration=64, eval_simulations=64, max_num_considered_actions=16),
 }
 
 # Named flag sets. "cpu": a short run that fits a 2-core CPU. "tiny": a smoke
 # test (a few iterations, tiny shapes) that shows the pipeline end to end.
 PRESETS: Dict[str, Dict[str, Dict[str, Any]]] = {
     "tic_tac_toe": {
-        "tiny": dict(iterations=3, simulations=8, num_games=16, moves_per_iteration=4,
+        "tiny": dict(iterations=3, num_simulations=8, num_games=16, moves_per_iteration=4,
                      replay_size=512, min_replay=16, train_batch_size=32,
                      updates_per_iteration=2, hidden=16, layers=1, value_hidden=8,
                      eval_every=2, elo_every=1, eval_games=8, eval_simulations=8,
@@ -162,13 +266,13 @@ PRESETS: Dict[str, Dict[str, Dict[str, Any]]] = {
     },
     "connect_four": {
         "cpu": dict(iterations=40, network="resnet", channels=32, blocks=3, value_hidden=32,
-                    policy="gumbel", simulations=32, num_games=128, moves_per_iteration=16,
+                    policy="gumbel", num_simulations=32, num_games=128, moves_per_iteration=16,
                     replay_size=65536, min_replay=4096, train_batch_size=256,
                     updates_per_iteration=48, learning_rate=2e-3, eval_every=10, elo_every=10,
                     eval_games=100, eval_simulations=32, uct_simulations=32,
                     final_games=200, final_simulations=32),
         "tiny": dict(iterations=2, network="resnet", channels=8, blocks=1, value_hidden=8,
-                     simulations=8, num_games=8, moves_per_iteration=4, replay_size=256,
+                     num_simulations=8, num_games=8, moves_per_iteration=4, replay_size=256,
                      min_replay=8, train_batch_size=16, updates_per_iteration=2,
                      eval_every=2, elo_every=1, eval_games=4, eval_simulations=4,
                      final_games=4, final_simulations=4, elo_opponents=1,
@@ -176,7 +280,7 @@ PRESETS: Dict[str, Dict[str, Dict[str, Any]]] = {
     },
     "chess": {
         "tiny": dict(iterations=3, network="resnet", channels=8, blocks=1, value_hidden=8,
-                     simulations=4, num_games=4, moves_per_iteration=4, replay_size=64,
+                     num_simulations=4, num_games=4, moves_per_iteration=4, replay_size=64,
                      min_replay=4, train_batch_size=8, updates_per_iteration=2,
                      eval_every=3, elo_every=3, eval_games=2, eval_simulations=2,
                      uct_simulations=2, final_games=2, final_simulations=2, elo_opponents=1,
@@ -187,41 +291,19 @@ for _game in ("othello", "go_9x9"):
     PRESETS[_game] = {"tiny": dict(PRESETS["connect_four"]["tiny"], iterations=3,
                                    max_game_length=6, eval_every=3, elo_every=3)}
 
-# Settings that fix array shapes (network, replay ring, self-play batch,
-# search tree): a run folder cannot be resumed with other values.
-SHAPE_FIELDS = ("game", "network", "channels", "blocks", "hidden", "layers", "value_hidden",
-                "num_games", "replay_size", "reuse_tree", "max_nodes", "simulations", "policy")
-
-_CHOICES = {"network": ("resnet", "mlp"), "policy": ("gumbel", "alphazero"),
-            "search_mode": ("exact", "local")}
-_HELP = {
-    "game": "game to train", "preset": "named flag set for the game (see PRESETS)",
-    "iterations": "training iterations (self-play + updates + maybe eval each)",
-    "policy": "search used in self-play", "simulations": "simulations per self-play move",
-    "num_games": "self-play games played at once (B)",
-    "moves_per_iteration": "self-play moves per game row per iteration",
-    "reuse_tree": "keep the chosen child's subtree for the next move",
-    "replay_size": "replay buffer capacity in samples",
-    "augment": "random board symmetry per training sample, where the game has one",
-    "checkpoint_every": "iterations between checkpoints",
-    "eval_every": "iterations between evaluations (0: only at the end)",
-    "elo_every": "iterations between snapshots for Elo matches (0: none)",
-    "devices": "devices of the 1-D data mesh that self-play and training are split over "
-               "(0: every device of every process); --num-games and --train-batch-size "
-               "must be multiples of it",
-    "solver_positions": "connect_four: benchmark positions judged by the perfect solver per "
-                        "periodic evaluation (needs bitbully; 0: none)",
-    "solver_games": "connect_four: games against the perfect solver per periodic evaluation, "
-                    "half with the agent moving first (needs bitbully; 0: none)",
-    "final_solver_positions": "connect_four: benchmark positions judged at the end of the run",
-    "search_mode": "self-play search over several devices: exact (the one-device search, bit "
-                   "for bit; small collectives every simulation) or local (each device alone, "
-                   "no communication, its own random numbers)",
-}
-
-
 def flag_name(field: str) -> str:
     return "--" + field.replace("_", "-")
+
+
+class _StoreUnderOldName(argparse._StoreAction):
+    """Stores the value; given under an old flag name, says the new one on
+    stderr."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string is not None and option_string != self.option_strings[0]:
+            print(f"train.py: {option_string} is now {self.option_strings[0]} (the old name "
+                  f"works for one more release)", file=sys.stderr)
+        super().__call__(parser, namespace, values, option_string)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -252,15 +334,23 @@ def build_parser() -> argparse.ArgumentParser:
     launch.add_argument("--distributed", action="store_true",
                         help="join a multi-process job detected by JAX itself (Cloud TPU VM "
                              "pod slice, SLURM, Open MPI); same as MCTS_JAX_DISTRIBUTED=1")
+    settings = parser.add_argument_group(
+        "training settings (TrainConfig fields; defaults: the game's registry entry and "
+        "--preset)")
     for field in dataclasses.fields(TrainConfig):
-        kwargs: Dict[str, Any] = dict(default=None, help=_HELP.get(field.name))
+        meta = field.metadata
+        kwargs: Dict[str, Any] = dict(default=None, help=meta["help"], dest=field.name)
         if field.type in ("bool", bool):
             kwargs["action"] = argparse.BooleanOptionalAction
         else:
             kwargs["type"] = {"int": int, "float": float, "str": str}[str(field.type)]
-        if field.name in _CHOICES:
-            kwargs["choices"] = _CHOICES[field.name]
-        parser.add_argument(flag_name(field.name), dest=field.name, **kwargs)
+        if meta["choices"]:
+            kwargs["choices"] = meta["choices"]
+        old = [flag_name(alias) for alias in meta["aliases"]]
+        if old:
+            kwargs["help"] += f" (old name, kept for one release: {', '.join(old)})"
+            kwargs["action"] = _StoreUnderOldName
+        settings.add_argument(flag_name(field.name), *old, **kwargs)
     return parser
 
 
@@ -271,7 +361,9 @@ def explicit_settings(args: argparse.Namespace) -> Dict[str, Any]:
 
 
 def resolve(explicit: Dict[str, Any]) -> TrainConfig:
-    """A fresh run's config: defaults, the game's, the preset's, then `explicit`."""
+    """A fresh run's config: defaults, the game's, the preset's, then `explicit`
+    (TrainConfig field names; older names are accepted, see `aliases`)."""
+    explicit = canonical_names(explicit, "the settings")
     game = explicit.get("game", TrainConfig.game)
     if game not in envs.GAMES:
         raise ValueError(f"unknown game {game!r}; known games: {', '.join(envs.GAMES)}")
@@ -293,7 +385,8 @@ def resolve(explicit: Dict[str, Any]) -> TrainConfig:
 def resume_config(saved: TrainConfig, explicit: Dict[str, Any]) -> TrainConfig:
     """The config of a resumed run: the saved one with `explicit` flags on top.
     Raises ValueError naming the flag when a shape-fixing setting differs."""
-    for name in SHAPE_FIELDS + ("preset",):
+    explicit = canonical_names(explicit, "the settings")
+    for name in shape_fields() + ("preset",):
         if name in explicit and explicit[name] != getattr(saved, name):
             raise ValueError(
                 f"cannot resume: the run folder was made with {flag_name(name)}="
@@ -310,42 +403,27 @@ def changed_settings(old: TrainConfig, new: TrainConfig) -> List[str]:
 
 
 def validate(config: TrainConfig) -> None:
-    """Raises ValueError naming the flag of the first bad setting."""
+    """Raises ValueError naming the flag of the first bad setting: each
+    field's own check and choices (`setting`), then the settings that depend
+    on each other."""
     if config.game not in envs.GAMES:
         raise ValueError(f"unknown game {config.game!r}; known games: {', '.join(envs.GAMES)}")
-    for name, choices in _CHOICES.items():
-        if getattr(config, name) not in choices:
-            raise ValueError(f"{flag_name(name)} must be one of {choices}, "
-                             f"got {getattr(config, name)!r}")
-    positive = ("iterations", "simulations", "num_games", "moves_per_iteration", "replay_size",
-                "train_batch_size", "updates_per_iteration", "checkpoint_every",
-                "keep_checkpoints", "eval_simulations", "final_simulations", "considered_actions",
-                "uct_playouts", "channels", "hidden", "layers", "value_hidden")
-    for name in positive:
-        if getattr(config, name) < 1:
-            raise ValueError(f"{flag_name(name)} must be >= 1, got {getattr(config, name)}")
-    non_negative = ("blocks", "min_replay", "temperature_moves", "eval_every", "elo_every",
-                    "elo_opponents", "elo_opening_moves", "max_nodes", "uct_simulations",
-                    "max_game_length", "eval_games", "final_games", "seed",
-                    "random_opening_plies", "devices", "solver_positions", "solver_games",
-                    "final_solver_positions")
-    for name in non_negative:
-        if getattr(config, name) < 0:
-            raise ValueError(f"{flag_name(name)} must be >= 0, got {getattr(config, name)}")
-    for name in ("eval_games", "final_games", "solver_games"):
-        if getattr(config, name) % 2:
-            raise ValueError(f"{flag_name(name)} must be even (half the games as each side), "
-                             f"got {getattr(config, name)}")
-    if config.max_nodes and config.max_nodes < config.simulations + 1:
-        raise ValueError(f"--max-nodes must be 0 or >= --simulations + 1, got {config.max_nodes}")
-    for name in ("learning_rate", "weight_decay", "clip_norm", "value_weight",
-                 "dirichlet_alpha"):
-        if getattr(config, name) < 0 or (name in ("learning_rate", "dirichlet_alpha")
-                                         and getattr(config, name) == 0):
-            raise ValueError(f"{flag_name(name)} must be positive, got {getattr(config, name)}")
-    for name in ("warmup_fraction", "end_learning_rate_fraction", "dirichlet_fraction"):
-        if not 0.0 <= getattr(config, name) <= 1.0:
-            raise ValueError(f"{flag_name(name)} must be in [0, 1], got {getattr(config, name)}")
+    for field in dataclasses.fields(TrainConfig):
+        value, meta = getattr(config, field.name), field.metadata
+        expected = {"int": int, "float": (int, float), "str": str, "bool": bool}[str(field.type)]
+        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            raise ValueError(f"{flag_name(field.name)} must be of type {field.type}, "
+                             f"got {value!r}")
+        if meta["choices"] and value not in meta["choices"]:
+            raise ValueError(f"{flag_name(field.name)} must be one of {meta['choices']}, "
+                             f"got {value!r}")
+        if meta["check"]:
+            holds, requirement = CHECKS[meta["check"]]
+            if not holds(value):
+                raise ValueError(f"{flag_name(field.name)} {requirement}, got {value}")
+    if config.max_nodes and config.max_nodes < config.num_simulations + 1:
+        raise ValueError(f"--max-nodes must be 0 or >= --num-simulations + 1, got "
+                         f"{config.max_nodes}")
 
 
 def describe(config: TrainConfig) -> str:

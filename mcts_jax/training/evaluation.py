@@ -49,11 +49,12 @@ class Evaluation:
         self.config = config
         self.game = game
         self.model = model
+        considered = config.max_num_considered_actions
         self.agent = arena.SearchPlayer(model.evaluator, config.policy, config.eval_simulations,
-                                        greedy=True, considered_actions=config.considered_actions)
+                                        greedy=True, max_num_considered_actions=considered)
         self.final_agent = arena.SearchPlayer(model.evaluator, config.policy,
                                               config.final_simulations, greedy=True,
-                                              considered_actions=config.considered_actions)
+                                              max_num_considered_actions=considered)
         playouts = evaluators.RandomPlayouts(num_playouts=config.uct_playouts,
                                              max_length=config.max_game_length or 512)
         self.uct = arena.SearchPlayer(playouts, "uct",

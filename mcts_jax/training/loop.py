@@ -1,13 +1,25 @@
-"""The AlphaZero training loop: self-play, updates, evaluation, checkpoints.
+"""The AlphaZero training loop, as phases around one `TrainState`.
 
     config, run_dir = loop.open_run("runs/tic_tac_toe", explicit_flags)
     summary = loop.train(config, run_dir)
 
-One iteration: `moves_per_iteration` self-play moves of all B games (one
-jitted step each), then `updates_per_iteration` updates on minibatches of the
-replay buffer (once it holds `min_replay` ready samples), then evaluation
-and an Elo snapshot when due, then one metrics record, then a checkpoint when
-due. The run folder holds:
+`train` reads top to bottom: `start_run` builds what stays fixed (game,
+network, self-play, learner, evaluation, checkpointer, reporter) into a
+`Run`; `resume_state` restores the newest checkpoint or starts fresh; then
+each iteration (`run_iteration`) is five phases:
+
+    self_play_phase    `moves_per_iteration` jitted moves of all B games,
+                       finished games' samples into the replay buffer
+    update_phase       `updates_per_iteration` updates on minibatches, once
+                       the buffer holds `min_replay` ready samples
+    evaluate_phase     matches and an Elo snapshot, when due
+    reporter.iteration one metrics record (reporting.py)
+    checkpoint_phase   the TrainState to disk, when due
+
+and `finish_run` plays the end-of-run evaluation. Each phase takes the
+TrainState and returns the next one (or a record of metrics); the state is
+the only thing carried from one iteration to the next, and it is what a
+checkpoint saves (state.py). The run folder holds:
 
     config.json      the settings (printed at start)
     metrics.jsonl    one record per iteration (losses, speed, evaluations)
@@ -30,7 +42,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import os
 import shutil
 import time
@@ -39,7 +50,6 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from tqdm.auto import tqdm
 
 import envs
 from envs import symmetry
@@ -48,21 +58,15 @@ from mcts_jax.training import checkpoint as checkpoint_lib
 from mcts_jax.training import config as config_lib
 from mcts_jax.training import evaluation as evaluation_lib
 from mcts_jax.training import learner as learner_lib
-from mcts_jax.training import plots, replay, self_play
+from mcts_jax.training import replay, reporting, self_play
 from mcts_jax.training.config import TrainConfig
+from mcts_jax.training import state as state_lib
+from mcts_jax.training.state import TrainState
 
 
 def default_run_dir(config: TrainConfig) -> str:
     suffix = "" if config.preset == "default" else f"_{config.preset}"
     return os.path.join("runs", config.game + suffix)
-
-
-def _write_json(path: str, data) -> None:
-    temporary = path + ".tmp"
-    with open(temporary, "w") as f:
-        json.dump(data, f, indent=2)
-        f.write("\n")
-    os.replace(temporary, path)
 
 
 def open_run(run_dir: Optional[str], explicit: Dict[str, Any], overwrite: bool = False,
@@ -100,32 +104,8 @@ def open_run(run_dir: Optional[str], explicit: Dict[str, Any], overwrite: bool =
         config = fresh
     make_mesh(config)  # the device count and batch sizes fit, before anything is written
     os.makedirs(run_dir, exist_ok=True)
-    _write_json(config_path, config.to_json())
+    reporting.write_json(config_path, config.to_json())
     return config, run_dir
-
-
-class _TensorBoard:
-    """Scalars to TensorBoard when a writer is installed (tensorboardX or
-    torch); otherwise nothing."""
-
-    def __init__(self, directory: str):
-        self.writer = None
-        try:
-            from tensorboardX import SummaryWriter  # type: ignore
-        except ImportError:
-            try:
-                from torch.utils.tensorboard import SummaryWriter  # type: ignore
-            except ImportError:
-                return
-        self.writer = SummaryWriter(directory)
-
-    def write(self, record: Dict[str, Any]) -> None:
-        if self.writer is None:
-            return
-        for key, value in record.items():
-            if isinstance(value, (int, float)) and key != "iteration":
-                self.writer.add_scalar(key, value, record["iteration"])
-        self.writer.flush()
 
 
 def make_mesh(config: TrainConfig) -> jax.sharding.Mesh:
@@ -139,22 +119,20 @@ def make_mesh(config: TrainConfig) -> jax.sharding.Mesh:
     return mesh
 
 
-def state_shardings(mesh: jax.sharding.Mesh, variables, state):
-    """(variables, state) shardings: the network, optimiser state, counters
+def state_shardings(mesh: jax.sharding.Mesh, state: TrainState) -> TrainState:
+    """The shardings of a TrainState: the network, optimiser state, counters
     and key replicated; the games in progress split along B (axis 0) and the
     replay buffer [T, B, ...] along its game rows (axis 1)."""
     whole = sharding.replicated(mesh)
-    state_specs = jax.tree.map(lambda _: whole, state)
-    state_specs["self_play"] = sharding.batch_shardings(state["self_play"], mesh)
-    state_specs["buffer"] = sharding.batch_shardings(state["buffer"], mesh, axis=1)
-    return jax.tree.map(lambda _: whole, variables), state_specs
+    return jax.tree.map(lambda _: whole, state).replace(
+        self_play=sharding.batch_shardings(state.self_play, mesh),
+        buffer=sharding.batch_shardings(state.buffer, mesh, axis=1))
 
 
-def place(mesh: jax.sharding.Mesh, variables, state):
-    """(variables, state) put on the mesh (see `state_shardings`); host or
-    one-device arrays (a fresh state, a restored checkpoint) of any origin."""
-    variable_specs, state_specs = state_shardings(mesh, variables, state)
-    return sharding.put(variables, variable_specs), sharding.put(state, state_specs)
+def place(mesh: jax.sharding.Mesh, state: TrainState) -> TrainState:
+    """`state` put on the mesh (see `state_shardings`); host or one-device
+    arrays (a fresh state, a restored checkpoint) of any origin."""
+    return sharding.put(state, state_shardings(mesh, state))
 
 
 @functools.lru_cache(maxsize=8)
@@ -166,11 +144,11 @@ def build(config: TrainConfig, mesh: Optional[jax.sharding.Mesh] = None):
     game = envs.make(config.game)
     model = networks.make_model(config.network_config(), game)
     player = self_play.SelfPlay(
-        game=game, model=model, policy=config.policy, num_simulations=config.simulations,
+        game=game, model=model, policy=config.policy, num_simulations=config.num_simulations,
         num_games=config.num_games, max_nodes=config.search_max_nodes,
         reuse_tree=config.reuse_tree, temperature_moves=config.temperature_moves,
         dirichlet_fraction=config.dirichlet_fraction, dirichlet_alpha=config.dirichlet_alpha,
-        considered_actions=config.considered_actions,
+        max_num_considered_actions=config.max_num_considered_actions,
         random_opening_plies=config.random_opening_plies,
         max_game_length=config.max_game_length, mesh=mesh, search_mode=config.search_mode)
     optimizer = learner_lib.make_optimizer(
@@ -185,21 +163,9 @@ def build(config: TrainConfig, mesh: Optional[jax.sharding.Mesh] = None):
     return game, model, player, learner
 
 
-def initial_state(config: TrainConfig, model, player, learner):
-    """(variables, state) of a fresh run, on the default device (see `place`);
-    `state` is what a checkpoint holds besides the variables."""
-    key = jax.random.key(config.seed)
-    key, init_key, play_key = jax.random.split(key, 3)
-    variables = model.init(init_key)
-    learner_state = learner.init(variables)
-    dummy = player.game.init(jax.random.key(0), 1)
-    buffer = replay.init(config.replay_slots, config.num_games,
-                         dummy.observation.shape[1:], dummy.observation.dtype,
-                         player.game.num_actions)
-    state = dict(opt_state=learner_state.opt_state, updates=learner_state.updates,
-                 buffer=buffer, self_play=player.init(play_key), key=key,
-                 games=jnp.zeros((), jnp.int32), moves=jnp.zeros((), jnp.int32))
-    return variables, state
+def initial_state(config: TrainConfig, model, player, learner) -> TrainState:
+    """The TrainState of a fresh run, on the default device (see `place`)."""
+    return state_lib.initial_state(config.seed, model, player, learner, config.replay_slots)
 
 
 def checkpoint_identity(config: TrainConfig) -> Dict[str, Any]:
@@ -208,159 +174,231 @@ def checkpoint_identity(config: TrainConfig) -> Dict[str, Any]:
     return dict(game=config.game, network=dataclasses.asdict(config.network_config()))
 
 
+@dataclasses.dataclass
+class Run:
+    """What stays fixed during a training run (rebuilt from the config on
+    resume, never saved), and the Elo pool.
+
+    Attributes:
+      elo_pool: network variables of the Elo snapshots by iteration, on this
+        process's first device (also on disk under snapshots/).
+    """
+
+    config: TrainConfig
+    run_dir: str
+    mesh: jax.sharding.Mesh
+    primary: bool                      # process 0: writes the files
+    game: Any
+    model: networks.Model
+    player: self_play.SelfPlay
+    learner: learner_lib.Learner
+    suite: evaluation_lib.Evaluation
+    checkpoints: checkpoint_lib.Checkpointer
+    reporter: reporting.Reporter
+    started: float                     # time.perf_counter() at start
+    elapsed_before: float = 0.0        # seconds trained before this session
+    elo_pool: Dict[int, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def snapshot_dir(self) -> str:
+        return os.path.join(self.run_dir, "snapshots")
+
+    def elapsed(self) -> float:
+        """Seconds trained so far, over every session of the run."""
+        return self.elapsed_before + time.perf_counter() - self.started
+
+
 def train(config: TrainConfig, run_dir: str, progress: bool = True,
           log: Callable[[str], None] = print) -> Dict[str, Any]:
     """Runs (or continues) the training run in `run_dir`; returns the final
     evaluation record (also written to final.json)."""
+    run = start_run(config, run_dir, progress, log)
+    state, start = resume_state(run)
+    for iteration in range(start + 1, config.iterations + 1):
+        state = run_iteration(run, state, iteration)
+    run.reporter.close()
+    run.checkpoints.close()
+    return finish_run(run, state)
+
+
+def start_run(config: TrainConfig, run_dir: str, progress: bool,
+              log: Callable[[str], None]) -> Run:
+    """The fixed parts of a run, built (compiled steps shared through
+    `build`'s cache) and announced."""
     started = time.perf_counter()
     mesh = make_mesh(config)
     primary = sharding.is_primary()
-    if not primary:
-        log = lambda *_: None  # noqa: E731  (process 0 reports)
-        progress = False
+    reporter = reporting.Reporter(config, run_dir, primary, progress, log)
     game, model, player, learner = build(config, mesh)
-    suite = evaluation_lib.Evaluation(config, game, model, log=log)
     checkpoints = checkpoint_lib.Checkpointer(os.path.join(run_dir, "checkpoints"),
                                               keep=config.keep_checkpoints,
                                               identity=checkpoint_identity(config))
-    metrics_path = os.path.join(run_dir, "metrics.jsonl")
-    snapshot_dir = os.path.join(run_dir, "snapshots")
-    tensorboard = _TensorBoard(os.path.join(run_dir, "tensorboard"))
+    suite = evaluation_lib.Evaluation(config, game, model, log=reporter.log)
+    reporter.log(f"mcts_jax AlphaZero training: {config.game}, run folder {run_dir}")
+    reporter.log(config_lib.describe(config))
+    return Run(config=config, run_dir=run_dir, mesh=mesh, primary=primary, game=game,
+               model=model, player=player, learner=learner, suite=suite,
+               checkpoints=checkpoints, reporter=reporter, started=started)
 
-    variables, state = initial_state(config, model, player, learner)
-    log(f"mcts_jax AlphaZero training: {config.game}, run folder {run_dir}")
-    log(config_lib.describe(config))
-    log(f"network: {config.network_config()}, {model.num_parameters(variables):,} parameters; "
-        f"devices: {sharding.describe(mesh)}")
 
-    start, variables, state, meta = checkpoints.restore_latest(variables, state, log=log)
-    variables, state = place(mesh, variables, state)
-    elapsed_before = float(meta.get("elapsed_s", 0.0))
+def resume_state(run: Run) -> Tuple[TrainState, int]:
+    """(state, iteration it ends): the newest intact checkpoint's state, or a
+    fresh one (iteration 0), placed on the mesh. Metrics and Elo snapshots
+    made after that checkpoint are dropped (they are redone)."""
+    fresh = initial_state(run.config, run.model, run.player, run.learner)
+    run.reporter.log(f"network: {run.config.network_config()}, "
+                     f"{run.model.num_parameters(fresh.variables):,} parameters; "
+                     f"devices: {sharding.describe(run.mesh)}")
+    start, variables, arrays, meta = run.checkpoints.restore_latest(
+        *fresh.saved_items(), log=run.reporter.log)
+    state = place(run.mesh, TrainState.from_saved_items(variables, arrays))
+    run.elapsed_before = float(meta.get("elapsed_s", 0.0))
     if start:
-        log(f"resuming from the checkpoint of iteration {start}")
-    records = checkpoint_lib.truncate_metrics(metrics_path, start)
-    for stale in checkpoint_lib.list_snapshots(snapshot_dir):
-        if stale > start and primary:  # made after the checkpoint: redone
-            shutil.rmtree(os.path.join(snapshot_dir, f"{stale:06d}"))
-    pool: Dict[int, Any] = {}  # Elo snapshots, on this process's first device
-    if config.elo_every:
-        for it in checkpoint_lib.list_snapshots(snapshot_dir):
-            if it <= start:
-                pool[it] = checkpoint_lib.load_snapshot(snapshot_dir, it, variables)
-        if 0 not in pool:
-            if primary:
-                checkpoint_lib.save_snapshot(snapshot_dir, 0, variables)
-            pool[0] = _local_copy(variables)
-    learner_state = learner_lib.LearnerState(variables=variables, opt_state=state["opt_state"],
-                                             updates=state["updates"])
-    sims_per_move = config.num_games * config.simulations
+        run.reporter.log(f"resuming from the checkpoint of iteration {start}")
+    run.reporter.resume(start)
+    load_elo_pool(run, start, state.variables)
+    return state, start
 
-    bar = tqdm(total=config.iterations, initial=start, desc=config.game, unit="it",
-               disable=not progress, dynamic_ncols=True)
-    for iteration in range(start + 1, config.iterations + 1):
-        key, play_key, update_key, eval_key = jax.random.split(state["key"], 4)
-        record: Dict[str, Any] = dict(iteration=iteration)
 
-        # ---- self-play ------------------------------------------------------
-        tick = time.perf_counter()
-        totals = jnp.zeros((3,), jnp.int32)
-        self_play_state, buffer = state["self_play"], state["buffer"]
-        move_keys = jax.random.split(play_key, config.moves_per_iteration)
-        for move in tqdm(range(config.moves_per_iteration), desc="self-play", leave=False,
-                         disable=not progress, unit="move"):
-            move_key = move_keys[move]
-            self_play_state, buffer, stats = player.step(learner_state.variables, move_key,
-                                                         self_play_state, buffer)
-            totals = totals + jnp.stack([stats.games, stats.plies, stats.draws])
-        totals = np.asarray(totals)  # waits for the device
-        play_seconds = time.perf_counter() - tick
-        games, plies, draws = (int(x) for x in totals)
-        record.update(games=games, mean_game_length=round(plies / max(games, 1), 2),
-                      draw_rate=round(draws / max(games, 1), 4),
-                      games_per_s=round(games / play_seconds, 1),
-                      simulations_per_s=round(config.moves_per_iteration * sims_per_move
-                                              / play_seconds, 1),
-                      self_play_s=round(play_seconds, 2))
+def load_elo_pool(run: Run, start: int, variables) -> None:
+    """The Elo snapshots of iterations <= `start` into `run.elo_pool` (later
+    ones deleted), and snapshot 0 (the untrained network) if missing."""
+    snapshots = checkpoint_lib.list_snapshots(run.snapshot_dir)
+    for stale in snapshots:
+        if stale > start and run.primary:  # made after the checkpoint: redone
+            shutil.rmtree(os.path.join(run.snapshot_dir, f"{stale:06d}"))
+    if not run.config.elo_every:
+        return
+    for iteration in snapshots:
+        if iteration <= start:
+            run.elo_pool[iteration] = checkpoint_lib.load_snapshot(run.snapshot_dir, iteration,
+                                                                   variables)
+    if 0 not in run.elo_pool:
+        if run.primary:
+            checkpoint_lib.save_snapshot(run.snapshot_dir, 0, variables)
+        run.elo_pool[0] = _local_copy(variables)
 
-        # ---- updates ----------------------------------------------------------
-        tick = time.perf_counter()
-        ready = int(replay.num_ready(buffer))
-        record["replay_ready"] = ready
-        if ready >= max(config.min_replay, 1):
-            sums: Dict[str, Any] = {}
-            update_keys = jax.random.split(update_key, config.updates_per_iteration)
-            for step in tqdm(range(config.updates_per_iteration), desc="updates", leave=False,
-                             disable=not progress, unit="update"):
-                learner_state, metrics = learner.update(learner_state, update_keys[step], buffer)
-                sums = metrics if not sums else jax.tree.map(jnp.add, sums, metrics)
-            record.update({name: round(float(v) / config.updates_per_iteration, 5)
-                           for name, v in sums.items()})
-        record["updates"] = int(learner_state.updates)
-        record["update_s"] = round(time.perf_counter() - tick, 2)
-        state = dict(state, self_play=self_play_state, buffer=buffer, key=key,
-                     games=state["games"] + games,
-                     moves=state["moves"] + config.moves_per_iteration * config.num_games)
-        record["total_games"] = int(state["games"])
 
-        # ---- evaluation ---------------------------------------------------------
-        tick = time.perf_counter()
-        last = iteration == config.iterations
-        evaluated = None
-        if config.eval_every and (iteration % config.eval_every == 0 or last):
-            evaluated = _local_copy(learner_state.variables)
-            record.update(suite.periodic(evaluated, _local_key(eval_key, 0)))
-        if config.elo_every and (iteration % config.elo_every == 0 or last):
-            if evaluated is None:
-                evaluated = _local_copy(learner_state.variables)
-            record["elo_matches"] = suite.elo_matches(evaluated, iteration, pool,
-                                                      _local_key(eval_key, 1))
-            if primary:
-                checkpoint_lib.save_snapshot(snapshot_dir, iteration, evaluated)
-            pool[iteration] = evaluated
-            ratings = evaluation_lib.elo_ratings(records + [record])
-            if iteration in ratings:
-                record["elo"] = ratings[iteration]
-        record["eval_s"] = round(time.perf_counter() - tick, 2)
-        record["elapsed_s"] = round(elapsed_before + time.perf_counter() - started, 2)
+def run_iteration(run: Run, state: TrainState, iteration: int) -> TrainState:
+    """One training iteration: the five phases, in order."""
+    key, play_key, update_key, eval_key = jax.random.split(state.key, 4)
+    record: Dict[str, Any] = dict(iteration=iteration)
+    state, played = self_play_phase(run, state.replace(key=key), play_key)
+    record.update(played)
+    state, learned = update_phase(run, state, update_key)
+    record.update(learned, total_games=int(state.games))
+    record.update(evaluate_phase(run, state, iteration, eval_key))
+    record["elapsed_s"] = round(run.elapsed(), 2)
+    run.reporter.iteration(record)  # before the checkpoint (see checkpoint.py)
+    checkpoint_phase(run, state, iteration, record["elapsed_s"])
+    return state
 
-        # ---- metrics, then checkpoint -------------------------------------------------
-        if primary:
-            checkpoint_lib.append_metrics(metrics_path, record)
-            tensorboard.write(record)
-        records.append(record)
-        if iteration % config.checkpoint_every == 0 or last:
-            saved_variables, saved_state = _for_checkpoint(
-                learner_state.variables, dict(state, opt_state=learner_state.opt_state,
-                                              updates=learner_state.updates))
-            checkpoints.save(iteration, saved_variables, saved_state,
-                             dict(elapsed_s=record["elapsed_s"]))
-        _report(bar, record, log)
 
-    bar.close()
-    checkpoints.close()
-
-    # ---- end of run -----------------------------------------------------------------
-    final_key = jax.random.fold_in(jax.random.key(config.seed), 10 ** 6)
-    summary: Dict[str, Any] = dict(iterations=config.iterations,
-                                   total_games=int(state["games"]))
+def self_play_phase(run: Run, state: TrainState,
+                    key: jax.Array) -> Tuple[TrainState, Dict[str, Any]]:
+    """`moves_per_iteration` self-play moves of all B games with the current
+    network; finished games' samples go to the replay buffer."""
+    config = run.config
     tick = time.perf_counter()
-    summary.update(suite.final(_local_copy(learner_state.variables), final_key))
+    totals = jnp.zeros((3,), jnp.int32)
+    games_in_progress, buffer = state.self_play, state.buffer
+    move_keys = jax.random.split(key, config.moves_per_iteration)
+    for move in run.reporter.progress(range(config.moves_per_iteration), "self-play", "move"):
+        games_in_progress, buffer, stats = run.player.step(
+            state.variables, move_keys[move], games_in_progress, buffer)
+        totals = totals + jnp.stack([stats.games, stats.plies, stats.draws])
+    games, plies, draws = (int(x) for x in np.asarray(totals))  # waits for the device
+    seconds = time.perf_counter() - tick
+    simulations = config.moves_per_iteration * config.num_games * config.num_simulations
+    record = dict(games=games, mean_game_length=round(plies / max(games, 1), 2),
+                  draw_rate=round(draws / max(games, 1), 4),
+                  games_per_s=round(games / seconds, 1),
+                  simulations_per_s=round(simulations / seconds, 1),
+                  self_play_s=round(seconds, 2))
+    moves = config.moves_per_iteration * config.num_games
+    return state.replace(self_play=games_in_progress, buffer=buffer, games=state.games + games,
+                         moves=state.moves + moves), record
+
+
+def update_phase(run: Run, state: TrainState,
+                 key: jax.Array) -> Tuple[TrainState, Dict[str, Any]]:
+    """`updates_per_iteration` learner updates on minibatches of the replay
+    buffer, once it holds `min_replay` ready samples; the record holds the
+    mean of each loss metric."""
+    config = run.config
+    tick = time.perf_counter()
+    ready = int(replay.num_ready(state.buffer))
+    record: Dict[str, Any] = dict(replay_ready=ready)
+    learner_state = state.learner
+    if ready >= max(config.min_replay, 1):
+        sums: Dict[str, Any] = {}
+        update_keys = jax.random.split(key, config.updates_per_iteration)
+        for step in run.reporter.progress(range(config.updates_per_iteration), "updates",
+                                          "update"):
+            learner_state, metrics = run.learner.update(learner_state, update_keys[step],
+                                                        state.buffer)
+            sums = metrics if not sums else jax.tree.map(jnp.add, sums, metrics)
+        record.update({name: round(float(v) / config.updates_per_iteration, 5)
+                       for name, v in sums.items()})
+    record["updates"] = int(learner_state.updates)
+    record["update_s"] = round(time.perf_counter() - tick, 2)
+    return state.replace(learner=learner_state), record
+
+
+def evaluate_phase(run: Run, state: TrainState, iteration: int,
+                   key: jax.Array) -> Dict[str, Any]:
+    """Matches against the reference opponents every `eval_every` iterations,
+    and an Elo snapshot with its matches every `elo_every` (both at the last
+    iteration too)."""
+    config = run.config
+    tick = time.perf_counter()
+    last = iteration == config.iterations
+    record: Dict[str, Any] = {}
+    evaluated = None
+    if config.eval_every and (iteration % config.eval_every == 0 or last):
+        evaluated = _local_copy(state.variables)
+        record.update(run.suite.periodic(evaluated, _local_key(key, 0)))
+    if config.elo_every and (iteration % config.elo_every == 0 or last):
+        evaluated = _local_copy(state.variables) if evaluated is None else evaluated
+        record["elo_matches"] = run.suite.elo_matches(evaluated, iteration, run.elo_pool,
+                                                      _local_key(key, 1))
+        if run.primary:
+            checkpoint_lib.save_snapshot(run.snapshot_dir, iteration, evaluated)
+        run.elo_pool[iteration] = evaluated
+        ratings = evaluation_lib.elo_ratings(run.reporter.records + [record | dict(
+            iteration=iteration)])
+        if iteration in ratings:
+            record["elo"] = ratings[iteration]
+    record["eval_s"] = round(time.perf_counter() - tick, 2)
+    return record
+
+
+def checkpoint_phase(run: Run, state: TrainState, iteration: int, elapsed_s: float) -> None:
+    """The TrainState to disk every `checkpoint_every` iterations and at the
+    last (blocks until the checkpoint is complete)."""
+    if iteration % run.config.checkpoint_every and iteration != run.config.iterations:
+        return
+    variables, arrays = _for_checkpoint(*state.saved_items())
+    run.checkpoints.save(iteration, variables, arrays, dict(elapsed_s=elapsed_s))
+
+
+def finish_run(run: Run, state: TrainState) -> Dict[str, Any]:
+    """The end-of-run evaluation and summary (final.json, plots, console)."""
+    config, records = run.config, run.reporter.records
+    final_key = jax.random.fold_in(jax.random.key(config.seed), 10 ** 6)
+    summary: Dict[str, Any] = dict(iterations=config.iterations, total_games=int(state.games))
+    tick = time.perf_counter()
+    summary.update(run.suite.final(_local_copy(state.variables), final_key))
     summary["final_eval_s"] = round(time.perf_counter() - tick, 2)
-    ratings = evaluation_lib.elo_ratings(records)
-    summary["elo"] = {str(k): v for k, v in sorted(ratings.items())}
+    summary["elo"] = {str(k): v for k, v in sorted(evaluation_lib.elo_ratings(records).items())}
     speeds = [r for r in records if "games_per_s" in r][1:]  # the first includes compiling
     if speeds:
         summary["mean_games_per_s"] = round(float(np.mean([r["games_per_s"] for r in speeds])), 1)
         summary["mean_simulations_per_s"] = round(
             float(np.mean([r["simulations_per_s"] for r in speeds])), 1)
     summary["training_s"] = records[-1]["elapsed_s"] if records else None
-    summary["wall_s_this_session"] = round(time.perf_counter() - started, 2)
-    if primary:
-        _write_json(os.path.join(run_dir, "final.json"), summary)
-        plots.write_plots(records, ratings, os.path.join(run_dir, "plots"), config.game)
-    log("final evaluation: " + json.dumps(summary))
-    for line in describe_summary(config, summary):
-        log(line)
+    summary["wall_s_this_session"] = round(time.perf_counter() - run.started, 2)
+    run.reporter.final(summary)
     return summary
 
 
@@ -376,64 +414,10 @@ def _local_key(key, salt: int):
     return sharding.local_copy(jax.random.fold_in(key, salt))
 
 
-def _for_checkpoint(variables, state):
+def _for_checkpoint(variables, arrays):
     """What `Checkpointer.save` is given: the arrays as they are with one
     process (it reads them whole with np.asarray); with several, every leaf
     gathered to its global value in every process first (a collective)."""
     if jax.process_count() == 1:
-        return variables, state
-    return sharding.to_host(variables), sharding.to_host(state)
-
-
-def describe_summary(config: TrainConfig, summary: Dict[str, Any]):
-    """Readable lines of the end-of-run figures."""
-    lines = [f"training: {summary['iterations']} iterations, {summary['total_games']} self-play "
-             f"games, {summary.get('training_s')} s; self-play {summary.get('mean_games_per_s')} "
-             f"games/s, {summary.get('mean_simulations_per_s')} simulations/s"]
-    sims = summary.get("final_simulations")
-    for name, label in (("perfect", "perfect play"),
-                        ("uct", f"UCT ({sims} simulations, {config.uct_playouts} random "
-                                f"playout(s) per leaf)"),
-                        ("random", "a random player")):
-        if f"final_vs_{name}_wins" in summary:
-            w, d, l = (summary[f"final_vs_{name}_{k}"] for k in ("wins", "draws", "losses"))
-            lines.append(f"agent ({config.policy}, {sims} simulations) vs {label}: {w} wins, "
-                         f"{d} draws, {l} losses in {w + d + l} games (half as each side)")
-    if "final_policy_optimal" in summary:
-        lines.append(f"raw policy network (no search) optimal in "
-                     f"{100 * summary['final_policy_optimal']:.2f}% of the 4520 reachable "
-                     f"non-terminal positions")
-    if "final_vs_solver_first_wins" in summary:
-        w, d, l = (summary[f"final_vs_solver_first_{k}"] for k in ("wins", "draws", "losses"))
-        lines.append(f"agent ({config.policy}, {sims} simulations) moving first vs the perfect "
-                     f"solver (bitbully): {w} wins, {d} draws, {l} losses in {w + d + l} games "
-                     f"(a perfect first player wins them all)")
-    if "final_solver_positions" in summary:
-        def accuracy(name):
-            stages = ", ".join(f"{stage} {100 * summary[f'final_solver_{name}_accuracy_{stage}']:.1f}%"
-                               for stage in ("opening", "middle", "late")
-                               if f"final_solver_{name}_accuracy_{stage}" in summary)
-            return f"{100 * summary[f'final_solver_{name}_accuracy']:.1f}% ({stages})"
-        lines.append(f"move accuracy on {summary['final_solver_positions']} solver-labelled "
-                     f"positions (the move keeps the game-theoretic value): raw policy network "
-                     f"{accuracy('policy')}; search ({config.policy}, {sims} simulations) "
-                     f"{accuracy('search')}")
-    return lines
-
-
-_SHOWN = ("loss", "games_per_s", "simulations_per_s", "vs_random_score", "vs_uct_score",
-          "vs_perfect_losses", "policy_optimal", "vs_solver_first_wins",
-          "solver_policy_accuracy", "solver_search_accuracy", "elo")
-
-
-def _report(bar, record: Dict[str, Any], log) -> None:
-    bar.set_postfix({k: record[k] for k in ("loss", "games_per_s", "simulations_per_s")
-                     if k in record})
-    bar.update(1)
-    if any(k in record for k in ("vs_random_score", "elo")):
-        shown = ", ".join(f"{k}={record[k]}" for k in _SHOWN if k in record)
-        message = f"iteration {record['iteration']}: {shown}"
-        if bar.disable:
-            log(message)
-        else:
-            bar.write(message)
+        return variables, arrays
+    return sharding.to_host(variables), sharding.to_host(arrays)

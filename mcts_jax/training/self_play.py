@@ -98,7 +98,7 @@ class SelfPlay:
     temperature_moves: int = 0
     dirichlet_fraction: float = 0.25
     dirichlet_alpha: float = 0.3
-    considered_actions: int = 16
+    max_num_considered_actions: int = 16
     random_opening_plies: int = 0
     max_game_length: int = 0      # > 0: a game reaching this many plies ends as a draw
     mesh: Optional[Mesh] = None   # games split over its "data" axis (None: one device)
@@ -118,8 +118,8 @@ class SelfPlay:
             # action_weights are the policy target.
             policy, options = self.policy, {}
         elif self.policy == "gumbel":
-            policy, options = mcts_jax.gumbel_policy, dict(
-                max_num_considered_actions=min(self.considered_actions, self.game.num_actions))
+            considered = min(self.max_num_considered_actions, self.game.num_actions)
+            policy, options = mcts_jax.gumbel_policy, dict(max_num_considered_actions=considered)
         elif self.policy == "alphazero":
             policy, options = mcts_jax.alphazero_policy, dict(
                 dirichlet_fraction=self.dirichlet_fraction,

@@ -1,0 +1,168 @@
+"""What a training run tells the world: the metrics file, TensorBoard, the
+console (progress bars and evaluation lines), final.json, plots and the
+end-of-run summary.
+
+    reporter = Reporter(config, run_dir, primary=True, progress=True, log=print)
+    reporter.resume(start)            # metrics.jsonl cut back to the checkpoint
+    reporter.iteration(record)        # one record per finished iteration
+    reporter.final(summary)           # final.json, plots/, the summary lines
+
+Only the primary process (process 0) writes files; every process may log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable, Dict, Iterable, List
+
+from tqdm.auto import tqdm
+
+from mcts_jax.training import checkpoint as checkpoint_lib
+from mcts_jax.training import evaluation as evaluation_lib
+from mcts_jax.training import plots
+from mcts_jax.training.config import TrainConfig
+
+
+def write_json(path: str, data) -> None:
+    """Writes `data` to `path` atomically (a temporary file, then a rename)."""
+    temporary = path + ".tmp"
+    with open(temporary, "w") as f:
+        json.dump(data, f, indent=2)
+        f.write("\n")
+    os.replace(temporary, path)
+
+
+class TensorBoard:
+    """Scalars to TensorBoard when a writer is installed (tensorboardX or
+    torch); otherwise nothing."""
+
+    def __init__(self, directory: str):
+        self.writer = None
+        try:
+            from tensorboardX import SummaryWriter  # type: ignore
+        except ImportError:
+            try:
+                from torch.utils.tensorboard import SummaryWriter  # type: ignore
+            except ImportError:
+                return
+        self.writer = SummaryWriter(directory)
+
+    def write(self, record: Dict[str, Any]) -> None:
+        if self.writer is None:
+            return
+        for key, value in record.items():
+            if isinstance(value, (int, float)) and key != "iteration":
+                self.writer.add_scalar(key, value, record["iteration"])
+        self.writer.flush()
+
+
+# Metrics printed on the console after an evaluation, in this order.
+SHOWN = ("loss", "games_per_s", "simulations_per_s", "vs_random_score", "vs_uct_score",
+         "vs_perfect_losses", "policy_optimal", "vs_solver_first_wins",
+         "solver_policy_accuracy", "solver_search_accuracy", "elo")
+
+
+class Reporter:
+    """The metrics history of a run and every place it is shown.
+
+    Attributes:
+      records: the metrics of every finished iteration, oldest first (read by
+        the Elo ratings and the plots).
+    """
+
+    def __init__(self, config: TrainConfig, run_dir: str, primary: bool, progress: bool,
+                 log: Callable[[str], None]):
+        self.config = config
+        self.run_dir = run_dir
+        self.primary = primary
+        self.show_progress = progress and primary
+        self.log = log if primary else (lambda *_: None)
+        self.metrics_path = os.path.join(run_dir, "metrics.jsonl")
+        self.tensorboard = TensorBoard(os.path.join(run_dir, "tensorboard"))
+        self.records: List[Dict[str, Any]] = []
+        self.bar = None
+
+    def resume(self, start: int) -> None:
+        """Keeps the records of iterations <= `start` (the checkpoint the run
+        continues from) and opens the progress bar."""
+        self.records = checkpoint_lib.truncate_metrics(self.metrics_path, start)
+        self.bar = tqdm(total=self.config.iterations, initial=start, desc=self.config.game,
+                        unit="it", disable=not self.show_progress, dynamic_ncols=True)
+
+    def progress(self, items: Iterable, description: str, unit: str) -> Iterable:
+        """`items`, with a transient progress bar while they are consumed."""
+        return tqdm(items, desc=description, leave=False, disable=not self.show_progress,
+                    unit=unit)
+
+    def iteration(self, record: Dict[str, Any]) -> None:
+        """Records one finished iteration: metrics.jsonl (fsynced, before the
+        iteration's checkpoint), TensorBoard, the progress bar, and a console
+        line after an evaluation."""
+        if self.primary:
+            checkpoint_lib.append_metrics(self.metrics_path, record)
+            self.tensorboard.write(record)
+        self.records.append(record)
+        self.bar.set_postfix({k: record[k] for k in ("loss", "games_per_s", "simulations_per_s")
+                              if k in record})
+        self.bar.update(1)
+        if any(k in record for k in ("vs_random_score", "elo")):
+            shown = ", ".join(f"{k}={record[k]}" for k in SHOWN if k in record)
+            message = f"iteration {record['iteration']}: {shown}"
+            if self.bar.disable:
+                self.log(message)
+            else:
+                self.bar.write(message)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+    def final(self, summary: Dict[str, Any]) -> None:
+        """final.json and plots/ (primary process), then the summary lines."""
+        if self.primary:
+            write_json(os.path.join(self.run_dir, "final.json"), summary)
+            plots.write_plots(self.records, evaluation_lib.elo_ratings(self.records),
+                              os.path.join(self.run_dir, "plots"), self.config.game)
+        self.log("final evaluation: " + json.dumps(summary))
+        for line in describe_summary(self.config, summary):
+            self.log(line)
+
+
+def describe_summary(config: TrainConfig, summary: Dict[str, Any]) -> List[str]:
+    """Readable lines of the end-of-run figures."""
+    lines = [f"training: {summary['iterations']} iterations, {summary['total_games']} self-play "
+             f"games, {summary.get('training_s')} s; self-play {summary.get('mean_games_per_s')} "
+             f"games/s, {summary.get('mean_simulations_per_s')} simulations/s"]
+    sims = summary.get("final_simulations")
+    for name, label in (("perfect", "perfect play"),
+                        ("uct", f"UCT ({sims} simulations, {config.uct_playouts} random "
+                                f"playout(s) per leaf)"),
+                        ("random", "a random player")):
+        if f"final_vs_{name}_wins" in summary:
+            w, d, l = (summary[f"final_vs_{name}_{k}"] for k in ("wins", "draws", "losses"))
+            lines.append(f"agent ({config.policy}, {sims} simulations) vs {label}: {w} wins, "
+                         f"{d} draws, {l} losses in {w + d + l} games (half as each side)")
+    if "final_policy_optimal" in summary:
+        lines.append(f"raw policy network (no search) optimal in "
+                     f"{100 * summary['final_policy_optimal']:.2f}% of the 4520 reachable "
+                     f"non-terminal positions")
+    if "final_vs_solver_first_wins" in summary:
+        w, d, l = (summary[f"final_vs_solver_first_{k}"] for k in ("wins", "draws", "losses"))
+        lines.append(f"agent ({config.policy}, {sims} simulations) moving first vs the perfect "
+                     f"solver (bitbully): {w} wins, {d} draws, {l} losses in {w + d + l} games "
+                     f"(a perfect first player wins them all)")
+    if "final_solver_positions" in summary:
+        lines.append(f"move accuracy on {summary['final_solver_positions']} solver-labelled "
+                     f"positions (the move keeps the game-theoretic value): raw policy network "
+                     f"{_accuracy(summary, 'policy')}; search ({config.policy}, {sims} "
+                     f"simulations) {_accuracy(summary, 'search')}")
+    return lines
+
+
+def _accuracy(summary: Dict[str, Any], name: str) -> str:
+    """'93.1% (opening 98.0%, middle 92.5%, late 90.0%)' of final_solver_<name>_accuracy."""
+    stages = ", ".join(f"{stage} {100 * summary[f'final_solver_{name}_accuracy_{stage}']:.1f}%"
+                       for stage in ("opening", "middle", "late")
+                       if f"final_solver_{name}_accuracy_{stage}" in summary)
+    return f"{100 * summary[f'final_solver_{name}_accuracy']:.1f}% ({stages})"
