@@ -125,6 +125,8 @@ def main(argv=None) -> None:
     parser.add_argument("--simulations", type=int, nargs="+", default=[64])
     parser.add_argument("--policies", nargs="+", default=["uct", "alphazero", "gumbel"])
     parser.add_argument("--no-save", action="store_true")
+    parser.add_argument("--name", default="before_after",
+                        help="results file: results/<name>-<device>.json")
     args = parser.parse_args(argv)
 
     before = import_commit(args.before)
@@ -161,7 +163,7 @@ def main(argv=None) -> None:
     settings = dict(before=args.before, before_commit=subprocess.run(
         ["git", "rev-parse", args.before], capture_output=True, text=True).stdout.strip(),
         rounds=args.rounds, repeats=args.repeats, seed=0, **harness.provenance())
-    harness.report("before_after", f"After / before ({args.before}), interleaved, "
+    harness.report(args.name, f"After / before ({args.before}), interleaved, "
                    f"{args.rounds} rounds (ratio > 1: this tree is faster)",
                    COLUMNS, rows, settings, save_results=not args.no_save)
 
