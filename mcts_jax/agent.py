@@ -58,26 +58,33 @@ class Agent:
         return cls(config=config, game=game, model=model, variables=variables,
                    iteration=int(iteration))
 
-    def player(self, num_simulations: Optional[int] = None, greedy: bool = True):
+    def player(self, num_simulations: Optional[int] = None, greedy: bool = True,
+               simulations_per_step: int = 1):
         """The `arena` player of this agent (for `arena.play_match`)."""
         if num_simulations == 0:
             return arena.PolicyPlayer(self.model.evaluator, greedy=greedy)
+        options = (("simulations_per_step", simulations_per_step),) \
+            if simulations_per_step != 1 else ()
         return arena.SearchPlayer(self.model.evaluator, self.config.policy,
                                   num_simulations or self.config.final_simulations,
                                   greedy=greedy,
-                                  max_num_considered_actions=self.config.max_num_considered_actions)
+                                  max_num_considered_actions=self.config.max_num_considered_actions,
+                                  options=options)
 
     def act(self, rng_key: jax.Array, states, num_simulations: Optional[int] = None,
-            greedy: bool = True) -> jax.Array:
+            greedy: bool = True, simulations_per_step: int = 1) -> jax.Array:
         """Moves [B] int32 for batched, non-terminal pgx states [B] of the game.
 
         num_simulations: search budget (None: the run's final_simulations;
           0: the raw policy network, no search).
         greedy: the most visited move without root noise (Gumbel: no Gumbel
           noise); False samples as in self-play (raw policy: softmax).
+        simulations_per_step: P paths per tree per search step, their leaves
+          evaluated by one network call (faster for a few positions; see
+          `mcts_jax/parallel.py`); the budget stays `num_simulations`.
         """
-        return _act(self.player(num_simulations, greedy), self.game, self.variables, rng_key,
-                    states)
+        player = self.player(num_simulations, greedy, simulations_per_step)
+        return _act(player, self.game, self.variables, rng_key, states)
 
     def policy_value(self, states):
         """The raw network on states [B]: (logits [B, A], value [B] for the player to move)."""

@@ -120,7 +120,9 @@ def muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnO
                   tree: Optional[tree_lib.Tree] = None,
                   value_range: Tuple[float, float] = (-1.0, 1.0),
                   stop_at_terminal: bool = False,
-                  node_per_simulation: bool = True,
+                  node_per_simulation: Optional[bool] = None,
+                  simulations_per_step: int = 1,
+                  steering: str = "unobserved",
                   checks: str = "host") -> base.PolicyOutput:
     """mctx.muzero_policy: PUCT search with Dirichlet root noise, the action
     sampled from the visit counts at `temperature`.
@@ -131,14 +133,19 @@ def muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnO
     `qtransform_by_min_max`, ...) or the user's, `(tree, node, stats) ->
     [B, K]`. The extra keyword arguments are our tree options (see
     `uct_policy`); `stop_at_terminal=True` gives our terminal semantics.
+    `node_per_simulation` None: mctx's node numbering with one simulation
+    per step, ours with `simulations_per_step` > 1 (several paths per step
+    have no mctx counterpart).
     """
     qtransform = resolve_qtransform(qtransform, None, qtransform_by_parent_and_siblings)
     invalid_actions = as_bool_mask(invalid_actions)
     options = make_options(root, invalid_actions, num_simulations, tree=tree,
                            max_depth=max_depth, max_nodes=max_nodes, max_children=max_children,
                            value_range=value_range, stop_at_terminal=stop_at_terminal,
-                           node_per_simulation=node_per_simulation, loop_fn=loop_fn,
-                           checks=checks)
+                           node_per_simulation=mctx_numbering(node_per_simulation,
+                                                              simulations_per_step),
+                           loop_fn=loop_fn, simulations_per_step=simulations_per_step,
+                           steering=steering, checks=checks)
     validation.check_final_action("sampled", temperature, values=checks == "host")
     settings = MuZeroSettings(
         rule=puct_rule(pb_c_init, pb_c_base, qtransform, tie_break=MCTX_TIE_BREAK),
@@ -163,15 +170,17 @@ def gumbel_muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.
                          tree: Optional[tree_lib.Tree] = None,
                          value_range: Tuple[float, float] = (-1.0, 1.0),
                          stop_at_terminal: bool = False,
-                         node_per_simulation: bool = True,
+                         node_per_simulation: Optional[bool] = None,
+                         simulations_per_step: int = 1,
+                         steering: str = "unobserved",
                          checks: str = "host") -> base.PolicyOutput:
     """mctx.gumbel_muzero_policy: Gumbel MuZero with mctx's signature,
     defaults, random numbers and semantics (see the module docstring).
 
     `search_tree.extra_data.root_gumbel` [B, A] holds the Gumbel noise, as in
     mctx. This is `gumbel_policy` with `stop_at_terminal=False` and
-    `node_per_simulation=True`; the extra keyword arguments are our tree
-    options.
+    `node_per_simulation=True` (None: True with one simulation per step);
+    the extra keyword arguments are our tree options.
     """
     return gumbel_policy(params, rng_key, root, recurrent_fn, num_simulations,
                          invalid_actions=as_bool_mask(invalid_actions), max_depth=max_depth,
@@ -179,4 +188,15 @@ def gumbel_muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.
                          gumbel_scale=gumbel_scale, qtransform=qtransform,
                          value_range=value_range, tree=tree, max_children=max_children,
                          checks=checks, stop_at_terminal=stop_at_terminal,
-                         node_per_simulation=node_per_simulation, loop_fn=loop_fn)
+                         node_per_simulation=mctx_numbering(node_per_simulation,
+                                                            simulations_per_step),
+                         loop_fn=loop_fn, simulations_per_step=simulations_per_step,
+                         steering=steering)
+
+
+def mctx_numbering(node_per_simulation: Optional[bool], simulations_per_step: int) -> bool:
+    """mctx's node numbering unless asked otherwise or several paths run per
+    step (where it has no meaning)."""
+    if node_per_simulation is None:
+        return simulations_per_step == 1
+    return node_per_simulation

@@ -43,7 +43,13 @@ class SearchOptions:
         as mctx numbers its nodes; a simulation that creates nothing leaves
         its slot unused. False: nodes fill the free slots in order.
       loop_fn: the simulation loop, `loop_fn(lower, upper, body, init)`
-        (mctx's argument; `jax.lax.fori_loop` by default).
+        (mctx's argument; `jax.lax.fori_loop` by default; with P > 1 it
+        runs the steps).
+      simulations_per_step: P, paths descended in every tree per step and
+        evaluated in one recurrent_fn call of batch B * P (parallel.py);
+        1: one simulation per step, today's search bit for bit.
+      steering: how a step's in-flight paths steer the later ones (P > 1):
+        "unobserved" (WU-UCT) or "virtual_loss" (see parallel.py).
     """
 
     num_simulations: int
@@ -57,6 +63,8 @@ class SearchOptions:
     stop_at_terminal: bool = True
     node_per_simulation: bool = False
     loop_fn: Callable = jax.lax.fori_loop
+    simulations_per_step: int = 1
+    steering: str = "unobserved"
 
     @property
     def depth_limit(self) -> int:
@@ -73,6 +81,7 @@ def make_options(root, invalid_actions, num_simulations, *, tree=None, max_depth
                  max_nodes=None, solver=False, expand_all=False, max_children=None,
                  replay_embeddings=False, value_range=(-1.0, 1.0), stop_at_terminal=True,
                  node_per_simulation=False, loop_fn=jax.lax.fori_loop,
+                 simulations_per_step=1, steering="unobserved",
                  checks="host") -> SearchOptions:
     """Validates the tree options of a search (clear errors naming each
     argument) and returns the record. A continued `tree` supplies the
@@ -92,6 +101,17 @@ def make_options(root, invalid_actions, num_simulations, *, tree=None, max_depth
     if node_per_simulation and expand_all:
         raise ValueError("node_per_simulation=True cannot be combined with expand_all=True "
                          "(one simulation creates many nodes)")
+    simulations_per_step = validation.check_count("simulations_per_step",
+                                                  simulations_per_step, low=1)
+    if steering not in ("unobserved", "virtual_loss"):
+        raise ValueError(f"steering must be 'unobserved' or 'virtual_loss', got {steering!r}")
+    if simulations_per_step > 1 and node_per_simulation:
+        raise ValueError("simulations_per_step > 1 cannot be combined with "
+                         "node_per_simulation=True (mctx's numbering writes one node per "
+                         "simulation; pass node_per_simulation=False)")
+    if simulations_per_step > 1 and expand_all:
+        raise ValueError("simulations_per_step > 1 cannot be combined with expand_all=True "
+                         "(each path of a step expands one edge)")
     if not callable(loop_fn):
         raise TypeError(f"loop_fn must be callable like jax.lax.fori_loop, got "
                         f"{type(loop_fn).__name__}")
@@ -115,7 +135,9 @@ def make_options(root, invalid_actions, num_simulations, *, tree=None, max_depth
                          solver=bool(solver), expand_all=bool(expand_all),
                          max_children=max_children, replay_embeddings=bool(replay_embeddings),
                          value_range=value_range, stop_at_terminal=bool(stop_at_terminal),
-                         node_per_simulation=bool(node_per_simulation), loop_fn=loop_fn)
+                         node_per_simulation=bool(node_per_simulation), loop_fn=loop_fn,
+                         simulations_per_step=min(simulations_per_step, int(num_simulations)),
+                         steering=steering)
 
 
 # ---- functions as static arguments --------------------------------------------------------

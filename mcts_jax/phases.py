@@ -22,7 +22,7 @@ rewrites every carried array on every iteration).
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import TYPE_CHECKING, NamedTuple, Optional
 
 import chex
 import jax
@@ -32,6 +32,9 @@ from mcts_jax import base
 from mcts_jax import tree as tree_lib
 from mcts_jax.options import SearchOptions
 from mcts_jax.selection import Rules
+
+if TYPE_CHECKING:  # the several-paths-per-step hooks (parallel.py imports this module)
+    from mcts_jax import parallel
 
 # A proven Q-value at least this high is the best any move can achieve
 # (returns lie in [-1, 1]), so one such child proves its parent.
@@ -101,16 +104,24 @@ class Descent(NamedTuple):
     active: chex.Array
     expand: chex.Array
     keys: chex.Array
+    virtual_visits: Optional[chex.Array] = None  # [B, N], with `steering` only
 
 
 def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
-                solver: bool, row_keys: chex.Array) -> LeafChoice:
+                solver: bool, row_keys: chex.Array,
+                steering: Optional["parallel.Steering"] = None):
     """Descends every row from the root; O(depth x K) per row. The first step
     (at the root) scores with `rules.at_root`, every later one with
     `rules.below_root`. With the solver, children whose value is proven are
     never entered. `row_keys` [B] seed the per-step keys a rule may read
     (`stats.rng_key`); a rule that ignores them costs nothing (XLA drops the
-    key arithmetic)."""
+    key arithmetic).
+
+    Returns the LeafChoice; with `steering` (several paths per step, see
+    `parallel.py`) the rules read statistics that count the step's earlier
+    paths (`steering.adjust`), rows outside `steering.enabled` stay at the
+    root without expanding, and the result is (LeafChoice, virtual visits
+    [B, N] with this path's nodes added)."""
     batch_size = tree.batch_size
     rows = tree_lib.batch_rows(batch_size)
     root = jnp.full((batch_size,), tree_lib.ROOT_INDEX, jnp.int32)
@@ -124,6 +135,8 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
         node, depth, active = state.node, state.depth, state.active
         keys, step_keys = split_rows(state.keys)
         stats = tree_lib.children_stats(tree, node, depth, step_keys)
+        if steering is not None:
+            stats = steering.adjust(stats, node, state.virtual_visits)
         scores = score_fn(tree, node, stats)
         check_scores(scores, name, batch_size, tree.num_slots)
         if solver:
@@ -136,6 +149,10 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
         next_node = jnp.where(can_descend, child, node)
         stops_below = tree.is_terminal[rows, next_node] | (next_depth >= max_depth)
         expand = active & has_legal_child & (child == tree_lib.UNEXPANDED) & has_room
+        virtual_visits = state.virtual_visits
+        if steering is not None:  # the node this path leaves counts it from now on
+            virtual_visits = virtual_visits.at[
+                rows, jnp.where(can_descend, node, tree.max_nodes)].add(1, mode="drop")
         return Descent(
             node=next_node,
             slot=jnp.where(active, slot, state.slot),
@@ -143,17 +160,22 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
             active=can_descend & ~stops_below,
             expand=state.expand | expand,
             keys=keys,
+            virtual_visits=virtual_visits,
         )
 
+    # A proven root is not searched any more (the simulation is a no-op).
+    active = (~tree.solved[:, tree_lib.ROOT_INDEX] if solver
+              else jnp.ones((batch_size,), jnp.bool_))
+    if steering is not None:
+        active = active & steering.enabled
     state = Descent(
         node=root,
         slot=jnp.zeros((batch_size,), jnp.int32),
         depth=jnp.zeros((batch_size,), jnp.int32),
-        # A proven root is not searched any more (the simulation is a no-op).
-        active=~tree.solved[:, tree_lib.ROOT_INDEX] if solver
-        else jnp.ones((batch_size,), jnp.bool_),
+        active=active,
         expand=jnp.zeros((batch_size,), jnp.bool_),
         keys=row_keys,
+        virtual_visits=None if steering is None else steering.visits,
     )
     if rules.at_root is not rules.below_root:
         # The root step outside the loop, so the loop body holds one rule
@@ -164,7 +186,12 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
     loop_name = "interior_rule" if rules.at_root is not rules.below_root else "root_rule"
     state = jax.lax.while_loop(
         cond, lambda state: step(state, rules.below_root, loop_name), state)
-    return LeafChoice(node=state.node, slot=state.slot, expand=state.expand)
+    leaf = LeafChoice(node=state.node, slot=state.slot, expand=state.expand)
+    if steering is None:
+        return leaf
+    # The path's last node counts it too (a pending child is counted apart).
+    last = jnp.where(steering.enabled, state.node, tree.max_nodes)
+    return leaf, state.virtual_visits.at[rows, last].add(1, mode="drop")
 
 
 def check_recurrent_output(output: base.RecurrentFnOutput, batch_size: int,
@@ -458,15 +485,27 @@ class BackupCarry(NamedTuple):
     node: chex.Array
     count: chex.Array
     value: chex.Array
+    virtual_visits: Optional[chex.Array] = None  # [B, N], several paths per step only
+    counted: Optional[chex.Array] = None         # the node holds a virtual visit of the path
 
 
-def backup(tree: tree_lib.Tree, update: Backup, solver: bool) -> tree_lib.Tree:
+def backup(tree: tree_lib.Tree, update: Backup, solver: bool,
+           virtual: Optional["parallel.VirtualUndo"] = None):
     """Adds `update.count` visits and the value sum to every node from
-    `update.start` [B] up to the root. The value sum crosses each edge as
+    `update.start` up to the root. The value sum crosses each edge as
     `count * reward + discount * value` (a two-player value changes sign).
-    With the solver, each node on the path is then re-checked by `prove`."""
+    With the solver, each node on the path is then re-checked by `prove`.
+
+    `update` holds one path per row ([B]) or P paths per row ([B, P], several
+    simulations per step: paths sharing nodes add up). With `virtual` (P
+    paths), each path also takes back the virtual visit its descent left on
+    every node of its path (`parallel.py`); the result is then (tree,
+    virtual visits [B, N], all zero again)."""
     batch_size, max_nodes = tree.batch_size, tree.max_nodes
-    rows = tree_lib.batch_rows(batch_size)
+    rows = tree_lib.batch_rows(batch_size).reshape((-1,) + (1,) * (update.start.ndim - 1))
+    check_proofs = prove
+    if update.start.ndim == 2:  # P paths per row: prove each path's node
+        check_proofs = jax.vmap(prove, in_axes=(None, 1, None, None), out_axes=1)
 
     def cond(state: BackupCarry):
         return jnp.any(state.node >= 0)
@@ -478,29 +517,40 @@ def backup(tree: tree_lib.Tree, update: Backup, solver: bool) -> tree_lib.Tree:
         solved, solved_values = state.solved, state.solved_values
         safe_node = jnp.maximum(node, 0)
         if solver:
-            proven, exact = prove(tree, safe_node, solved, solved_values)
+            proven, exact = check_proofs(tree, safe_node, solved, solved_values)
             newly = on_path & proven & ~solved[rows, safe_node]
             prove_at = jnp.where(newly, node, max_nodes)
             solved = solved.at[rows, prove_at].set(True, mode="drop")
             solved_values = solved_values.at[rows, prove_at].set(exact, mode="drop")
+        virtual_visits, counted = state.virtual_visits, state.counted
+        if virtual is not None:
+            virtual_visits = virtual_visits.at[
+                rows, jnp.where(on_path & counted, node, max_nodes)].add(-1, mode="drop")
+            counted = jnp.ones_like(counted)  # every node above the start was on the descent
         return BackupCarry(
             node_visits=state.node_visits.at[rows, write_at].add(count, mode="drop"),
             value_sums=state.value_sums.at[rows, write_at].add(value, mode="drop"),
             solved=solved, solved_values=solved_values,
             node=jnp.where(on_path, tree.parents[rows, safe_node], tree_lib.NO_PARENT),
             count=count,
-            value=count * tree.rewards[rows, safe_node] + tree.discounts[rows, safe_node] * value)
+            value=count * tree.rewards[rows, safe_node] + tree.discounts[rows, safe_node] * value,
+            virtual_visits=virtual_visits, counted=counted)
 
+    walks = update.count > 0
+    if virtual is not None:
+        walks = walks | virtual.enabled  # a no-op path still takes its virtual visits back
     state = BackupCarry(node_visits=tree.node_visits, value_sums=tree.value_sums,
                         solved=tree.solved if solver else None,
                         solved_values=tree.solved_values if solver else None,
-                        node=jnp.where(update.count > 0, update.start, tree_lib.NO_PARENT),
-                        count=update.count, value=update.value)
+                        node=jnp.where(walks, update.start, tree_lib.NO_PARENT),
+                        count=update.count, value=update.value,
+                        virtual_visits=None if virtual is None else virtual.visits,
+                        counted=None if virtual is None else virtual.start_counted)
     state = jax.lax.while_loop(cond, body, state)
     tree = tree.replace(node_visits=state.node_visits, value_sums=state.value_sums)
     if solver:
         tree = tree.replace(solved=state.solved, solved_values=state.solved_values)
-    return tree
+    return tree if virtual is None else (tree, state.virtual_visits)
 
 
 def run_simulations(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,

@@ -300,6 +300,8 @@ def uct_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
                expand_all: bool = False,
                max_children: Optional[int] = None,
                replay_embeddings: bool = False,
+               simulations_per_step: int = 1,
+               steering: str = "unobserved",
                checks: str = "host") -> base.PolicyOutput:
     """Classic UCT: UCB1 selection, values from `recurrent_fn` (e.g. playouts).
 
@@ -361,6 +363,17 @@ def uct_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
         that depend only on (embedding, action), not on the key. Bound the
         path with `max_depth` for large `max_nodes` (the replay buffer is
         [B, min(max_depth, max_nodes)] int32).
+      simulations_per_step: P, simulations per step in every tree (parallel
+        leaves, for one position or a few): each step descends P paths,
+        later ones steered away from earlier ones by virtual visits,
+        evaluates the B x P leaves in one recurrent_fn call (which must
+        accept any batch size) and backs up all P; `num_simulations` stays
+        the total. Two paths reaching one unexpanded edge create one node and
+        share its evaluation. 1 (default): one simulation per step. See
+        `mcts_jax/parallel.py`.
+      steering: with P > 1, "unobserved" (WU-UCT: in-flight paths count as
+        visits, Q-values unchanged) or "virtual_loss" (each also counts as a
+        loss for the player choosing).
       checks: value checks (shape, dtype and option checks always run, at
         trace time, for free). "host" (default): concrete root arrays are
         copied to the host and checked for NaN / +inf logits, non-finite
@@ -382,6 +395,7 @@ def uct_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
                            max_depth=max_depth, max_nodes=max_nodes, solver=solver,
                            expand_all=expand_all, max_children=max_children,
                            replay_embeddings=replay_embeddings, value_range=value_range,
+                           simulations_per_step=simulations_per_step, steering=steering,
                            checks=checks)
     validation.check_final_action(final_action, temperature, values=checks == "host")
     rule = Static(functools.partial(selection.uct_scores,
@@ -453,6 +467,8 @@ def alphazero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.Root
                      expand_all: bool = False,
                      max_children: Optional[int] = None,
                      replay_embeddings: bool = False,
+                     simulations_per_step: int = 1,
+                     steering: str = "unobserved",
                      checks: str = "host") -> base.PolicyOutput:
     """AlphaZero PUCT search with priors and values from `recurrent_fn`.
 
@@ -476,6 +492,7 @@ def alphazero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.Root
                            max_depth=max_depth, max_nodes=max_nodes, solver=solver,
                            expand_all=expand_all, max_children=max_children,
                            replay_embeddings=replay_embeddings, value_range=value_range,
+                           simulations_per_step=simulations_per_step, steering=steering,
                            checks=checks)
     validation.check_final_action(final_action, temperature, values=checks == "host")
     settings = AlphaZeroSettings(
@@ -506,7 +523,9 @@ def gumbel_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnO
                   checks: str = "host",
                   stop_at_terminal: bool = True,
                   node_per_simulation: bool = False,
-                  loop_fn: Callable = jax.lax.fori_loop) -> base.PolicyOutput:
+                  loop_fn: Callable = jax.lax.fori_loop,
+                  simulations_per_step: int = 1,
+                  steering: str = "unobserved") -> base.PolicyOutput:
     """Gumbel MuZero: policy improvement that works with very few simulations.
 
     At the root, Gumbel noise `g` is drawn for every legal action; sequential
@@ -539,6 +558,7 @@ def gumbel_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnO
                            max_children=max_children, replay_embeddings=replay_embeddings,
                            value_range=value_range, stop_at_terminal=stop_at_terminal,
                            node_per_simulation=node_per_simulation, loop_fn=loop_fn,
+                           simulations_per_step=simulations_per_step, steering=steering,
                            checks=checks)
     settings = GumbelSettings(
         max_num_considered_actions=check_considered(max_num_considered_actions),

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import checkify
 
-from mcts_jax import base
+from mcts_jax import base, parallel
 from mcts_jax import phases
 from mcts_jax import reuse
 from mcts_jax import tree as tree_lib
@@ -97,8 +97,9 @@ def search_body(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOut
     `phases.run_simulations`)."""
     tree = start_tree(jax.random.fold_in(rng_key, 0x7007), root, invalid_actions, options,
                       tree, extra_data)
-    return phases.run_simulations(params, rng_key, tree, with_result_checks(recurrent_fn),
-                                  rules, options)
+    run = (parallel.run_parallel_simulations if options.simulations_per_step > 1
+           else phases.run_simulations)  # P paths per step, or one simulation per step
+    return run(params, rng_key, tree, with_result_checks(recurrent_fn), rules, options)
 
 
 def search_as_body(params, rng_key, root, invalid_actions, temperature, tree, extra_data, *,
@@ -196,6 +197,8 @@ def search(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
            node_per_simulation: bool = False,
            loop_fn: Callable = jax.lax.fori_loop,
            extra_data: Any = None,
+           simulations_per_step: int = 1,
+           steering: str = "unobserved",
            checks: str = "host") -> tree_lib.Tree:
     """Runs `num_simulations` simulations of MCTS on each of B roots; returns the `Tree`.
 
@@ -225,6 +228,11 @@ def search(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
       loop_fn: the simulation loop (mctx's `loop_fn`, e.g. `hk.fori_loop`).
       extra_data: any pytree with leading [B], stored as `tree.extra_data`
         for rules to read (Gumbel's root noise lives there).
+      simulations_per_step: P paths per tree per step, steered apart by
+        virtual visits and evaluated in one recurrent_fn call of batch
+        B * P (which must accept any batch size); `num_simulations` stays
+        the total. 1: one simulation per step. See parallel.py.
+      steering: "unobserved" (WU-UCT) or "virtual_loss", with P > 1.
 
     Compiled once per shapes, recurrent_fn, rules and options (rules that are
     equal `functools.partial`s of one function, with hashable bound
@@ -238,6 +246,7 @@ def search(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
                            replay_embeddings=replay_embeddings, value_range=value_range,
                            stop_at_terminal=stop_at_terminal,
                            node_per_simulation=node_per_simulation, loop_fn=loop_fn,
+                           simulations_per_step=simulations_per_step, steering=steering,
                            checks=checks)
     return run_body(search_as_body, params, rng_key, root, recurrent_fn, invalid_actions, 0.0,
                     tree, extra_data, options, rules, checks)

@@ -65,6 +65,16 @@ def check_number(name: str, value: Any, low: float = -np.inf, high: float = np.i
     return value
 
 
+def check_count(name: str, value: Any, low: int = 0) -> int:
+    """A Python (or numpy) int option >= `low`; returns it as an int. Options
+    of this kind are static (part of the compile key)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be a Python int (a static option), got {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    return int(value)
+
+
 def check_flag(name: str, value: Any) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a bool, got {value!r}")

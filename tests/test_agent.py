@@ -13,7 +13,9 @@ from mcts_jax.training import loop
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     run_dir = str(tmp_path_factory.mktemp("agent") / "run")
-    explicit = dict(preset="tiny", iterations=2, eval_every=0, elo_every=0, final_games=0)
+    # Self-play searches two paths per step (--simulations-per-step 2).
+    explicit = dict(preset="tiny", iterations=2, eval_every=0, elo_every=0, final_games=0,
+                    simulations_per_step=2)
     config, run_dir = loop.open_run(run_dir, explicit, log=lambda *_: None)
     loop.train(config, run_dir, progress=False, log=lambda *_: None)
     return run_dir
@@ -36,6 +38,10 @@ def test_load_and_act(run_dir):
     assert actions.shape == (6,) and actions.dtype == np.int32
     assert np.asarray(states.legal_action_mask)[np.arange(6), actions].all()
     np.testing.assert_array_equal(actions, again)
+    # Four paths per step, one network call for their leaves: legal moves.
+    parallel = np.asarray(agent.act(jax.random.key(2), states, num_simulations=16,
+                                    simulations_per_step=4))
+    assert np.asarray(states.legal_action_mask)[np.arange(6), parallel].all()
     sampled = agent.act(jax.random.key(4), states, num_simulations=16, greedy=False)
     assert np.asarray(states.legal_action_mask)[np.arange(6), np.asarray(sampled)].all()
     # Its player plugs into the arena.

@@ -81,6 +81,9 @@ class TrainConfig:
     num_simulations: int = setting(32, "simulations per self-play move", "positive", shape=True,
                                    aliases=("simulations",))
     num_games: int = setting(256, "self-play games played at once (B)", "positive", shape=True)
+    simulations_per_step: int = setting(1, "self-play search: paths descended per tree per "
+                                        "step, evaluated together (for few games; see "
+                                        "mcts_jax/parallel.py)", "positive")
     moves_per_iteration: int = setting(32, "self-play moves of every game per iteration",
                                        "positive")
     max_nodes: int = setting(0, "tree capacity per search (0: num_simulations + 1, x 4 with "

@@ -104,6 +104,7 @@ class SelfPlay:
     mesh: Optional[Mesh] = None   # games split over its "data" axis (None: one device)
     search_mode: str = "exact"    # on a mesh: "exact" or "local" (sharding.run_policy)
     policy_options: Tuple[Tuple[str, Any], ...] = ()  # extra keyword options of the policy
+    simulations_per_step: int = 1  # P paths per tree per search step (parallel.py)
 
     @property
     def recurrent_fn(self):
@@ -128,6 +129,8 @@ class SelfPlay:
         else:
             raise ValueError(f"policy must be 'gumbel', 'alphazero' or a policy function, got "
                              f"{self.policy!r}")
+        if self.simulations_per_step > 1:
+            options["simulations_per_step"] = self.simulations_per_step
         options.update(self.policy_options)
         return sharding.run_policy(policy, self.mesh, self.search_mode, variables, search_key,
                                    root, self.recurrent_fn, self.num_simulations,

@@ -1,0 +1,237 @@
+"""Several simulations per step in every tree: `simulations_per_step=P`.
+
+Our speed comes from the batch: B trees advance together, one recurrent_fn
+call per step. With one tree (analysing one position, B = 1) a step is too
+small to use the machine. With P > 1 every step of the search
+
+1. descends P paths in every tree, one after the other, each seeing the
+   earlier paths of the step as *virtual visits* (below) so that later
+   paths are steered away from them;
+2. evaluates the B x P leaves in one `recurrent_fn` call (batch B * P);
+3. creates the new nodes and backs up all P paths at once (visits of paths
+   that share nodes add up), taking the virtual visits back.
+
+`num_simulations` stays the total: the last step runs the paths that are
+left (`num_simulations - (steps - 1) * P`).
+
+Virtual visits (`steering`): while a path is in flight its nodes count it.
+- "unobserved" (default; WU-UCT's unobserved samples, Liu et al. 2020): the
+  visit counts a rule reads include the in-flight paths, the Q-values do not
+  change (they are the mean of what came back). An edge with only in-flight
+  visits (a pending expansion) reads Q = the node's mean value.
+- "virtual_loss" (Leela, KataGo): each in-flight visit also counts as a
+  loss for the player choosing the edge (Q moves towards the lowest value).
+Both act only on the `ChildrenStats` a rule reads, so every rule (UCT,
+PUCT, Gumbel, a user's own) is steered with no edit, and the tree's own
+statistics never hold a virtual visit.
+
+Collisions: two paths of one step that end at the same unexpanded edge
+create one node (the first path's); the later path backs up that node's
+evaluation as its own (the new node starts with two visits and twice its
+value). Paths that end at a terminal node, at the depth limit or in a full
+tree back up the stored value of their last node, as with P = 1. Capacity
+(`max_nodes`) is respected: a path that would create a node past it
+re-evaluates its last node instead.
+
+P = 1 runs `phases.run_simulations` unchanged (bit for bit today's search).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from mcts_jax import base, phases
+from mcts_jax import tree as tree_lib
+from mcts_jax.options import SearchOptions
+from mcts_jax.selection import Rules
+
+STEERINGS = ("unobserved", "virtual_loss")
+
+
+class Steering(NamedTuple):
+    """What path p of a step knows of the step's earlier paths (p' < p).
+
+    Attributes:
+      visits: [B, N] int32 virtual visits: earlier paths through each node.
+      pending_node, pending_slot: [B, P] int32 where each earlier path
+        expands (valid where `pending`).
+      pending: [B, P] bool, the path ended at an unexpanded edge.
+      enabled: [B] bool, this path runs (the last step may run fewer).
+      rule: one of `STEERINGS` (static).
+    """
+
+    visits: chex.Array
+    pending_node: chex.Array
+    pending_slot: chex.Array
+    pending: chex.Array
+    enabled: chex.Array
+    rule: str
+
+    def adjust(self, stats: tree_lib.ChildrenStats, node: chex.Array,
+               visits: chex.Array) -> tree_lib.ChildrenStats:
+        """`stats` of `node` [B] with the in-flight paths counted (see the
+        module docstring); `visits` [B, N] the current virtual visits."""
+        rows = tree_lib.batch_rows(node.shape[0])
+        expanded = stats.index >= 0
+        in_flight = jnp.where(expanded, visits[rows[:, None], jnp.maximum(stats.index, 0)], 0)
+        slots = jnp.arange(stats.index.shape[-1], dtype=jnp.int32)
+        pending_here = (self.pending & (self.pending_node == node[:, None]))[:, :, None] & (
+            self.pending_slot[:, :, None] == slots[None, None, :])  # [B, P, K]
+        in_flight = in_flight + jnp.sum(pending_here, axis=1, dtype=jnp.int32)
+        real = stats.visits
+        total = real + in_flight
+        if self.rule == "unobserved":
+            qvalues = jnp.where(real > 0, stats.qvalues,
+                                jnp.where(in_flight > 0, stats.node_value[:, None],
+                                          stats.qvalues))
+        else:  # virtual_loss: each in-flight visit a loss (-1, internal scale) for the mover
+            qvalues = jnp.where(total > 0, (stats.qvalues * real - in_flight)
+                                / jnp.maximum(total, 1), stats.qvalues)
+        return stats.replace(visits=total, qvalues=qvalues,
+                             node_visits=stats.node_visits + visits[rows, node])
+
+
+class VirtualUndo(NamedTuple):
+    """What `phases.backup` needs to take the step's virtual visits back.
+
+    Attributes:
+      visits: [B, N] int32 virtual visits left by the step's descents.
+      enabled: [B, P] bool, the path ran (its nodes hold a virtual visit).
+      start_counted: [B, P] bool, the backup's first node holds one (False
+        where the backup starts at a node created this step).
+    """
+
+    visits: chex.Array
+    enabled: chex.Array
+    start_counted: chex.Array
+
+
+def select_paths(tree: tree_lib.Tree, rules: Rules, options: SearchOptions,
+                 select_key: chex.PRNGKey, num_paths: chex.Array,
+                 visits: chex.Array):
+    """P descents in every row, path p steered by paths < p. `num_paths` []:
+    how many of the P run this step. Returns (LeafChoice [B, P], enabled
+    [B, P], virtual visits [B, N])."""
+    batch_size, paths = tree.batch_size, options.simulations_per_step
+    path_keys = jax.random.split(select_key, (paths, batch_size))
+    empty = jnp.zeros((batch_size, paths), jnp.int32)
+    enabled = jnp.broadcast_to(jnp.arange(paths) < num_paths, (batch_size, paths))
+
+    def one_path(p, carry):
+        nodes, slots, expands, visits = carry
+        steering = Steering(visits=visits, pending_node=nodes, pending_slot=slots,
+                            pending=expands, enabled=enabled[:, p], rule=options.steering)
+        leaf, visits = phases.select_leaf(tree, rules, options.depth_limit, options.solver,
+                                          path_keys[p], steering)
+        return (nodes.at[:, p].set(leaf.node), slots.at[:, p].set(leaf.slot),
+                expands.at[:, p].set(leaf.expand), visits)
+
+    nodes, slots, expands, visits = jax.lax.fori_loop(
+        0, paths, one_path, (empty, empty, jnp.zeros((batch_size, paths), jnp.bool_), visits))
+    return phases.LeafChoice(node=nodes, slot=slots, expand=expands), enabled, visits
+
+
+def first_path_per_edge(leaf: phases.LeafChoice) -> chex.Array:
+    """[B, P] int32: for each expanding path, the first path of its row that
+    expands the same edge (itself when it is the first)."""
+    same_edge = (leaf.expand[:, :, None] & leaf.expand[:, None, :]
+                 & (leaf.node[:, :, None] == leaf.node[:, None, :])
+                 & (leaf.slot[:, :, None] == leaf.slot[:, None, :]))  # [B, P, P]
+    return jnp.argmax(same_edge, axis=-1).astype(jnp.int32)
+
+
+def expand_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
+                 recurrent_fn: base.RecurrentFn, leaf: phases.LeafChoice,
+                 enabled: chex.Array, options: SearchOptions):
+    """Evaluates the B x P leaves in one recurrent_fn call (batch B * P),
+    creates one node per distinct unexpanded edge (capacity permitting), and
+    returns (tree, Backup [B, P], start_counted [B, P])."""
+    batch_size, paths, max_nodes = tree.batch_size, options.simulations_per_step, tree.max_nodes
+    rows = tree_lib.batch_rows(batch_size)[:, None]
+    slot_ids = (leaf.slot if tree.children_actions is None
+                else tree.children_actions[rows, leaf.node, leaf.slot].astype(jnp.int32))
+    action = jnp.minimum(slot_ids, tree.num_actions - 1)  # an unused compact slot holds A
+    flat = lambda x: x.reshape((batch_size * paths,) + x.shape[2:])  # noqa: E731
+    by_path = lambda x: x.reshape((batch_size, paths) + x.shape[1:])  # noqa: E731
+    parent_embedding = jax.tree.map(flat, leaf_embeddings(params, rng_key, tree, recurrent_fn,
+                                                          leaf.node, options))
+    output, embedding = recurrent_fn(params, rng_key, flat(action), parent_embedding)
+    phases.check_recurrent_output(output, batch_size * paths, tree.num_actions)
+    output, embedding = jax.tree.map(by_path, output), jax.tree.map(by_path, embedding)
+    new = phases.new_nodes_from_output(output, tree, phases.slot_key(rng_key),
+                                       options.stop_at_terminal)
+
+    first = first_path_per_edge(leaf)
+    creates = leaf.expand & (first == jnp.arange(paths)[None, :])
+    new_index = tree.num_nodes[:, None] + jnp.cumsum(creates, axis=1, dtype=jnp.int32) - 1
+    created = creates & (new_index < max_nodes)
+    write_at = jnp.where(created, new_index, max_nodes)
+    tree = phases.write_new_nodes(tree, write_at, leaf.node, action, new, embedding, visits=0)
+    tree = tree.replace(
+        children=tree.children.at[rows, jnp.where(created, leaf.node, max_nodes), leaf.slot].set(
+            new_index.astype(tree.children.dtype), mode="drop"),
+        num_nodes=tree.num_nodes + jnp.sum(created, axis=1, dtype=jnp.int32))
+
+    # Each expanding path backs up the node its edge's first path created.
+    takes_new = leaf.expand & jnp.take_along_axis(created, first, axis=1)
+    again = revisit_paths(tree, leaf.node, enabled, options.solver)
+    update = phases.Backup(
+        start=jnp.where(takes_new, jnp.take_along_axis(new_index, first, axis=1), again.start),
+        count=jnp.where(takes_new, 1, again.count),
+        value=jnp.where(takes_new, jnp.take_along_axis(new.value, first, axis=1), again.value))
+    return tree, update, ~takes_new
+
+
+def revisit_paths(tree: tree_lib.Tree, node: chex.Array, enabled: chex.Array,
+                  solver: bool) -> phases.Backup:
+    """`phases.revisit` for P paths per row ([B, P]); paths that do not run
+    add nothing."""
+    rows = tree_lib.batch_rows(tree.batch_size)[:, None]
+    count = enabled.astype(jnp.int32)
+    if solver:
+        count = jnp.where(tree.solved[rows, node], 0, count)
+    return phases.Backup(start=node, count=count, value=count * tree.raw_values[rows, node])
+
+
+def leaf_embeddings(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
+                    recurrent_fn: base.RecurrentFn, node: chex.Array, options: SearchOptions):
+    """The embeddings at `node` [B, P], leaves [B, P, ...]: read from the tree,
+    or with `replay_embeddings` replayed from the root path by path."""
+    if not tree.replay_embeddings:
+        rows = tree_lib.batch_rows(tree.batch_size)[:, None]
+        return jax.tree.map(lambda leaf: leaf[rows, node], tree.embeddings)
+    per_path = [phases.leaf_embeddings(params, rng_key, tree, recurrent_fn, node[:, p],
+                                       options.max_path_length)
+                for p in range(node.shape[1])]
+    return jax.tree.map(lambda *leaves: jnp.stack(leaves, axis=1), *per_path)
+
+
+def run_parallel_simulations(params: base.Params, rng_key: chex.PRNGKey,
+                             tree: tree_lib.Tree, recurrent_fn: base.RecurrentFn,
+                             rules: Rules, options: SearchOptions) -> tree_lib.Tree:
+    """`options.num_simulations` simulations on every row of `tree`, P =
+    `options.simulations_per_step` per step (see the module docstring). Each
+    step takes `key, select_key, expand_key = split(key, 3)`."""
+    paths = options.simulations_per_step
+    num_steps = -(-options.num_simulations // paths)
+    # Virtual visits: zero between steps; allocated once per search.
+    no_visits = jnp.zeros((tree.batch_size, tree.max_nodes), jnp.int32)
+
+    def step(step_index, carry):
+        key, tree, visits = carry
+        key, select_key, expand_key = jax.random.split(key, 3)
+        num_paths = jnp.minimum(paths, options.num_simulations - step_index * paths)
+        leaf, enabled, visits = select_paths(tree, rules, options, select_key, num_paths,
+                                             visits)
+        tree, update, start_counted = expand_paths(params, expand_key, tree, recurrent_fn,
+                                                   leaf, enabled, options)
+        undo = VirtualUndo(visits=visits, enabled=enabled, start_counted=start_counted)
+        tree, visits = phases.backup(tree, update, options.solver, undo)
+        return key, tree, visits
+
+    _, tree, _ = options.loop_fn(0, num_steps, step, (rng_key, tree, no_visits))
+    return tree
