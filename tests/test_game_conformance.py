@@ -74,14 +74,13 @@ def test_registry_lists_the_ten_pgx_board_games():
     assert envs.GAMES == ALL_GAMES
     for name in ALL_GAMES:
         spec = envs.spec(name)
-        env = pgx.make(spec.env_id)
-        assert spec.name == name and env.num_players == 2
-        assert 1 <= spec.max_legal_moves <= env.num_actions
+        game = envs.make(name)
+        assert spec.name == name and game.env.num_players == 2
+        assert 1 <= spec.max_legal_moves <= game.num_actions  # abstract: pgx's is eager
         assert "tiny" in spec.presets and spec.observation and spec.actions
         config = config_lib.resolve(dict(game=name, preset="tiny"))
         assert config.network_config() is not None
         assert config_lib.resolve(dict(game=name)).network_config() == spec.default_network
-        game = envs.make(name)
         assert envs.make(name) is game and game.spec is spec
         assert networks.make_model(None, game).config == spec.default_network
 

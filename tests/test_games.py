@@ -223,14 +223,16 @@ def _mates(board, move):
 
 
 def test_gardner_heuristic_is_material_for_the_player_to_move():
-    """Gardner minichess positions from FEN (pgx's parser): a missing queen is
+    """Gardner minichess boards (pgx's start with pieces taken off; the board
+    is stored from the mover's side, its pieces positive): a missing queen is
     9 points, tanh(9 / 10) for the side that still has it."""
-    from pgx.gardner_chess import State
+    from pgx.gardner_chess import INIT_BOARD  # a1, a2, ... file-major; queens at d1 / d5
     game = envs.make("gardner_chess")
-    fens = ["rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1", "rnb1k/ppppp/5/PPPPP/RNBQK w - - 0 1",
-            "rnb1k/ppppp/5/PPPPP/RNBQK b - - 0 1", "rnbqk/ppppp/5/1PPPP/RNBQK b - - 0 1"]
-    states = jax.tree.map(lambda *xs: jnp.stack(xs), *[State._from_fen(f) for f in fens])
-    expected = [0.0, np.tanh(0.9), -np.tanh(0.9), np.tanh(0.1)]
+    assert int(INIT_BOARD[15]) == 5 and int(INIT_BOARD[19]) == -5 and int(INIT_BOARD[16]) == 1
+    boards = jnp.stack([INIT_BOARD, INIT_BOARD.at[19].set(0), INIT_BOARD.at[15].set(0),
+                        INIT_BOARD.at[16].set(0)])
+    states = game.init(jax.random.key(0), 4).replace(_board=boards)
+    expected = [0.0, np.tanh(0.9), -np.tanh(0.9), -np.tanh(0.1)]
     np.testing.assert_allclose(np.asarray(game.heuristic(states)), expected, rtol=1e-6)
-    assert np.asarray(envs.make("shogi").heuristic(envs.make("shogi").init(
-        jax.random.key(0), 2))).tolist() == [0.0, 0.0]
+    shogi = envs.make("shogi")
+    assert np.asarray(shogi.heuristic(shogi.init(jax.random.key(0), 2))).tolist() == [0.0, 0.0]
