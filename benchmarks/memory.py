@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import envs
 from benchmarks import harness
 
-GAMES = {"chess": 218, "go_9x9": 82, "tic_tac_toe": 9}  # K = most legal moves
+GAMES = ("chess", "go_9x9", "tic_tac_toe")  # K = their most legal moves (registry)
 COLUMNS = ["game", "layout", "bytes_per_node", "embedding_bytes_per_node",
            "GiB_for_B1024_N801"]
 
@@ -61,10 +61,11 @@ def mctx_bytes_per_node(game, batch_size: int, num_simulations: int) -> float:
 def layout_rows(batch_size=1024, max_nodes=801, games=None):
     """Rows of bytes per node for `games` (names of GAMES; None: all)."""
     rows = []
-    for name, max_children in GAMES.items():
+    for name in GAMES:
         if games is not None and name not in games:
             continue
         game = envs.make(name)
+        max_children = game.max_legal_moves
         layouts = [("ours dense", None, False), (f"ours compact K={max_children}",
                                                  max_children, False),
                    (f"ours compact K={max_children}, replay", max_children, True)]
@@ -95,13 +96,13 @@ def run_one(batch_size: int, num_simulations: int, max_nodes: int, replay: bool)
     out = mcts_jax.alphazero_policy(None, jax.random.key(2), root,
                                     game.recurrent_fn(evaluator), num_simulations,
                                     invalid_actions=invalid, max_nodes=max_nodes,
-                                    max_children=GAMES["chess"], replay_embeddings=replay)
+                                    max_children=game.max_legal_moves, replay_embeddings=replay)
     jax.block_until_ready(out.action)
     seconds = time.perf_counter() - start
     return dict(B=batch_size, simulations=num_simulations, max_nodes=max_nodes, replay=replay,
                 seconds=seconds, nodes_used=int(out.search_tree.num_nodes.sum()),
                 peak_rss_GiB=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-                tree_GiB=game.tree_memory(batch_size, max_nodes, GAMES["chess"],
+                tree_GiB=game.tree_memory(batch_size, max_nodes, game.max_legal_moves,
                                           replay).total_bytes / 2**30)
 
 

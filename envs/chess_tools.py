@@ -323,9 +323,18 @@ def to_fen(state: pgx.State) -> str:
 def material_balance(states: pgx.State) -> jax.Array:
     """Material of the player to move minus the opponent's (P=1, N=B=3, R=5,
     Q=9), float32, shape [...] = the batch shape of `states`. Jittable."""
-    board = states._x.board
+    return _board_balance(states._x.board)
+
+
+def _board_balance(board: jax.Array) -> jax.Array:
     values = jnp.asarray(PIECE_VALUES, jnp.float32)[jnp.abs(board)]
     return jnp.sum(jnp.sign(board).astype(jnp.float32) * values, axis=-1)
+
+
+def board_material(board: jax.Array) -> jax.Array:
+    """`material` of boards [..., squares] in pgx's chess piece codes, the
+    mover's pieces positive (pgx chess and Gardner minichess): [...] float32."""
+    return jnp.tanh(_board_balance(board) / MATERIAL_SCALE)
 
 
 def material(states: pgx.State) -> jax.Array:
@@ -335,7 +344,7 @@ def material(states: pgx.State) -> jax.Array:
     state or a batch [B] (returns [] or [B] float32). Ignores checkmate and
     other results: combine with the terminal reward where the game is over.
     """
-    return jnp.tanh(material_balance(states) / MATERIAL_SCALE)
+    return board_material(states._x.board)
 
 
 def board_svg(state: pgx.State, *, color_theme=None, scale=None) -> str:
@@ -347,6 +356,6 @@ def board_svg(state: pgx.State, *, color_theme=None, scale=None) -> str:
 
 __all__ = [
     "MATERIAL_SCALE", "NUM_ACTIONS", "PIECE_VALUES", "TARGETS",
-    "action_to_uci", "batch_from_fens", "board_svg", "from_fen", "legal_uci_moves",
+    "action_to_uci", "batch_from_fens", "board_material", "board_svg", "from_fen", "legal_uci_moves",
     "material", "material_balance", "to_fen", "uci_to_action",
 ]

@@ -11,23 +11,26 @@ terminal (or truncated) transition has discount 0, so every game here fits the
 [-1, 1] two-player convention of mcts_jax.
 
 Embeddings: the search stores one embedding per node, so the pgx state is kept
-lean (`lean_state`), and `full_state` puts back what was dropped:
+lean (`lean_state`), and `full_state` puts back what was dropped. What is
+dropped or narrowed is the game's `LeanLayout` (its registry entry,
+envs/registry.py):
 
 - `observation` is dropped: pgx recomputes it on every step, and under `jit`
   XLA removes that computation when nothing reads it (an evaluator that does
   not look at observations, or a replayed transition), so the observation
   is computed only when a network needs it.
-- both legal masks (`legal_action_mask`, and chess's internal copy) are
-  dropped: the tree already marks illegal child slots, no illegal action is
-  ever stepped, and pgx recomputes them after each move.
-- boards and board histories are stored as int8 (int16 above 127 cells).
-- chess keeps only the newest `CHESS_HASH_WINDOW` position hashes of its
-  513: a position can only repeat one seen since the last capture or pawn
-  move, and the game ends after 100 such half-moves, so older hashes never
-  match (repetition draws and the repetition planes of the observation are
-  unchanged; a test steps lean and full states side by side).
+- legal masks (`legal_action_mask`, and inner copies such as chess's and
+  shogi's) are dropped: the tree already marks illegal child slots, no
+  illegal action is ever stepped, and pgx recomputes them after each move.
+- boards and board histories are stored as int8 (int16 for Go 19x19's
+  chain ids).
+- history windows: chess and Gardner chess keep the newest 108 position
+  hashes of their 513 / 257 (see the registry's comment; results and
+  observations are unchanged; the conformance test steps lean and full
+  states side by side).
 
-`lean_bytes()` gives the bytes per node: chess 11.7 KB -> about 1.5 KB.
+`lean_bytes()` gives the bytes per node: chess 11.7 KB -> about 1.5 KB
+(docs/games.md has every game's).
 """
 
 from __future__ import annotations
@@ -48,38 +51,62 @@ import mcts_jax
 # (observation and legal mask present) that are not terminal.
 Evaluator = Callable[[Any, chex.PRNGKey, "PgxGame", pgx.State], Tuple[chex.Array, chex.Array]]
 
-MAX_LEGAL_MOVES = {"chess": 218}
-# Newest position hashes a lean chess state keeps (see the module docstring).
-CHESS_HASH_WINDOW = 102
-BOARD_FIELDS = ("board", "board_history")
+# Always dropped from a lean state (pgx recomputes both on every step).
+_ALWAYS_DROPPED = ("observation", "legal_action_mask")
+
+
+def _field(path) -> str:
+    """A state leaf's path as the registry names it, e.g. "_x.board"."""
+    return jax.tree_util.keystr(path)[1:]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class PgxGame:
     """One pgx game, batched. Compare by identity (it is a static jit argument).
 
+    Build it with `envs.make(name)`.
+
     Attributes:
-      name: the pgx env id, e.g. "tic_tac_toe".
+      name: the game's name, e.g. "tic_tac_toe" (its registry key).
       env: the pgx environment.
+      spec: its `envs.registry.GameSpec` (bounds, symmetries, lean layout,
+        default network, training settings).
       num_actions: A, the size of the action space.
       observation_shape: shape of one observation.
     """
 
     name: str
     env: pgx.Env
+    spec: Any  # envs.registry.GameSpec
 
-    @property
+    @functools.cached_property
     def num_actions(self) -> int:
-        return self.env.num_actions
+        # From the abstract state: pgx's own property runs `init` eagerly on
+        # every call (slow for shogi and Go 19x19).
+        return int(self._full_shapes.legal_action_mask.shape[-1])
 
     @property
     def max_legal_moves(self) -> int:
         """An upper bound on the legal moves of any position (chess: 218)."""
-        return MAX_LEGAL_MOVES.get(self.name, self.num_actions)
+        return self.spec.max_legal_moves
 
     @property
+    def longest_game(self) -> int:
+        """An upper bound on a game's length in plies (chess: 512)."""
+        return self.spec.longest_game
+
+    @property
+    def default_network(self):
+        """The `mcts_jax.networks.NetworkConfig` used when none is given."""
+        return self.spec.default_network
+
+    def symmetry_tables(self):
+        """This game's `envs.symmetry` tables, or None."""
+        return self.spec.symmetry_tables()
+
+    @functools.cached_property
     def observation_shape(self) -> Tuple[int, ...]:
-        return self.env.observation_shape
+        return tuple(self._full_shapes.observation.shape)
 
     # ---- batched simulator -----------------------------------------------
     def init(self, rng_key: chex.PRNGKey, batch_size: int) -> pgx.State:
@@ -116,11 +143,10 @@ class PgxGame:
 
     def heuristic(self, states: pgx.State) -> chex.Array:
         """[B] static evaluation in (-1, 1) for the player to move, used at a
-        minimax horizon: material for chess (`chess_tools.material`), 0 for
-        the other games."""
-        if self.name == "chess":
-            from envs import chess_tools
-            return chess_tools.material(states)
+        minimax horizon: the registry's heuristic (material for chess and
+        Gardner chess, `chess_tools.material`), 0 for the other games."""
+        if self.spec.heuristic is not None:
+            return self.spec.heuristic(states).astype(jnp.float32)
         return jnp.zeros(states.current_player.shape, jnp.float32)
 
     # ---- lean embeddings ---------------------------------------------------
@@ -129,47 +155,48 @@ class PgxGame:
         """Shapes and dtypes of one full state (no batch axis)."""
         return jax.eval_shape(self.env.init, jax.random.key(0))
 
-    def _board_dtype(self):
-        return jnp.int8 if self._full_shapes._x.board.shape[-1] <= 127 else jnp.int16
-
     def lean_state(self, states: pgx.State) -> pgx.State:
-        """The embedding stored per node [B]: recomputable fields emptied,
-        boards narrowed (see the module docstring)."""
-        batch_size = states.current_player.shape[0]
-        empty = jnp.zeros((batch_size, 0), jnp.bool_)
-        inner = states._x
-        narrowed = {name: getattr(inner, name).astype(self._board_dtype())
-                    for name in BOARD_FIELDS if hasattr(inner, name)}
-        if self.name == "chess":
-            narrowed.update(legal_action_mask=empty,
-                            hash_history=inner.hash_history[:, :CHESS_HASH_WINDOW])
-        return states.replace(observation=empty, legal_action_mask=empty,
-                              _x=inner._replace(**narrowed))
+        """The embedding stored per node [B]: observation and legal masks
+        emptied ([B, 0]), boards narrowed, history windows cut (the game's
+        `LeanLayout`, see the module docstring)."""
+        layout = self.spec.lean
+        dropped = set(_ALWAYS_DROPPED) | set(layout.masks)
+        narrow, windows = dict(layout.narrow), dict(layout.windows)
+
+        def lean(path, leaf):
+            name = _field(path)
+            if name in dropped:
+                return jnp.zeros((leaf.shape[0], 0), jnp.bool_)
+            if name in windows:
+                leaf = leaf[:, :windows[name]]
+            return leaf.astype(narrow[name]) if name in narrow else leaf
+
+        return jax.tree_util.tree_map_with_path(lean, states)
 
     def full_state(self, lean: pgx.State) -> pgx.State:
-        """A steppable state [B] from a lean one. The legal masks are set
+        """A steppable state [B] from a lean one. Legal masks are set
         all-True (the search never steps an illegal action; pgx recomputes
         them on every step); the observation is zeros (pgx recomputes it on
-        every step); boards get their dtypes back; chess hashes older than
-        the window are zeros (they never match, see the module docstring)."""
+        every step); narrowed fields get their dtypes back; rows past a
+        history window are zeros (they never matter, see the registry)."""
         batch_size = lean.current_player.shape[0]
-        shapes = self._full_shapes
+        layout = self.spec.lean
+        masks = set(layout.masks) | {"legal_action_mask"}
+        windows = dict(layout.windows)
 
-        def zeros(leaf):
-            return jnp.zeros((batch_size,) + leaf.shape, leaf.dtype)
+        def full(path, leaf, shape):
+            name = _field(path)
+            if name in masks:
+                return jnp.ones((batch_size,) + shape.shape, jnp.bool_)
+            if name == "observation":
+                return jnp.zeros((batch_size,) + shape.shape, shape.dtype)
+            leaf = leaf.astype(shape.dtype)
+            if name in windows:
+                leaf = jnp.zeros((batch_size,) + shape.shape, shape.dtype).at[
+                    :, :windows[name]].set(leaf)
+            return leaf
 
-        inner = lean._x
-        restored = {name: getattr(inner, name).astype(getattr(shapes._x, name).dtype)
-                    for name in BOARD_FIELDS if hasattr(inner, name)}
-        if self.name == "chess":
-            restored.update(
-                legal_action_mask=jnp.ones((batch_size, self.num_actions), jnp.bool_),
-                hash_history=zeros(shapes._x.hash_history).at[:, :CHESS_HASH_WINDOW].set(
-                    inner.hash_history))
-        return lean.replace(
-            observation=zeros(shapes.observation),
-            legal_action_mask=jnp.ones((batch_size, self.num_actions), jnp.bool_),
-            _x=inner._replace(**restored))
+        return jax.tree_util.tree_map_with_path(full, lean, self._full_shapes)
 
     def lean_bytes(self) -> int:
         """Bytes of one lean state (the per-node embedding of a search)."""

@@ -4,12 +4,15 @@ A symmetry maps a position to an equivalent one: the game value is the same
 and the move on square s becomes the move on square g(s). For a batch of
 training samples, each with its own symmetry index:
 
-    tables = symmetry.tables("tic_tac_toe")              # None if the game has none
+    tables = symmetry.tables("tic_tac_toe")   # = envs.spec(name).symmetry_tables(); None: none
     obs, policy = symmetry.apply(tables, index, obs, policy)
 
-Layout assumed (checked in tests against pgx's legal masks): observations are
-[H, W, C] with square (r, c) at row r, column c, and the board actions are
-`r * W + c` (tic-tac-toe, Othello, Go; a trailing pass action maps to itself),
+Each game's registry entry (envs/registry.py) names its builder below:
+`dihedral` (tic-tac-toe, Othello, Go), `mirror_columns` (Connect Four),
+`rotation_180` (Hex). Layout assumed (checked in tests by playing symmetric
+games through pgx and comparing observations, legal masks and results):
+observations are [H, W, C] with square (r, c) at row r, column c, and the
+board actions are `r * W + c` (a trailing pass or swap action maps to itself),
 or the column `c` (Connect Four).
 
 Tables: `observation[S, H * W]` and `action[S, A]` int32, so that the
@@ -19,7 +22,6 @@ identity.
 
 from __future__ import annotations
 
-import functools
 from typing import Dict, Optional
 
 import jax
@@ -38,24 +40,42 @@ def _dihedral_perms(size: int) -> np.ndarray:
     return np.stack(perms).astype(np.int32)
 
 
-@functools.lru_cache(maxsize=None)
+def dihedral(size: int, extra_actions: int = 0) -> Dict[str, np.ndarray]:
+    """The 8 rotations / reflections of a size x size board whose actions are
+    its squares row-major, then `extra_actions` actions (pass) that map to
+    themselves (tic-tac-toe, Othello, Go)."""
+    perms = _dihedral_perms(size)
+    extra = np.broadcast_to(np.arange(size * size, size * size + extra_actions, dtype=np.int32),
+                            (8, extra_actions))
+    return dict(observation=perms, action=np.concatenate([perms, extra], axis=1))
+
+
+def mirror_columns(rows: int, columns: int) -> Dict[str, np.ndarray]:
+    """Identity and the left-right mirror of a board whose actions are its
+    columns (Connect Four)."""
+    index = np.arange(rows * columns).reshape(rows, columns)
+    observation = np.stack([index.reshape(-1), index[:, ::-1].reshape(-1)]).astype(np.int32)
+    action = np.stack([np.arange(columns), np.arange(columns)[::-1]]).astype(np.int32)
+    return dict(observation=observation, action=action)
+
+
+def rotation_180(size: int, extra_actions: int = 0) -> Dict[str, np.ndarray]:
+    """Identity and the half turn of a size x size board whose actions are
+    its squares row-major, then `extra_actions` that map to themselves (Hex,
+    whose swap move commutes with the half turn)."""
+    cells = np.arange(size * size, dtype=np.int32)
+    observation = np.stack([cells, cells[::-1]])
+    extra = np.broadcast_to(np.arange(size * size, size * size + extra_actions, dtype=np.int32),
+                            (2, extra_actions))
+    return dict(observation=observation, action=np.concatenate([observation, extra], axis=1))
+
+
 def tables(name: str) -> Optional[Dict[str, np.ndarray]]:
-    """Permutation tables of game `name`, or None when it has no symmetry
-    used here (chess: castling and pawn direction break them)."""
-    if name == "tic_tac_toe":
-        perms = _dihedral_perms(3)
-        return dict(observation=perms, action=perms)
-    if name in ("othello", "go_9x9"):
-        size = 8 if name == "othello" else 9
-        perms = _dihedral_perms(size)
-        passes = np.full((8, 1), size * size, np.int32)
-        return dict(observation=perms, action=np.concatenate([perms, passes], axis=1))
-    if name == "connect_four":
-        index = np.arange(6 * 7).reshape(6, 7)
-        observation = np.stack([index.reshape(-1), index[:, ::-1].reshape(-1)]).astype(np.int32)
-        action = np.stack([np.arange(7), np.arange(7)[::-1]]).astype(np.int32)
-        return dict(observation=observation, action=action)
-    return None
+    """Permutation tables of game `name` (from its registry entry,
+    `envs.spec(name).symmetry_tables()`), or None when it has none declared
+    (chess: castling and pawn direction break them)."""
+    from envs import registry
+    return registry.spec(name).symmetry_tables()
 
 
 def apply(sym_tables: Dict[str, np.ndarray], index: jax.Array, observation: jax.Array,

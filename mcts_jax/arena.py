@@ -32,9 +32,8 @@ import numpy as np
 
 import mcts_jax
 
-# Upper bounds on game length in plies, for the match loop.
-MAX_PLIES = {"tic_tac_toe": 9, "connect_four": 42, "othello": 140, "go_9x9": 400,
-             "chess": 1024}
+# The match loop's cap for a game that does not give its `longest_game`.
+DEFAULT_MAX_PLIES = 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,8 +187,9 @@ def play_match(game, player_a, params_a, player_b, params_b, rng_key, num_games:
 
     opening_moves: the first plies of every game are uniformly random (for
     both sides), to vary the games of deterministic players.
-    max_plies: cap on game length (default `MAX_PLIES[game.name]`); games
-    still running are counted as draws.
+    max_plies: cap on game length (default: the game's `longest_game`, from
+    its registry entry, else `DEFAULT_MAX_PLIES`); games still running are
+    counted as draws.
     """
     if num_games < 2 or num_games % 2:
         raise ValueError(f"num_games must be even and >= 2, got {num_games}")
@@ -201,7 +201,7 @@ def play_match(game, player_a, params_a, player_b, params_b, rng_key, num_games:
     a_id = jnp.concatenate([first_id[:size], 1 - first_id[size:]]).astype(jnp.int32)
     score_a = jnp.zeros((num_games,), jnp.float32)
     violations = jnp.zeros((), jnp.int32)
-    max_plies = max_plies or MAX_PLIES.get(game.name, 1024)
+    max_plies = max_plies or getattr(game, "longest_game", DEFAULT_MAX_PLIES)
     for ply in range(max_plies):
         rng_key, step_key = jax.random.split(rng_key)
         states, score_a, violations = _match_step(

@@ -68,17 +68,6 @@ class NetworkConfig:
                 raise ValueError(f"network {name} must be a positive int, got {value!r}")
 
 
-# Defaults per game: small enough for a CPU run of tic-tac-toe, AlphaZero-like
-# towers (scaled down) for the rest.
-DEFAULT_NETWORKS = {
-    "tic_tac_toe": NetworkConfig(kind="mlp", hidden=128, num_layers=3, value_hidden=64),
-    "connect_four": NetworkConfig(kind="resnet", channels=64, num_blocks=5, value_hidden=64),
-    "othello": NetworkConfig(kind="resnet", channels=128, num_blocks=6, value_hidden=128),
-    "go_9x9": NetworkConfig(kind="resnet", channels=128, num_blocks=6, value_hidden=128),
-    "chess": NetworkConfig(kind="resnet", channels=128, num_blocks=6, value_hidden=128),
-}
-
-
 class ResidualBlock(nnx.Module):
     """conv-BN-ReLU-conv-BN, plus the input, ReLU. [B, H, W, C] -> same."""
 
@@ -230,8 +219,11 @@ def _make_model(config: NetworkConfig, observation_shape: Tuple[int, ...],
 
 
 def make_model(config: Optional[NetworkConfig], game) -> Model:
-    """The `Model` of `config` (None: the game's default) for an `envs` game.
-    The same arguments give the same object."""
+    """The `Model` of `config` (None: the game's `default_network`, from its
+    registry entry) for an `envs` game. The same arguments give the same object."""
     if config is None:
-        config = DEFAULT_NETWORKS[game.name]
+        config = getattr(game, "default_network", None)
+        if config is None:
+            raise ValueError(f"make_model: config is None and the game {game!r} has no "
+                             f"default_network; pass a NetworkConfig")
     return _make_model(config, tuple(game.observation_shape), int(game.num_actions))

@@ -249,29 +249,3 @@ def test_memory_report_is_the_size_of_the_real_arrays():
     assert compact.bytes_per_node <= 12 * 1024 and replay.bytes_per_node <= 4 * 1024
     assert compact.total_bytes <= 10 * 2**30 < dense.total_bytes
     assert "children_actions" in compact.table()
-
-
-@pytest.mark.parametrize("name", envs.GAMES)
-def test_lean_states_step_like_full_ones(name):
-    """Lean states (narrow boards, no masks, chess's short hash window) step
-    exactly like full pgx states, through whole random games."""
-    game = envs.make(name)
-    states = game.init(jax.random.key(0), 4)
-
-    @jax.jit
-    def step_both(key, full, through_lean):
-        logits = jnp.where(game.legal_actions(full), 0.0, -jnp.inf)
-        action = jax.random.categorical(key, logits).astype(jnp.int32)
-        return game.step(full, action), game.step(
-            game.full_state(game.lean_state(through_lean)), action)
-
-    full = through_lean = states
-    key = jax.random.key(1)
-    for _ in range({"chess": 300, "go_9x9": 120}.get(name, 70)):
-        key, step_key = jax.random.split(key)
-        full, through_lean = step_both(step_key, full, through_lean)
-        for field in ("observation", "legal_action_mask", "rewards", "terminated",
-                      "truncated", "current_player"):
-            np.testing.assert_array_equal(getattr(full, field), getattr(through_lean, field))
-        if np.asarray(game.is_terminal(full)).all():
-            break

@@ -8,7 +8,6 @@ import chess
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pgx
 import pytest
 
 import envs
@@ -19,62 +18,6 @@ from mcts_jax import evaluators
 
 TTT = envs.make("tic_tac_toe")
 LINES = [(0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6)]
-
-
-def test_unknown_game_lists_the_known_ones():
-    with pytest.raises(ValueError, match="tic_tac_toe.*chess"):
-        envs.make("tictactoe")
-    assert envs.make("chess") is envs.make("chess")
-
-
-class ThroughLeanState(pgx.Env):
-    """A pgx env whose every step goes through the adapter's lean embedding
-    and back (lean_state -> full_state -> step), for pgx's own api_test."""
-
-    def __init__(self, game):
-        super().__init__()
-        self.game = game
-
-    def _init(self, key):
-        return self.game.env._init(key)
-
-    def _step(self, state, action, key):
-        batched = jax.tree.map(lambda x: x[None], state)
-        full = self.game.full_state(self.game.lean_state(batched))
-        return self.game.env._step(jax.tree.map(lambda x: x[0], full), action, key)
-
-    def _observe(self, state, player_id):
-        return self.game.env._observe(state, player_id)
-
-    @property
-    def id(self):
-        return self.game.env.id
-
-    @property
-    def version(self):
-        return self.game.env.version
-
-    @property
-    def num_players(self):
-        return self.game.env.num_players
-
-
-@jax.jit
-def act_randomly(key, legal_action_mask):
-    """pgx's own helper samples along axis 1, which fails for the single
-    (unbatched) masks that api_test_single passes under jax 0.10."""
-    return jax.random.categorical(key, jnp.log(legal_action_mask.astype(jnp.float32)), axis=-1)
-
-
-@pytest.mark.parametrize("name", envs.GAMES)
-def test_pgx_api_check_through_the_adapter(name, monkeypatch):
-    from pgx._src import api_test
-    monkeypatch.setattr(api_test, "act_randomly", act_randomly)
-    game = envs.make(name)
-    pgx.api_test(ThroughLeanState(game), num=2)
-    states = game.init(jax.random.key(0), 2)
-    lean = game.lean_state(states)
-    assert lean.observation.size == 0 and lean.legal_action_mask.size == 0
 
 
 def play(game, moves_per_row):
@@ -277,3 +220,19 @@ def _mates(board, move):
     mate = board.is_checkmate()
     board.pop()
     return mate
+
+
+def test_gardner_heuristic_is_material_for_the_player_to_move():
+    """Gardner minichess boards (pgx's start with pieces taken off; the board
+    is stored from the mover's side, its pieces positive): a missing queen is
+    9 points, tanh(9 / 10) for the side that still has it."""
+    from pgx.gardner_chess import INIT_BOARD  # a1, a2, ... file-major; queens at d1 / d5
+    game = envs.make("gardner_chess")
+    assert int(INIT_BOARD[15]) == 5 and int(INIT_BOARD[19]) == -5 and int(INIT_BOARD[16]) == 1
+    boards = jnp.stack([INIT_BOARD, INIT_BOARD.at[19].set(0), INIT_BOARD.at[15].set(0),
+                        INIT_BOARD.at[16].set(0)])
+    states = game.init(jax.random.key(0), 4).replace(_board=boards)
+    expected = [0.0, np.tanh(0.9), -np.tanh(0.9), -np.tanh(0.1)]
+    np.testing.assert_allclose(np.asarray(game.heuristic(states)), expected, rtol=1e-6)
+    shogi = envs.make("shogi")
+    assert np.asarray(shogi.heuristic(shogi.init(jax.random.key(0), 2))).tolist() == [0.0, 0.0]

@@ -11,41 +11,75 @@ import tictactoe_minimax as minimax
 from envs import perfect_play, symmetry
 
 
-@pytest.mark.parametrize("name", ["tic_tac_toe", "connect_four", "othello", "go_9x9"])
+SYMMETRIC = [name for name in envs.GAMES if envs.spec(name).symmetries is not None]
+# Plies of the symmetric games played below (whole games where cheap).
+PLIES = {"tic_tac_toe": 9, "connect_four": 42, "othello": 64, "go_9x9": 40, "go_19x19": 16,
+         "hex": 40}
+
+
+def test_games_with_symmetries():
+    assert SYMMETRIC == ["tic_tac_toe", "connect_four", "othello", "go_9x9", "go_19x19", "hex"]
+    assert symmetry.tables("chess") is None and symmetry.num_symmetries("shogi") == 1
+    assert symmetry.num_symmetries("go_19x19") == 8 and symmetry.num_symmetries("hex") == 2
+
+
+@pytest.mark.parametrize("name", SYMMETRIC)
 def test_tables_are_permutations_with_identity_first(name):
     tables = symmetry.tables(name)
+    game = envs.make(name)
+    height, width, _ = game.observation_shape
+    assert tables["observation"].shape[1] == height * width
+    assert tables["action"].shape == (tables["observation"].shape[0], game.num_actions)
     for kind in ("observation", "action"):
         table = tables[kind]
         np.testing.assert_array_equal(table[0], np.arange(table.shape[1]))
         for row in table:
             assert sorted(row.tolist()) == list(range(table.shape[1]))
-    assert symmetry.tables("chess") is None
 
 
-@pytest.mark.parametrize("name", ["tic_tac_toe", "connect_four", "othello", "go_9x9"])
-def test_action_layout_matches_observation(name):
-    """A legal board move is on an empty square (the column's top square for
-    Connect Four), so actions index the observation's squares row-major."""
+@pytest.mark.parametrize("name", SYMMETRIC)
+def test_symmetric_games_through_pgx_stay_symmetric(name):
+    """Every symmetry that fixes the initial position (all of them but
+    Othello's quarter turns and axis mirrors, whose start is not symmetric):
+    playing the image of each move from the start gives, ply after ply, the
+    image of pgx's observation and legal mask, and the same rewards and
+    termination. Hex rows often play the swap on the second ply."""
     game = envs.make(name)
-    key = jax.random.key(1)
-    states = game.init(key, 32)
+    tables = symmetry.tables(name)
+    count, rows = tables["observation"].shape[0], 4
+    inverse = np.argsort(tables["action"], axis=1)   # action a -> its image
+    start = game.init(jax.random.key(0), rows)
+    index = jnp.repeat(jnp.arange(count), rows)
+    image_of_start, _ = symmetry.apply(tables, index, jnp.tile(start.observation, (count, 1, 1, 1)),
+                                       jnp.tile(start.legal_action_mask, (count, 1)))
+    fixed = np.asarray(jnp.all(image_of_start == jnp.tile(start.observation, (count, 1, 1, 1)),
+                               axis=(1, 2, 3))).reshape(count, rows).all(axis=1)
+    assert fixed[0] and fixed.sum() >= 2
+    keep = np.repeat(fixed, rows)
     step = jax.jit(game.step)
-    plies = {"tic_tac_toe": 4, "connect_four": 12, "othello": 12, "go_9x9": 30}[name]
-    for _ in range(plies):
-        key, k = jax.random.split(key)
-        legal = game.legal_actions(states)
-        action = jax.random.categorical(k, jnp.where(legal, 0.0, -jnp.inf)).astype(jnp.int32)
-        states = step(states, action, k)
-    obs = np.asarray(states.observation)
-    stones = obs[..., :2].any(-1)  # [B, H, W]: planes 0/1 are the two sides' stones
-    legal = np.asarray(game.legal_actions(states))
-    live = ~np.asarray(game.is_terminal(states))
-    if name == "connect_four":
-        np.testing.assert_array_equal(legal[live], ~stones[live][:, 0, :])
-        return
-    board = legal[:, : stones.shape[1] * stones.shape[2]]
-    assert not (board[live] & stones.reshape(len(obs), -1)[live]).any()
-    assert board[live].any()
+
+    originals = jax.tree.map(lambda x: jnp.tile(x, (count,) + (1,) * (x.ndim - 1)), start)
+    images = originals
+    key = jax.random.key(1)
+    for ply in range(PLIES[name]):
+        key, action_key = jax.random.split(key)
+        logits = jnp.where(originals.legal_action_mask, 0.0, -jnp.inf)
+        if name == "hex":  # the swap, half the time, on the second ply
+            logits = logits.at[:, -1].add(jnp.where(ply == 1, 4.0, 0.0))
+        action = np.asarray(jax.random.categorical(action_key, logits))
+        action = np.concatenate([action[:rows]] * count)  # every copy plays the same game
+        originals = step(originals, jnp.asarray(action))
+        images = step(images, jnp.asarray(inverse[np.asarray(index), action]))
+        want_obs, want_legal = symmetry.apply(tables, index, originals.observation,
+                                              originals.legal_action_mask)
+        for got, want, what in ((images.observation, want_obs, "observation"),
+                                (images.legal_action_mask, want_legal, "legal mask"),
+                                (images.rewards, originals.rewards, "rewards"),
+                                (images.terminated, originals.terminated, "terminated")):
+            np.testing.assert_array_equal(np.asarray(got)[keep], np.asarray(want)[keep],
+                                          err_msg=f"{name} ply {ply}: {what}")
+        if np.asarray(originals.terminated).all():
+            break
 
 
 def test_tic_tac_toe_symmetries_preserve_optimal_moves():

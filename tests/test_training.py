@@ -1,10 +1,10 @@
 """Training pieces: the replay buffer against a plain-Python model of it,
 self-play targets against independently replayed games, the learner, the
-configuration and command line, a tiny in-process run."""
+configuration and command line. Every game's tiny in-process run is in
+test_game_conformance.py."""
 
 import dataclasses
 import json
-import os
 
 import jax
 import jax.numpy as jnp
@@ -16,7 +16,7 @@ import tictactoe_minimax as minimax
 from mcts_jax import networks
 from mcts_jax.training import config as config_lib
 from mcts_jax.training import learner as learner_lib
-from mcts_jax.training import loop, replay, self_play
+from mcts_jax.training import replay, self_play
 
 GAME = envs.make("tic_tac_toe")
 TINY_NET = networks.NetworkConfig(kind="mlp", hidden=16, num_layers=1, value_hidden=8)
@@ -153,11 +153,14 @@ def test_config_resolution_and_validation():
     config = config_lib.resolve({})
     assert config.game == "tic_tac_toe" and config.network == "mlp"
     c4 = config_lib.resolve({"game": "connect_four", "preset": "cpu", "iterations": 7})
-    assert c4.iterations == 7 and c4.channels == config_lib.PRESETS["connect_four"]["cpu"][
+    assert c4.iterations == 7 and c4.channels == envs.spec("connect_four").presets["cpu"][
         "channels"]
+    go = config_lib.resolve({"game": "go_19x19"})  # the registry's network, then its defaults
+    assert (go.network, go.channels, go.blocks) == ("resnet", 128, 6) and go.num_games == 256
     with pytest.raises(ValueError, match="known games: tic_tac_toe, connect_four"):
         config_lib.resolve({"game": "checkers"})
-    with pytest.raises(ValueError, match="--preset"):
+    with pytest.raises(ValueError, match="unknown --preset 'huge' for tic_tac_toe; known: "
+                                         "default, tiny"):
         config_lib.resolve({"preset": "huge"})
     with pytest.raises(ValueError, match="--eval-games"):
         config_lib.resolve({"eval_games": 3})
@@ -222,21 +225,3 @@ def test_old_setting_names_still_work(tmp_path, capsys):
         config_lib.resolve({"simulation": 12})
 
 
-def test_tiny_run_writes_its_folder_and_rejects_another_shape(tmp_path):
-    run_dir = str(tmp_path / "run")
-    explicit = dict(preset="tiny", iterations=2, eval_every=0, elo_every=0, final_games=0,
-                    checkpoint_every=1)
-    config, run_dir = loop.open_run(run_dir, explicit, log=lambda *_: None)
-    summary = loop.train(config, run_dir, progress=False, log=lambda *_: None)
-    records = [json.loads(line) for line in open(os.path.join(run_dir, "metrics.jsonl"))]
-    assert [r["iteration"] for r in records] == [1, 2]
-    assert all(r["simulations_per_s"] > 0 for r in records)
-    saved = json.load(open(os.path.join(run_dir, "config.json")))
-    assert saved["hidden"] == config.hidden == 16
-    for name in ("loss.png", "elo.png", "win_rates.png"):
-        assert os.path.getsize(os.path.join(run_dir, "plots", name)) > 1000
-    assert summary["total_games"] == sum(r["games"] for r in records)
-    with pytest.raises(ValueError, match="--hidden"):
-        loop.open_run(run_dir, dict(explicit, hidden=32), log=lambda *_: None)
-    with pytest.raises(ValueError, match="--game"):
-        loop.open_run(run_dir, dict(explicit, game="connect_four"), log=lambda *_: None)

@@ -1,7 +1,8 @@
 """Training configuration: one flat dataclass, defaults per game, presets, the CLI.
 
-Resolution order (later wins): `TrainConfig` defaults, `GAME_DEFAULTS[game]`,
-`PRESETS[game][preset]`, flags given on the command line. Resuming a run
+Resolution order (later wins): `TrainConfig` defaults, the game's registry
+entry (`envs.spec(game)`: its default network, `train_defaults`, then
+`presets[preset]`), flags given on the command line. Resuming a run
 folder starts from its saved `config.json` instead, and only flags given on the
 command line change it; flags that fix array shapes (`shape_fields()`) must
 match the saved run. Each field's help text, check and shape flag live beside
@@ -228,71 +229,6 @@ def shape_fields() -> Tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(TrainConfig) if f.metadata["shape"])
 
 
-def _network_defaults(game: str) -> Dict[str, Any]:
-    net = networks.DEFAULT_NETWORKS[game]
-    return dict(network=net.kind, channels=net.channels, blocks=net.num_blocks,
-                hidden=net.hidden, layers=net.num_layers, value_hidden=net.value_hidden)
-
-
-# Defaults per game, on top of TrainConfig's. Tic-tac-toe is the default job:
-# perfect play in a few minutes on a laptop CPU.
-GAME_DEFAULTS: Dict[str, Dict[str, Any]] = {
-    "tic_tac_toe": dict(iterations=60, policy="gumbel", num_simulations=32, num_games=256,
-                        random_opening_plies=6,
-                        moves_per_iteration=18, replay_size=32768, min_replay=2048,
-                        train_batch_size=256, updates_per_iteration=48, learning_rate=2e-3,
-                        checkpoint_every=1, eval_every=3, elo_every=3, eval_games=200,
-                        eval_simulations=64, final_games=200, final_simulations=64),
-    "connect_four": dict(iterations=200, num_simulations=64, num_games=512, moves_per_iteration=42,
-                         replay_size=262144, min_replay=16384, train_batch_size=512,
-                         updates_per_iteration=64, eval_simulations=64, eval_every=10),
-    "othello": dict(iterations=300, num_simulations=64, num_games=512, moves_per_iteration=64,
-                    replay_size=524288, min_replay=32768, train_batch_size=1024,
-                    updates_per_iteration=64, eval_simulations=64),
-    "go_9x9": dict(iterations=400, num_simulations=64, num_games=512, moves_per_iteration=64,
-                   replay_size=524288, min_replay=32768, train_batch_size=1024,
-                   updates_per_iteration=64, eval_simulations=64, uct_playouts=1),
-    "chess": dict(iterations=400, num_simulations=64, num_games=512, moves_per_iteration=64,
-                  replay_size=262144, min_replay=32768, train_batch_size=1024,
-                  updates_per_iteration=64, eval_simulations=64, max_num_considered_actions=16),
-}
-
-# Named flag sets. "cpu": a short run that fits a 2-core CPU. "tiny": a smoke
-# test (a few iterations, tiny shapes) that shows the pipeline end to end.
-PRESETS: Dict[str, Dict[str, Dict[str, Any]]] = {
-    "tic_tac_toe": {
-        "tiny": dict(iterations=3, num_simulations=8, num_games=16, moves_per_iteration=4,
-                     replay_size=512, min_replay=16, train_batch_size=32,
-                     updates_per_iteration=2, hidden=16, layers=1, value_hidden=8,
-                     eval_every=2, elo_every=1, eval_games=8, eval_simulations=8,
-                     final_games=8, final_simulations=8, elo_opponents=2),
-    },
-    "connect_four": {
-        "cpu": dict(iterations=40, network="resnet", channels=32, blocks=3, value_hidden=32,
-                    policy="gumbel", num_simulations=32, num_games=128, moves_per_iteration=16,
-                    replay_size=65536, min_replay=4096, train_batch_size=256,
-                    updates_per_iteration=48, learning_rate=2e-3, eval_every=10, elo_every=10,
-                    eval_games=100, eval_simulations=32, uct_simulations=32,
-                    final_games=200, final_simulations=32),
-        "tiny": dict(iterations=2, network="resnet", channels=8, blocks=1, value_hidden=8,
-                     num_simulations=8, num_games=8, moves_per_iteration=4, replay_size=256,
-                     min_replay=8, train_batch_size=16, updates_per_iteration=2,
-                     eval_every=2, elo_every=1, eval_games=4, eval_simulations=4,
-                     final_games=4, final_simulations=4, elo_opponents=1,
-                     solver_positions=16, solver_games=4, final_solver_positions=16),
-    },
-    "chess": {
-        "tiny": dict(iterations=3, network="resnet", channels=8, blocks=1, value_hidden=8,
-                     num_simulations=4, num_games=4, moves_per_iteration=4, replay_size=64,
-                     min_replay=4, train_batch_size=8, updates_per_iteration=2,
-                     eval_every=3, elo_every=3, eval_games=2, eval_simulations=2,
-                     uct_simulations=2, final_games=2, final_simulations=2, elo_opponents=1,
-                     max_game_length=6),
-    },
-}
-for _game in ("othello", "go_9x9"):
-    PRESETS[_game] = {"tiny": dict(PRESETS["connect_four"]["tiny"], iterations=3,
-                                   max_game_length=6, eval_every=3, elo_every=3)}
 
 def flag_name(field: str) -> str:
     return "--" + field.replace("_", "-")
@@ -370,15 +306,15 @@ def resolve(explicit: Dict[str, Any]) -> TrainConfig:
     game = explicit.get("game", TrainConfig.game)
     if game not in envs.GAMES:
         raise ValueError(f"unknown game {game!r}; known games: {', '.join(envs.GAMES)}")
+    spec = envs.spec(game)
     preset = explicit.get("preset", "default")
-    presets = PRESETS.get(game, {})
-    if preset != "default" and preset not in presets:
-        known = ", ".join(["default"] + sorted(presets))
+    if preset != "default" and preset not in spec.presets:
+        known = ", ".join(["default"] + sorted(spec.presets))
         raise ValueError(f"unknown --preset {preset!r} for {game}; known: {known}")
     settings: Dict[str, Any] = dict(game=game)
-    settings.update(_network_defaults(game))
-    settings.update(GAME_DEFAULTS.get(game, {}))
-    settings.update(presets.get(preset, {}))
+    settings.update(spec.network_settings())
+    settings.update(spec.train_defaults)
+    settings.update(spec.presets.get(preset, {}))
     settings.update(explicit)
     config = TrainConfig(**settings)
     validate(config)
