@@ -247,6 +247,9 @@ def main(out_path: str) -> int:
         ("search_custom_qtransform_compact",
          lambda: check_search(mesh, "alphazero", max_children=4,
                               qtransform=custom_rules.qtransform_clipped)),
+        # Several paths per step: B x P leaves per call, split along B.
+        ("search_parallel_paths_reuse",
+         lambda: check_search(mesh, "uct", simulations_per_step=4, reuse=True)),
         ("training", lambda: check_training(tempfile.mkdtemp(prefix="sharding_checks_"))),
     ]
     only = os.environ.get("SHARDING_CHECKS")

@@ -263,7 +263,7 @@ def test_solver_player_always_wins_moving_first():
 
 @needs_solver
 def test_tiny_training_run_writes_the_solver_metrics(tmp_path):
-    from mcts_jax.training import loop
+    from mcts_jax.training import loop, reporting
     lines = []
     # No Elo and no final matches (the periodic evaluation plays the solver
     # through the same code as the final one), to keep the test short.
@@ -288,7 +288,7 @@ def test_tiny_training_run_writes_the_solver_metrics(tmp_path):
     summary = dict(summary, final_vs_solver_first_wins=3, final_vs_solver_first_draws=1,
                    final_vs_solver_first_losses=0)
     assert any("moving first vs the perfect solver (bitbully): 3 wins, 1 draws, 0 losses in 4 "
-               "games" in line for line in loop.describe_summary(config, summary))
+               "games" in line for line in reporting.describe_summary(config, summary))
 
 
 def test_missing_solver_gives_a_notice_and_no_metrics(monkeypatch):

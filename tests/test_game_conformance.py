@@ -245,7 +245,7 @@ def test_tiny_preset_trains_and_its_checkpoint_round_trips(name, tmp_path_factor
     # The checkpoint of the last iteration holds the network of the Elo
     # snapshot taken at that iteration (two independent writers).
     game, model, player, learner = loop.build(config)
-    variables, state = loop.initial_state(config, model, player, learner)
+    variables, state = loop.initial_state(config, model, player, learner).saved_items()
     saver = checkpoint_lib.Checkpointer(os.path.join(run_dir, "checkpoints"),
                                         identity=loop.checkpoint_identity(config))
     iteration, restored_variables, restored_state, _ = saver.restore_latest(
