@@ -36,8 +36,12 @@ from mcts_jax.training import loop
 
 OBSERVED = ("observation", "legal_action_mask", "rewards", "terminated", "truncated",
             "current_player")
-ALL_GAMES = ("tic_tac_toe", "connect_four", "othello", "go_9x9", "go_19x19", "chess",
-             "gardner_chess", "animal_shogi", "shogi", "hex")
+# The ten pgx two-player perfect-information board games must all be
+# registered; the suite runs on every registered game, so a new registry
+# entry is tested with no edit here.
+PGX_BOARD_GAMES = ("tic_tac_toe", "connect_four", "othello", "go_9x9", "go_19x19", "chess",
+                   "gardner_chess", "animal_shogi", "shogi", "hex")
+ALL_GAMES = envs.GAMES
 # Ply caps of the lean/full walk where whole random games are slow to step
 # on a CPU (the other games are played to the end).
 WALK_PLIES = {"go_19x19": 24, "shogi": 24, "chess": 300}
@@ -71,7 +75,7 @@ def _timed(name, what):
 
 
 def test_registry_lists_the_ten_pgx_board_games():
-    assert envs.GAMES == ALL_GAMES
+    assert set(PGX_BOARD_GAMES) <= set(envs.GAMES)
     for name in ALL_GAMES:
         spec = envs.spec(name)
         game = envs.make(name)
