@@ -134,6 +134,9 @@ def main(argv=None) -> None:
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no-save", action="store_true")
+    parser.add_argument("--name", default=None,
+                        help="results file: results/<name>-<device>.json (default "
+                             "parallel_leaves_<section>)")
     args = parser.parse_args(argv)
     settings = dict(seed=0, **harness.provenance())
     if args.section == "quality":
@@ -147,7 +150,7 @@ def main(argv=None) -> None:
         columns = ["game", "B", "P", "simulations", "sims_per_s", "speedup_vs_P1", "rounds"]
         title = f"Simulations per second by P, interleaved rounds ({num_simulations} per search)"
     settings.update(vars(args))
-    harness.report(f"parallel_leaves_{args.section}", title, columns, rows, settings,
+    harness.report(args.name or f"parallel_leaves_{args.section}", title, columns, rows, settings,
                    save_results=not args.no_save)
 
 
