@@ -193,11 +193,6 @@ class TrainConfig:
         return cls(**canonical_names(data, "config.json"))
 
 
-def field_metadata(name: str) -> Dict[str, Any]:
-    """The `setting` metadata of TrainConfig field `name`."""
-    return {f.name: f.metadata for f in dataclasses.fields(TrainConfig)}[name]
-
-
 def aliases() -> Dict[str, str]:
     """Older field name -> its TrainConfig field (kept for one release)."""
     return {alias: f.name for f in dataclasses.fields(TrainConfig)

@@ -391,7 +391,8 @@ def finish_run(run: Run, state: TrainState) -> Dict[str, Any]:
     tick = time.perf_counter()
     summary.update(run.suite.final(_local_copy(state.variables), final_key))
     summary["final_eval_s"] = round(time.perf_counter() - tick, 2)
-    summary["elo"] = {str(k): v for k, v in sorted(evaluation_lib.elo_ratings(records).items())}
+    ratings = evaluation_lib.elo_ratings(records)
+    summary["elo"] = {str(k): v for k, v in sorted(ratings.items())}
     speeds = [r for r in records if "games_per_s" in r][1:]  # the first includes compiling
     if speeds:
         summary["mean_games_per_s"] = round(float(np.mean([r["games_per_s"] for r in speeds])), 1)
@@ -399,7 +400,7 @@ def finish_run(run: Run, state: TrainState) -> Dict[str, Any]:
             float(np.mean([r["simulations_per_s"] for r in speeds])), 1)
     summary["training_s"] = records[-1]["elapsed_s"] if records else None
     summary["wall_s_this_session"] = round(time.perf_counter() - run.started, 2)
-    run.reporter.final(summary)
+    run.reporter.final(summary, ratings)
     return summary
 
 

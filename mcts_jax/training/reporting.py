@@ -5,7 +5,7 @@ end-of-run summary.
     reporter = Reporter(config, run_dir, primary=True, progress=True, log=print)
     reporter.resume(start)            # metrics.jsonl cut back to the checkpoint
     reporter.iteration(record)        # one record per finished iteration
-    reporter.final(summary)           # final.json, plots/, the summary lines
+    reporter.final(summary, ratings)  # final.json, plots/, the summary lines
 
 Only the primary process (process 0) writes files; every process may log.
 """
@@ -19,7 +19,6 @@ from typing import Any, Callable, Dict, Iterable, List
 from tqdm.auto import tqdm
 
 from mcts_jax.training import checkpoint as checkpoint_lib
-from mcts_jax.training import evaluation as evaluation_lib
 from mcts_jax.training import plots
 from mcts_jax.training.config import TrainConfig
 
@@ -118,12 +117,13 @@ class Reporter:
         if self.bar is not None:
             self.bar.close()
 
-    def final(self, summary: Dict[str, Any]) -> None:
-        """final.json and plots/ (primary process), then the summary lines."""
+    def final(self, summary: Dict[str, Any], ratings: Dict[int, float]) -> None:
+        """final.json and plots/ (primary process; `ratings`: the Elo rating
+        of each snapshot iteration), then the summary lines."""
         if self.primary:
             write_json(os.path.join(self.run_dir, "final.json"), summary)
-            plots.write_plots(self.records, evaluation_lib.elo_ratings(self.records),
-                              os.path.join(self.run_dir, "plots"), self.config.game)
+            plots.write_plots(self.records, ratings, os.path.join(self.run_dir, "plots"),
+                              self.config.game)
         self.log("final evaluation: " + json.dumps(summary))
         for line in describe_summary(self.config, summary):
             self.log(line)
