@@ -157,8 +157,8 @@ def expand_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree
     action = jnp.minimum(slot_ids, tree.num_actions - 1)  # an unused compact slot holds A
     flat = lambda x: x.reshape((batch_size * paths,) + x.shape[2:])  # noqa: E731
     by_path = lambda x: x.reshape((batch_size, paths) + x.shape[1:])  # noqa: E731
-    parent_embedding = jax.tree.map(flat, leaf_embeddings(params, rng_key, tree, recurrent_fn,
-                                                          leaf.node, options))
+    parent_embedding = jax.tree.map(flat, phases.leaf_embeddings(
+        params, rng_key, tree, recurrent_fn, leaf.node, options.max_path_length))
     output, embedding = recurrent_fn(params, rng_key, flat(action), parent_embedding)
     phases.check_recurrent_output(output, batch_size * paths, tree.num_actions)
     output, embedding = jax.tree.map(by_path, output), jax.tree.map(by_path, embedding)
@@ -178,36 +178,12 @@ def expand_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree
 
     # Each expanding path backs up the node its edge's first path created.
     takes_new = leaf.expand & jnp.take_along_axis(created, first, axis=1)
-    again = revisit_paths(tree, leaf.node, enabled, options.solver)
+    again = phases.revisit(tree, leaf.node, options.solver, runs=enabled)
     update = phases.Backup(
         start=jnp.where(takes_new, jnp.take_along_axis(new_index, first, axis=1), again.start),
         count=jnp.where(takes_new, 1, again.count),
         value=jnp.where(takes_new, jnp.take_along_axis(new.value, first, axis=1), again.value))
     return tree, update, ~takes_new
-
-
-def revisit_paths(tree: tree_lib.Tree, node: chex.Array, enabled: chex.Array,
-                  solver: bool) -> phases.Backup:
-    """`phases.revisit` for P paths per row ([B, P]); paths that do not run
-    add nothing."""
-    rows = tree_lib.batch_rows(tree.batch_size)[:, None]
-    count = enabled.astype(jnp.int32)
-    if solver:
-        count = jnp.where(tree.solved[rows, node], 0, count)
-    return phases.Backup(start=node, count=count, value=count * tree.raw_values[rows, node])
-
-
-def leaf_embeddings(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
-                    recurrent_fn: base.RecurrentFn, node: chex.Array, options: SearchOptions):
-    """The embeddings at `node` [B, P], leaves [B, P, ...]: read from the tree,
-    or with `replay_embeddings` replayed from the root path by path."""
-    if not tree.replay_embeddings:
-        rows = tree_lib.batch_rows(tree.batch_size)[:, None]
-        return jax.tree.map(lambda leaf: leaf[rows, node], tree.embeddings)
-    per_path = [phases.leaf_embeddings(params, rng_key, tree, recurrent_fn, node[:, p],
-                                       options.max_path_length)
-                for p in range(node.shape[1])]
-    return jax.tree.map(lambda *leaves: jnp.stack(leaves, axis=1), *per_path)
 
 
 def run_parallel_simulations(params: base.Params, rng_key: chex.PRNGKey,

@@ -292,20 +292,22 @@ def slot_key(rng_key: chex.PRNGKey) -> chex.PRNGKey:
     return jax.random.fold_in(rng_key, 0x51075)
 
 
-def revisit(tree: tree_lib.Tree, node: chex.Array, solver: bool) -> Backup:
-    """A simulation that created nothing re-evaluates `node` with its stored
-    value. With the solver, reaching a proven node (only the proven root can
-    be reached) is a no-op."""
-    rows = tree_lib.batch_rows(tree.batch_size)
-    count = jnp.ones_like(node)
+def revisit(tree: tree_lib.Tree, node: chex.Array, solver: bool,
+            runs: Optional[chex.Array] = None) -> Backup:
+    """A simulation that created nothing re-evaluates `node` ([B], or [B, P]
+    paths) with its stored value. With the solver, reaching a proven node
+    (only the proven root can be reached) is a no-op; so is a path outside
+    `runs` (bool like `node`; None: every path runs)."""
+    count = jnp.ones_like(node) if runs is None else runs.astype(node.dtype)
     if solver:
-        count = jnp.where(tree.solved[rows, node], 0, count)
-    return Backup(start=node, count=count, value=count * tree.raw_values[rows, node])
+        count = jnp.where(tree_lib.gather_nodes(tree.solved, node), 0, count)
+    return Backup(start=node, count=count,
+                  value=count * tree_lib.gather_nodes(tree.raw_values, node))
 
 
 def read_embeddings(tree: tree_lib.Tree, node: chex.Array):
-    """The embeddings stored at `node` [B], read so that XLA cannot fuse the
-    reads into recurrent_fn's computation.
+    """The embeddings stored at `node` [B] (or [B, P]), read so that XLA
+    cannot fuse the reads into recurrent_fn's computation.
 
     On CPU, XLA otherwise duplicates the small reads into the fusions that
     write the new node, where they may run after the in-place write; it then
@@ -318,36 +320,39 @@ def read_embeddings(tree: tree_lib.Tree, node: chex.Array):
         return tree_lib.gather_embeddings(tree, node)
 
     def isolated(node):
-        return jax.lax.cond(node[0] >= 0, read, read, node)
+        return jax.lax.cond(node.ravel()[0] >= 0, read, read, node)
 
     return jax.lax.platform_dependent(node, cpu=isolated, default=read)
 
 
 def replay_path_embeddings(tree: tree_lib.Tree, node: chex.Array, step_fn,
                       max_path_length: int):
-    """The states at `node` [B] of a tree that stores only its root's state:
-    walks up to the root collecting the actions of the path (at most
-    `max_path_length`), then steps the root state down it with
-    `step_fn(action [B], embedding) -> embedding`. Costs depth simulator
-    steps per call; rows that arrive early keep their state."""
-    batch_size = tree.batch_size
-    rows = tree_lib.batch_rows(batch_size)
+    """The states at `node` [B] (or [B, P] paths) of a tree that stores only
+    its root's state: walks up to the root collecting the actions of each
+    path (at most `max_path_length`), then steps the root state down it with
+    `step_fn(action [B * P], embedding) -> embedding` (one batch of every
+    path). Costs depth simulator steps per call; paths that arrive early keep
+    their state. Leaves come back shaped like `node` + the state's shape."""
+    shape = node.shape
+    node = node.reshape(-1)
+    lanes = jnp.arange(node.shape[0], dtype=jnp.int32)
+    rows = jnp.repeat(tree_lib.batch_rows(tree.batch_size), node.shape[0] // tree.batch_size)
 
     def walk_up(state):
         node, depth, path = state
         on_path = node > tree_lib.ROOT_INDEX
-        path = path.at[rows, jnp.where(on_path, depth, max_path_length)].set(
+        path = path.at[lanes, jnp.where(on_path, depth, max_path_length)].set(
             tree.actions_from_parent[rows, node], mode="drop")
         return (jnp.where(on_path, tree.parents[rows, node], tree_lib.ROOT_INDEX),
                 depth + on_path.astype(jnp.int32), path)
 
     _, depth, path = jax.lax.while_loop(
         lambda state: jnp.any(state[0] > tree_lib.ROOT_INDEX), walk_up,
-        (node, jnp.zeros_like(node), jnp.zeros((batch_size, max_path_length), jnp.int32)))
+        (node, jnp.zeros_like(node), jnp.zeros((node.shape[0], max_path_length), jnp.int32)))
 
     def step_down(state):
         step, embedding = state
-        action = path[rows, jnp.clip(depth - 1 - step, 0, max_path_length - 1)]
+        action = path[lanes, jnp.clip(depth - 1 - step, 0, max_path_length - 1)]
         stepped = step_fn(action, embedding)
         moves = step < depth
         embedding = jax.tree.map(
@@ -355,15 +360,15 @@ def replay_path_embeddings(tree: tree_lib.Tree, node: chex.Array, step_fn,
             stepped, embedding)
         return step + 1, embedding
 
-    root_embedding = jax.tree.map(lambda leaf: leaf[:, tree_lib.ROOT_INDEX], tree.embeddings)
+    root_embedding = jax.tree.map(lambda leaf: leaf[rows, tree_lib.ROOT_INDEX], tree.embeddings)
     _, embedding = jax.lax.while_loop(lambda state: state[0] < jnp.max(depth), step_down,
                                       (jnp.int32(0), root_embedding))
-    return embedding
+    return jax.tree.map(lambda leaf: leaf.reshape(shape + leaf.shape[1:]), embedding)
 
 
 def leaf_embeddings(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
                     recurrent_fn: base.RecurrentFn, node: chex.Array, max_path_length: int):
-    """The embeddings at `node` [B]: read from the tree, or, with
+    """The embeddings at `node` [B] (or [B, P]): read from the tree, or, with
     `replay_embeddings`, recomputed with recurrent_fn's state transition (its
     outputs are unused, so XLA drops the evaluator). Replay needs a
     recurrent_fn whose next embedding depends only on (embedding, action)."""

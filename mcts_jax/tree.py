@@ -319,12 +319,15 @@ def batch_rows(batch_size: int) -> chex.Array:
 
 
 def gather_nodes(array: chex.Array, node: chex.Array) -> chex.Array:
-    """array[b, node[b], ...] for each row b: [B, N, ...] -> [B, ...]."""
-    return array[batch_rows(array.shape[0]), node]
+    """array[b, node[b], ...] for each row b: [B, N, ...] -> [B, ...]; with
+    several nodes per row (`node` [B, P]), [B, P, ...]."""
+    rows = batch_rows(array.shape[0]).reshape((-1,) + (1,) * (node.ndim - 1))
+    return array[rows, node]
 
 
 def gather_embeddings(tree: Tree, node: chex.Array) -> Any:
-    """The embedding stored at `node` [B] of each row, leaves [B, ...]."""
+    """The embedding stored at `node` [B] (or [B, P]) of each row, leaves
+    [B, ...] (or [B, P, ...])."""
     return jax.tree.map(lambda leaf: gather_nodes(leaf, node), tree.embeddings)
 
 

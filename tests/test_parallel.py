@@ -201,11 +201,9 @@ def test_solver_proves_exact_minimax_with_parallel_paths():
     for paths in (1, 8):
         out = mcts_jax.uct_policy(None, jax.random.key(0), game.root(codes), game.recurrent_fn,
                                   200, solver=True, simulations_per_step=paths)
-        summary = out.search_tree.summary()
         assert np.asarray(out.search_tree.solved[:, 0]).all()
         np.testing.assert_allclose(np.asarray(out.search_tree.solved_values[:, 0]), exact,
                                    atol=1e-5)
-        del summary
 
 
 def test_root_moves_at_equal_simulations_stay_close_to_one_path_per_step():
