@@ -60,6 +60,59 @@ RecurrentFn = Callable[[Params, chex.PRNGKey, chex.Array, Embedding],
 
 
 @chex.dataclass(frozen=True)
+class DecisionRecurrentFnOutput:
+    """A decision (an action) taken at a state: the afterstate it leads to.
+
+    Stochastic search (mctx's Stochastic MuZero contract). The edge from a
+    state to its afterstate has reward 0 and discount 1: the afterstate is
+    seen by the player who just chose the action.
+
+    Attributes:
+      chance_logits: [B, C] float, logits of the C chance outcomes that can
+        follow the afterstate (their softmax is the outcome distribution); an
+        impossible outcome has logit -inf (or the lowest float).
+      afterstate_value: [B] float, value of the afterstate for the player who
+        chose the action (the player to move at the decision node).
+    """
+
+    chance_logits: chex.Array
+    afterstate_value: chex.Array
+
+
+@chex.dataclass(frozen=True)
+class ChanceRecurrentFnOutput:
+    """A chance outcome applied to an afterstate: the next state.
+
+    Attributes:
+      action_logits: [B, A] float, policy prior at the new state (logits).
+      value: [B] float, value of the new state for the player to move there.
+      reward: [B] float, reward of the whole transition (decision and
+        outcome) for the player who chose the action.
+      discount: [B] float, -1 when the player to move changes, 1 when it does
+        not (single-player games, or a player moving again), 0 when the new
+        state is terminal.
+      invalid_actions: optional [B, A] bool, True where an action is illegal
+        in the new state (our addition to mctx's type; None: all legal).
+    """
+
+    action_logits: chex.Array
+    value: chex.Array
+    reward: chex.Array
+    discount: chex.Array
+    invalid_actions: Optional[chex.Array] = None
+
+
+# decision_recurrent_fn(params, rng_key, action [B] int32, state_embedding)
+#     -> (DecisionRecurrentFnOutput, afterstate_embedding)
+DecisionRecurrentFn = Callable[[Params, chex.PRNGKey, chex.Array, Embedding],
+                               Tuple[DecisionRecurrentFnOutput, Embedding]]
+# chance_recurrent_fn(params, rng_key, chance_outcome [B] int32, afterstate_embedding)
+#     -> (ChanceRecurrentFnOutput, state_embedding)
+ChanceRecurrentFn = Callable[[Params, chex.PRNGKey, chex.Array, Embedding],
+                             Tuple[ChanceRecurrentFnOutput, Embedding]]
+
+
+@chex.dataclass(frozen=True)
 class PolicyOutput:
     """What a policy returns.
 
