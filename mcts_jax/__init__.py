@@ -1,15 +1,17 @@
 """mcts_jax: batched Monte Carlo Tree Search in JAX with fixed-size array trees."""
 
 from mcts_jax import memory, visualize
-from mcts_jax.base import (PolicyOutput, RecurrentFn, RecurrentFnOutput, RootFnOutput,
-                           SearchSummary)
-from mcts_jax.mctx_policies import gumbel_muzero_policy, muzero_policy
+from mcts_jax.base import (ChanceRecurrentFn, ChanceRecurrentFnOutput, DecisionRecurrentFn,
+                           DecisionRecurrentFnOutput, PolicyOutput, RecurrentFn,
+                           RecurrentFnOutput, RootFnOutput, SearchSummary)
+from mcts_jax.mctx_policies import gumbel_muzero_policy, muzero_policy, stochastic_muzero_policy
 from mcts_jax.options import SearchOptions
 from mcts_jax.policies import RulePolicy, alphazero_policy, gumbel_policy, rule_policy, uct_policy
 from mcts_jax.qtransforms import (mixed_value, qtransform_by_min_max,
                                   qtransform_by_parent_and_siblings,
                                   qtransform_completed_by_mix_value, qtransform_raw)
 from mcts_jax.reuse import get_subtree, reset_tree, select_rows
+from mcts_jax.stochastic import StochasticEmbedding, is_chance_node, stochastic_subtree
 from mcts_jax.selection import (GumbelExtraData, Rules, gumbel_interior_scores,
                                 gumbel_root_scores, halving_scores, prior_logits, puct_scores,
                                 tie_break_noise, uct_scores)
@@ -25,6 +27,8 @@ __version__ = "0.1.0"
 __all__ = [
     # the callback contract and outputs
     "PolicyOutput", "RecurrentFn", "RecurrentFnOutput", "RootFnOutput", "SearchSummary",
+    "DecisionRecurrentFn", "DecisionRecurrentFnOutput", "ChanceRecurrentFn",
+    "ChanceRecurrentFnOutput",
     "Tree", "ChildrenStats", "children_stats", "UNEXPANDED", "ILLEGAL",
     # the composable search, its rules and Q transforms
     "search", "SearchOptions", "Rules", "uct_scores", "puct_scores", "tie_break_noise",
@@ -33,7 +37,9 @@ __all__ = [
     "qtransform_completed_by_mix_value", "qtransform_raw", "mixed_value",
     # policies (ours, then mctx's signatures)
     "uct_policy", "alphazero_policy", "gumbel_policy", "rule_policy", "RulePolicy", "muzero_policy",
-    "gumbel_muzero_policy",
+    "gumbel_muzero_policy", "stochastic_muzero_policy",
+    # chance nodes
+    "StochasticEmbedding", "is_chance_node", "stochastic_subtree",
     # subtree reuse
     "get_subtree", "reset_tree", "select_rows",
 ]

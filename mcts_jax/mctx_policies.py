@@ -1,4 +1,5 @@
-"""mctx's policies with mctx's signatures: `muzero_policy` and `gumbel_muzero_policy`.
+"""mctx's policies with mctx's signatures: `muzero_policy`, `gumbel_muzero_policy`
+and `stochastic_muzero_policy`.
 
 Code written for mctx 0.0.71 runs with `import mcts_jax as mctx`: these take
 the same positional and keyword arguments with the same defaults
@@ -30,6 +31,7 @@ import jax.numpy as jnp
 
 from mcts_jax import base
 from mcts_jax import selection
+from mcts_jax import stochastic
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
 from mcts_jax.options import SearchOptions, Static, make_options
@@ -200,3 +202,123 @@ def mctx_numbering(node_per_simulation: Optional[bool], simulations_per_step: in
     if node_per_simulation is None:
         return simulations_per_step == 1
     return node_per_simulation
+
+
+@dataclasses.dataclass(frozen=True)
+class StochasticSettings:
+    rule: Static
+    dirichlet_fraction: Any
+    dirichlet_alpha: Any
+    num_decisions: int
+
+
+def stochastic_body(params, rng_key, root, invalid_actions, temperature, tree, extra_data, *,
+                    recurrent_fn, options: SearchOptions,
+                    settings: StochasticSettings) -> base.PolicyOutput:
+    """mctx's Stochastic MuZero: Dirichlet noise over the A decisions (the
+    outcome ids stay impossible at the root), the search with PUCT at
+    decision nodes and the outcome rule at chance nodes, the action sampled
+    from the root's decision visits. Keys as mctx splits them."""
+    del extra_data
+    num_decisions = settings.num_decisions
+    rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
+    decision_logits = mctx_root_logits(
+        dirichlet_key, root.prior_logits[:, :num_decisions],
+        None if invalid_actions is None else invalid_actions[:, :num_decisions],
+        settings.dirichlet_fraction, settings.dirichlet_alpha)
+    root = root.replace(prior_logits=jnp.concatenate(
+        [decision_logits, root.prior_logits[:, num_decisions:]], axis=-1))
+    tree = search_body(params, search_key, root, invalid_actions, tree, None,
+                       recurrent_fn=recurrent_fn, rules=selection.everywhere(settings.rule),
+                       options=options)
+    action_weights = mctx_visit_probs(tree)  # over the A decisions (`summary()`)
+    logits = tree_lib.log_probabilities(action_weights)
+    logits = (logits - jnp.max(logits, axis=-1, keepdims=True)) / jnp.maximum(
+        jnp.finfo(jnp.float32).tiny, temperature)
+    action = jax.random.categorical(rng_key, logits).astype(jnp.int32)
+    return base.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
+
+
+def stochastic_muzero_policy(params: base.Params, rng_key: chex.PRNGKey,
+                             root: base.RootFnOutput,
+                             decision_recurrent_fn: base.DecisionRecurrentFn,
+                             chance_recurrent_fn: base.ChanceRecurrentFn,
+                             num_simulations: int,
+                             invalid_actions: Optional[chex.Array] = None,
+                             max_depth: Optional[int] = None,
+                             loop_fn: Callable = jax.lax.fori_loop, *,
+                             qtransform: Callable = qtransform_by_parent_and_siblings,
+                             dirichlet_fraction: chex.Numeric = 0.25,
+                             dirichlet_alpha: chex.Numeric = 0.3,
+                             pb_c_init: chex.Numeric = 1.25,
+                             pb_c_base: chex.Numeric = 19652,
+                             temperature: chex.Numeric = 1.0,
+                             max_nodes: Optional[int] = None,
+                             max_children: Optional[int] = None,
+                             tree: Optional[tree_lib.Tree] = None,
+                             value_range: Optional[Tuple[float, float]] = (-1.0, 1.0),
+                             solver: bool = False,
+                             stop_at_terminal: bool = False,
+                             node_per_simulation: Optional[bool] = None,
+                             replay_embeddings: bool = False,
+                             simulations_per_step: int = 1,
+                             steering: str = "unobserved",
+                             checks: str = "host") -> base.PolicyOutput:
+    """mctx.stochastic_muzero_policy: search with chance nodes (stochastic.py).
+
+    `decision_recurrent_fn(params, key, action [B], state) ->
+    (DecisionRecurrentFnOutput(chance_logits [B, C], afterstate_value [B]),
+    afterstate)` and `chance_recurrent_fn(params, key, outcome [B],
+    afterstate) -> (ChanceRecurrentFnOutput(action_logits [B, A], value,
+    reward, discount[, invalid_actions]), state)`. The signature, defaults,
+    random numbers and semantics are mctx 0.0.71's (see the module
+    docstring): PUCT with `qtransform` at decision nodes, at chance nodes the
+    outcome whose visits lag its probability most, the action sampled from
+    the root's visit counts at `temperature`; `action_weights` [B, A].
+
+    The search tree has A + C edge ids (decisions, then outcomes) and
+    `num_chance_outcomes` = C; `summary()` answers over the A decisions. To
+    reuse it after a move, `mcts_jax.get_subtree(tree, action)` then
+    `get_subtree(tree, A + outcome)` with the outcome that happened (or
+    `stochastic_subtree`).
+
+    Our options: `invalid_actions` below the root come from
+    `ChanceRecurrentFnOutput.invalid_actions`; `max_nodes`, `max_children`
+    (compact layout: K must hold the legal decisions and the possible
+    outcomes, else the least likely are dropped), `tree`, `value_range`
+    (None for unbounded returns such as 2048's scores), `solver` (needs
+    `stop_at_terminal=True`; chance nodes are proven by expectimax),
+    `replay_embeddings`, `simulations_per_step`, `steering` and `checks` as
+    in `uct_policy`. With checks="host" and concrete inputs, one decision per
+    root is probed so that chance logits that are NaN or all impossible are
+    reported before the search.
+    """
+    invalid_actions = as_bool_mask(invalid_actions)
+    checks = validation.check_mode(checks)
+    validation.check_root(root, invalid_actions, values=checks == "host")
+    qtransform = resolve_qtransform(qtransform, None, qtransform_by_parent_and_siblings)
+    stochastic_root, mask, recurrent_fn = stochastic.stochastic_root(
+        params, rng_key, root, invalid_actions, decision_recurrent_fn, chance_recurrent_fn)
+    if checks == "host":
+        stochastic.check_chance_probabilities(decision_recurrent_fn, params, rng_key, root,
+                                              invalid_actions)
+    options = make_options(stochastic_root, mask, num_simulations, tree=tree,
+                           max_depth=max_depth, max_nodes=max_nodes, max_children=max_children,
+                           value_range=value_range, solver=solver,
+                           stop_at_terminal=stop_at_terminal,
+                           node_per_simulation=mctx_numbering(node_per_simulation,
+                                                              simulations_per_step),
+                           replay_embeddings=replay_embeddings, loop_fn=loop_fn,
+                           simulations_per_step=simulations_per_step, steering=steering,
+                           num_chance_outcomes=recurrent_fn.num_outcomes, checks=checks)
+    validation.check_final_action("sampled", temperature, values=checks == "host")
+    decision_rule = puct_rule(pb_c_init, pb_c_base, qtransform, tie_break=MCTX_TIE_BREAK)
+    settings = StochasticSettings(
+        rule=Static(stochastic.ChanceAware(decision_rule)),
+        dirichlet_fraction=static_number("dirichlet_fraction", dirichlet_fraction, low=0.0,
+                                         high=1.0),
+        dirichlet_alpha=static_number("dirichlet_alpha", dirichlet_alpha, low=0.0,
+                                      low_inclusive=False),
+        num_decisions=recurrent_fn.num_decisions)
+    return run_policy(stochastic_body, params, rng_key, stochastic_root, recurrent_fn, mask,
+                      temperature, tree, options, settings, checks)

@@ -34,7 +34,8 @@ class SearchOptions:
       expand_all: a leaf's first expansion creates every legal child.
       max_children: K for the compact layout, None for the dense one.
       replay_embeddings: store the root's embedding only; replay paths.
-      value_range: the user's reward and value scale, (-1, 1) or (0, 1).
+      value_range: the user's reward and value scale, (-1, 1) or (0, 1); None:
+        unbounded (scores, used as they are; see `tree.to_internal_scale`).
       stop_at_terminal: a transition with discount 0 ends the game: the node
         is terminal, never expanded, its value 0 (True, ours). False is
         mctx's semantics: discount 0 is only a factor and the node is
@@ -50,6 +51,8 @@ class SearchOptions:
         1: one simulation per step, today's search bit for bit.
       steering: how a step's in-flight paths steer the later ones (P > 1):
         "unobserved" (WU-UCT) or "virtual_loss" (see parallel.py).
+      num_chance_outcomes: C of a stochastic tree (stochastic.py), whose edge
+        ids are the A decisions then the C outcomes; 0: no chance nodes.
     """
 
     num_simulations: int
@@ -65,6 +68,7 @@ class SearchOptions:
     loop_fn: Callable = jax.lax.fori_loop
     simulations_per_step: int = 1
     steering: str = "unobserved"
+    num_chance_outcomes: int = 0
 
     @property
     def depth_limit(self) -> int:
@@ -81,7 +85,7 @@ def make_options(root, invalid_actions, num_simulations, *, tree=None, max_depth
                  max_nodes=None, solver=False, expand_all=False, max_children=None,
                  replay_embeddings=False, value_range=(-1.0, 1.0), stop_at_terminal=True,
                  node_per_simulation=False, loop_fn=jax.lax.fori_loop,
-                 simulations_per_step=1, steering="unobserved",
+                 simulations_per_step=1, steering="unobserved", num_chance_outcomes=0,
                  checks="host") -> SearchOptions:
     """Validates the tree options of a search (clear errors naming each
     argument) and returns the record. A continued `tree` supplies the
@@ -126,10 +130,14 @@ def make_options(root, invalid_actions, num_simulations, *, tree=None, max_depth
         max_nodes = num_simulations * (max_children or num_actions) + 1
     max_nodes = validation.check_search_args(num_simulations, max_nodes, max_depth,
                                              value_range, continuing=tree is not None)
-    value_range = tuple(float(v) for v in value_range)
+    value_range = None if value_range is None else tuple(float(v) for v in value_range)
     if tree is not None:
         validation.check_tree(tree, root, batch_size, num_actions, max_nodes, value_range,
                               max_children, bool(replay_embeddings))
+        if tree.num_chance_outcomes != num_chance_outcomes:
+            raise ValueError(f"tree has {tree.num_chance_outcomes} chance outcomes but the "
+                             f"search has {num_chance_outcomes}; continue a stochastic tree "
+                             f"with the stochastic policy that built it")
     return SearchOptions(num_simulations=int(num_simulations), max_nodes=max_nodes,
                          max_depth=None if max_depth is None else int(max_depth),
                          solver=bool(solver), expand_all=bool(expand_all),
@@ -137,7 +145,7 @@ def make_options(root, invalid_actions, num_simulations, *, tree=None, max_depth
                          value_range=value_range, stop_at_terminal=bool(stop_at_terminal),
                          node_per_simulation=bool(node_per_simulation), loop_fn=loop_fn,
                          simulations_per_step=min(simulations_per_step, int(num_simulations)),
-                         steering=steering)
+                         steering=steering, num_chance_outcomes=int(num_chance_outcomes))
 
 
 # ---- functions as static arguments --------------------------------------------------------

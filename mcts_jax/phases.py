@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from mcts_jax import base
+from mcts_jax import stochastic
 from mcts_jax import tree as tree_lib
 from mcts_jax.options import SearchOptions
 from mcts_jax.selection import Rules
@@ -466,15 +467,26 @@ def prove(tree: tree_lib.Tree, node: chex.Array, solved: chex.Array,
           solved_values: chex.Array) -> tuple[chex.Array, chex.Array]:
     """MCTS-solver rule for `node` [B] given the current solved arrays [B, N]:
     proven if some child is proven to give the mover the best possible value,
-    or if every legal child is proven (and none was pruned).
-    Returns (proven [B], exact value [B])."""
+    or if every legal child is proven (and none was pruned); its value is
+    then the best child's. A chance node (stochastic trees) is proven when
+    every possible outcome is proven, its value their expectation
+    (expectimax). Returns (proven [B], exact value [B])."""
     stats = tree_lib.children_stats(
         tree.replace(solved=solved, solved_values=solved_values), node)
     best = jnp.max(jnp.where(stats.solved, stats.solved_qvalues, -jnp.inf), axis=-1)
     all_solved = jnp.any(stats.legal, axis=-1) & jnp.all(~stats.legal | stats.solved, axis=-1)
     # A pruned node has legal moves outside its slots: "all proven" says nothing.
     all_solved = all_solved & ~tree_lib.gather_nodes(tree.pruned, node)
-    return (best >= PROVEN_WIN) | all_solved, best
+    proven = all_solved
+    if tree.value_range is not None:  # bounded: a child worth the most proves its parent
+        proven = proven | (best >= PROVEN_WIN)
+    if tree.num_chance_outcomes == 0:
+        return proven, best
+    at_chance = stochastic.is_chance_node(tree, node)
+    expectation = jnp.sum(jnp.where(stats.solved, stats.priors * stats.solved_qvalues, 0.0),
+                          axis=-1)
+    return (jnp.where(at_chance, all_solved, proven),
+            jnp.where(at_chance, expectation, best))
 
 
 class BackupCarry(NamedTuple):

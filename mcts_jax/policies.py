@@ -71,13 +71,16 @@ def choose_action(rng_key: chex.PRNGKey, tree: tree_lib.Tree, final_action: str,
     visits = in_actions(stats.visits, 0)
     qvalues = in_actions(stats.qvalues, 0.0)
     allowed = in_actions(stats.legal, False)
-    if solver:
+    if solver and tree.value_range is not None:
         proven_loss = in_actions(stats.solved & (stats.solved_qvalues <= -phases.PROVEN_WIN),
                                  False)
         not_losing = allowed & ~proven_loss
         allowed = jnp.where(jnp.any(not_losing, axis=-1, keepdims=True), not_losing, allowed)
-    # Q in [-1, 1] -> tie-break term in [0, 0.5): never outweighs one visit.
-    tie_break = 0.25 * (jnp.clip(qvalues, -1.0, 1.0) + 1.0) * (1.0 - 1e-3)
+    # Q min-max scaled over the row -> a tie-break term in [0, 0.5): never
+    # outweighs one visit, orders equal visit counts by Q on any value scale.
+    low = jnp.min(qvalues, axis=-1, keepdims=True)
+    spread = jnp.max(qvalues, axis=-1, keepdims=True) - low
+    tie_break = 0.5 * (1.0 - 1e-3) * (qvalues - low) / jnp.where(spread > 0, spread, 1.0)
     most_visited = jnp.argmax(jnp.where(allowed, visits + tie_break, -jnp.inf), axis=-1)
     if final_action == "most_visited":
         action = most_visited
@@ -107,6 +110,8 @@ def play_proven(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats,
     visits = tree_lib.slots_to_actions(tree, root, stats.visits, 0)
     best_proven = jnp.argmax(jnp.where(proven, proven_q + 1e-6 * visits, -jnp.inf), axis=-1)
     has_win = jnp.any(proven & (proven_q >= phases.PROVEN_WIN), axis=-1)
+    if tree.value_range is None:  # unbounded: no value is a known win
+        has_win = jnp.zeros_like(has_win)
     return jnp.where(has_win | tree.solved[:, tree_lib.ROOT_INDEX], best_proven, action)
 
 
@@ -331,7 +336,11 @@ def uct_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
       value_range: (-1, 1) or (0, 1), the scale of every reward and value that
         `root` and `recurrent_fn` give. (0, 1) maps each of them with
         `x -> 2 x - 1` (so a neutral reward is 0.5 and a draw is worth 0.5);
-        summaries answer in the same scale.
+        summaries answer in the same scale. None: unbounded returns (a
+        game score such as 2048's), used as they are; Q is then min-max
+        normalised over the node and its visited children before the
+        exploration term, and the solver proves only from fully proven
+        children.
       tree: a `Tree` to continue (from `get_subtree`, `reset_tree`, or an
         earlier search): non-empty rows keep their statistics and gain
         `num_simulations` more; empty rows start from `root`. Its capacity is

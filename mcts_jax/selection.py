@@ -54,13 +54,19 @@ def uct_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenSt
     """UCB1: `Q + uct_c * sqrt(ln N / n)`; unvisited legal children score +inf.
 
     N is the visit count of `node` (its expansion plus every pass through it),
-    n the child's, Q on the user's value scale. Priors play no part.
+    n the child's, Q on the user's value scale. Priors play no part. With
+    unbounded returns (`value_range=None`), Q is first min-max normalised to
+    [0, 1] over the node's mean value and its visited children's Q
+    (`qtransform_by_parent_and_siblings`), so `uct_c` keeps its meaning.
     """
-    del node
     log_parent = jnp.log(jnp.maximum(stats.node_visits.astype(jnp.float32), 1.0))[:, None]
     visits = stats.visits.astype(jnp.float32)
     exploration = uct_c * jnp.sqrt(log_parent / jnp.maximum(visits, 1.0))
-    scores = tree_lib.to_user_scale(stats.qvalues, tree.value_range) + exploration
+    if tree.value_range is None:
+        qvalues = qtransform_by_parent_and_siblings(tree, node, stats)
+    else:
+        qvalues = tree_lib.to_user_scale(stats.qvalues, tree.value_range)
+    scores = qvalues + exploration
     scores = jnp.where(stats.visits == 0, jnp.inf, scores)
     return jnp.where(stats.legal, scores, -jnp.inf)
 

@@ -31,16 +31,27 @@ UNEXPANDED = -1
 ILLEGAL = -2
 
 
-def to_internal_scale(x: chex.Array, value_range: Tuple[float, float]) -> chex.Array:
-    """Maps a reward or value from `value_range` onto [-1, 1] (midpoint -> 0)."""
+def to_internal_scale(x: chex.Array, value_range: Optional[Tuple[float, float]]) -> chex.Array:
+    """Maps a reward or value from `value_range` onto [-1, 1] (midpoint -> 0).
+
+    `value_range` None: unbounded returns (a single-player game's score, say
+    2048's hundreds to thousands of points) are stored as they are. Nothing
+    in the search then assumes a bound: PUCT and Gumbel read Q through their
+    min-max normalising transforms, UCT normalises Q over the node and its
+    visited children (`selection.uct_scores`), and the solver proves values
+    only from fully proven children (no "best possible value" shortcut)."""
+    if value_range is None:
+        return x
     low, high = value_range
     if (low, high) == (-1.0, 1.0):
         return x
     return (x - low) * (2.0 / (high - low)) - 1.0
 
 
-def to_user_scale(x: chex.Array, value_range: Tuple[float, float]) -> chex.Array:
+def to_user_scale(x: chex.Array, value_range: Optional[Tuple[float, float]]) -> chex.Array:
     """Inverse of `to_internal_scale`: [-1, 1] back to `value_range`."""
+    if value_range is None:
+        return x
     low, high = value_range
     if (low, high) == (-1.0, 1.0):
         return x
@@ -128,8 +139,16 @@ class Tree:
         mctx; Gumbel policies store `GumbelExtraData(root_gumbel [B, A])`),
         or None.
       num_actions: static int A, the size of the action space.
-      value_range: static (low, high), the user's reward and value scale.
+      value_range: static (low, high), the user's reward and value scale, or
+        None for unbounded returns (stored as they are).
       replay_embeddings: static bool, embeddings are replayed, not stored.
+      num_chance_outcomes: static int C, 0 unless the tree is stochastic
+        (stochastic.py). A stochastic tree's edge ids run over the A
+        decisions and then the C chance outcomes (`num_actions` is A + C):
+        a decision node's children are afterstates (reached by ids < A) and
+        an afterstate's children are the outcomes (ids A + c), their
+        `priors` the outcome probabilities. The root is a decision node;
+        `summary()` answers over the A decisions.
     """
 
     node_visits: chex.Array = tree_array(jnp.int32, 0)
@@ -157,8 +176,15 @@ class Tree:
     value_range: Tuple[float, float] = dataclasses.field(
         metadata=dict(static=True), default=(-1.0, 1.0))
     replay_embeddings: bool = dataclasses.field(metadata=dict(static=True), default=False)
+    num_chance_outcomes: int = dataclasses.field(metadata=dict(static=True), default=0)
 
     replace = dataclasses.replace
+
+    @property
+    def num_decisions(self) -> int:
+        """The actions of a decision: A, less the chance outcomes' ids in a
+        stochastic tree (where `num_actions` counts both)."""
+        return self.num_actions - self.num_chance_outcomes
 
     @property
     def batch_size(self) -> int:
@@ -186,10 +212,13 @@ class Tree:
         the root, in the tree's `value_range`."""
         root = jnp.full((self.batch_size,), ROOT_INDEX, jnp.int32)
         stats = children_stats(self, root)
-        visit_counts = slots_to_actions(self, root, stats.visits, 0)
-        qvalues = slots_to_actions(
-            self, root, jnp.where(stats.visits > 0,
-                                  to_user_scale(stats.qvalues, self.value_range), 0.0), 0.0)
+
+        def in_actions(per_slot, fill):  # [B, A]: a stochastic root's decisions only
+            return slots_to_actions(self, root, per_slot, fill)[:, :self.num_decisions]
+
+        visit_counts = in_actions(stats.visits, 0)
+        qvalues = in_actions(jnp.where(stats.visits > 0,
+                                       to_user_scale(stats.qvalues, self.value_range), 0.0), 0.0)
         total = jnp.sum(visit_counts, axis=-1, keepdims=True)
         visit_probs = visit_counts / jnp.maximum(total, 1)
         value = self.value_sums[:, ROOT_INDEX] / jnp.maximum(
@@ -202,8 +231,8 @@ class Tree:
             visit_probs=visit_probs.astype(jnp.float32),
             qvalues=qvalues,
             value=to_user_scale(value, self.value_range),
-            proven=slots_to_actions(self, root, stats.solved, False),
-            proven_qvalues=slots_to_actions(self, root, proven_qvalues, 0.0),
+            proven=in_actions(stats.solved, False),
+            proven_qvalues=in_actions(proven_qvalues, 0.0),
             root_proven=root_solved,
             root_proven_value=jnp.where(
                 root_solved,

@@ -69,7 +69,8 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
                                options.value_range, max_children=options.max_children,
                                slot_key=phases.slot_key(rng_key),
                                replay_embeddings=options.replay_embeddings)
-    fresh = fresh.replace(extra_data=extra_data)
+    fresh = fresh.replace(extra_data=extra_data,
+                          num_chance_outcomes=options.num_chance_outcomes)
     if tree is None:
         return fresh
     root_index = jnp.zeros((batch_size,), jnp.int32)

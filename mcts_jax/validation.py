@@ -170,12 +170,15 @@ def check_search_args(num_simulations: Any, max_nodes: Optional[Any], max_depth:
         if isinstance(max_depth, bool) or not isinstance(max_depth, (int, np.integer)) \
                 or max_depth < 1:
             raise ValueError(f"max_depth must be None or an int >= 1, got {max_depth!r}")
+    if value_range is None:  # unbounded returns (scores), used as they are
+        return int(max_nodes)
     try:
         as_floats = tuple(float(v) for v in value_range)
     except (TypeError, ValueError):
         as_floats = None
     if as_floats not in VALUE_RANGES:
-        raise ValueError(f"value_range must be one of {VALUE_RANGES}, got {value_range!r}")
+        raise ValueError(f"value_range must be one of {VALUE_RANGES} or None (unbounded "
+                         f"returns such as game scores), got {value_range!r}")
     return int(max_nodes)
 
 
@@ -227,7 +230,8 @@ def check_tree(tree: Any, root: base.RootFnOutput, batch_size: int, num_actions:
     if tree.max_nodes != max_nodes:
         raise ValueError(f"tree has max_nodes={tree.max_nodes} but max_nodes={max_nodes} was "
                          f"asked for; a continued tree keeps its capacity")
-    if tuple(tree.value_range) != tuple(value_range):
+    as_tuple = lambda r: None if r is None else tuple(r)  # noqa: E731
+    if as_tuple(tree.value_range) != as_tuple(value_range):
         raise ValueError(f"tree was built with value_range={tree.value_range}, not "
                          f"{value_range}")
     if tree.max_children != max_children:
