@@ -35,8 +35,8 @@ from mcts_jax import stochastic
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
 from mcts_jax.options import SearchOptions, Static, make_options
-from mcts_jax.policies import (gumbel_policy, puct_rule, resolve_qtransform, run_policy,
-                               static_number)
+from mcts_jax.policies import (gumbel_policy, play_proven, puct_rule, resolve_qtransform,
+                               run_policy, static_number)
 from mcts_jax.qtransforms import (qtransform_by_parent_and_siblings,
                                   qtransform_completed_by_mix_value)
 from mcts_jax.tree_search import search_body
@@ -236,6 +236,9 @@ def stochastic_body(params, rng_key, root, invalid_actions, temperature, tree, e
     logits = (logits - jnp.max(logits, axis=-1, keepdims=True)) / jnp.maximum(
         jnp.finfo(jnp.float32).tiny, temperature)
     action = jax.random.categorical(rng_key, logits).astype(jnp.int32)
+    if options.solver:  # a proven root plays a move realising its exact value
+        root_index = jnp.zeros((tree.batch_size,), jnp.int32)
+        action = play_proven(tree, tree_lib.children_stats(tree, root_index), action)
     return base.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
 
 
@@ -287,7 +290,8 @@ def stochastic_muzero_policy(params: base.Params, rng_key: chex.PRNGKey,
     (compact layout: K must hold the legal decisions and the possible
     outcomes, else the least likely are dropped), `tree`, `value_range`
     (None for unbounded returns such as 2048's scores), `solver` (needs
-    `stop_at_terminal=True`; chance nodes are proven by expectimax),
+    `stop_at_terminal=True`; chance nodes are proven by expectimax, and a
+    proven root plays a move realising its exact value),
     `replay_embeddings`, `simulations_per_step`, `steering` and `checks` as
     in `uct_policy`. With checks="host" and concrete inputs, one decision per
     root is probed so that chance logits that are NaN or all impossible are

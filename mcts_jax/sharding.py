@@ -327,12 +327,14 @@ def policy_function(policy: Union[str, Callable]) -> Callable:
     "muzero", "gumbel_muzero") or any function with the policies' signature
     `(params, rng_key, root, recurrent_fn, num_simulations, *, invalid_actions,
     tree, **options) -> PolicyOutput` (a built-in, `mcts_jax.rule_policy(...)`,
-    or the user's own)."""
+    or the user's own). "stochastic_muzero" takes the pair
+    `(decision_recurrent_fn, chance_recurrent_fn)` as its `recurrent_fn`."""
     import mcts_jax  # the policies import this package; resolve at call time
 
     named = {"uct": mcts_jax.uct_policy, "alphazero": mcts_jax.alphazero_policy,
              "gumbel": mcts_jax.gumbel_policy, "muzero": mcts_jax.muzero_policy,
-             "gumbel_muzero": mcts_jax.gumbel_muzero_policy}
+             "gumbel_muzero": mcts_jax.gumbel_muzero_policy,
+             "stochastic_muzero": stochastic_muzero}
     if isinstance(policy, str):
         if policy not in named:
             raise ValueError(f"policy must be one of {tuple(named)} or a policy function, "
@@ -342,6 +344,19 @@ def policy_function(policy: Union[str, Callable]) -> Callable:
         raise TypeError(f"policy must be a policy function or one of {tuple(named)}, got "
                         f"{type(policy).__name__}")
     return policy
+
+
+def stochastic_muzero(params, rng_key, root, recurrent_fns, num_simulations, **options):
+    """`mcts_jax.stochastic_muzero_policy` in the policies' signature: the
+    pair `(decision_recurrent_fn, chance_recurrent_fn)` as `recurrent_fns`."""
+    import mcts_jax
+
+    if not (isinstance(recurrent_fns, tuple) and len(recurrent_fns) == 2):
+        raise TypeError("policy 'stochastic_muzero' takes recurrent_fn = (decision_recurrent_fn, "
+                        f"chance_recurrent_fn), got {type(recurrent_fns).__name__}")
+    decision_fn, chance_fn = recurrent_fns
+    return mcts_jax.stochastic_muzero_policy(params, rng_key, root, decision_fn, chance_fn,
+                                             num_simulations, **options)
 
 
 SEARCH_MODES = ("exact", "local")

@@ -25,6 +25,7 @@ import numpy as np
 import custom_rules
 import mcts_jax
 from mcts_jax import sharding, synthetic
+from mcts_jax.chance_trees import ChanceTree
 from mcts_jax.training import checkpoint as checkpoint_lib
 from mcts_jax.training import config as config_lib
 from mcts_jax.training import loop
@@ -90,6 +91,34 @@ def check_search(mesh, policy, **options):
     assert not different, f"{policy}: continued sharded search differs in {different}"
     kept = np.asarray(single_tree.node_visits)[:, 0]
     assert (kept > 0).any(), "the subtrees kept no visits: reuse not exercised"
+
+
+def check_stochastic(mesh):
+    """Chance nodes: the sharded stochastic search equals the one-device one
+    bit for bit, and so do the subtree below the realised outcome and the
+    search continued on it."""
+    game = ChanceTree(depth=3, branching=3, outcomes=4)
+    root = game.root(synthetic.random_root_codes(4, BATCH))
+    functions = (game.decision_recurrent_fn, game.chance_recurrent_fn)
+    key = jax.random.key(3)
+    options = dict(max_children=5, dirichlet_fraction=0.25)
+    single = sharding.stochastic_muzero(None, key, root, functions, SIMULATIONS, **options)
+    split = sharding.search(mesh, "stochastic_muzero", None, key, root, functions, SIMULATIONS,
+                            **options)
+    assert_split(split, 8, BATCH)
+    different = leaves_equal(single, split)
+    assert not different, f"stochastic: sharded search differs in {different}"
+    outcome = jnp.zeros((BATCH,), jnp.int32)
+    single_tree = mcts_jax.stochastic_subtree(single.search_tree, single.action, outcome)
+    split_tree = sharding.rowwise(mcts_jax.stochastic_subtree, mesh)(
+        split.search_tree, split.action, outcome)
+    assert not leaves_equal(single_tree, split_tree), "stochastic_subtree differs"
+    single2 = sharding.stochastic_muzero(None, key, root, functions, SIMULATIONS,
+                                         tree=single_tree, **options)
+    split2 = sharding.search(mesh, "stochastic_muzero", None, key, root, functions,
+                             SIMULATIONS, tree=split_tree, **options)
+    different = leaves_equal(single2, split2)
+    assert not different, f"stochastic: continued sharded search differs in {different}"
 
 
 def check_local_mode(mesh):
@@ -250,6 +279,7 @@ def main(out_path: str) -> int:
         # Several paths per step: B x P leaves per call, split along B.
         ("search_parallel_paths_reuse",
          lambda: check_search(mesh, "uct", simulations_per_step=4, reuse=True)),
+        ("search_stochastic_compact_reuse", lambda: check_stochastic(mesh)),
         ("training", lambda: check_training(tempfile.mkdtemp(prefix="sharding_checks_"))),
     ]
     only = os.environ.get("SHARDING_CHECKS")

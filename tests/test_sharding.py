@@ -25,7 +25,8 @@ from subprocess_env import compiled_like_this_process, pythonpath_with_repo
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPECTED = ["errors", "search_uct", "search_alphazero", "search_gumbel_compact_reuse",
             "search_custom_rule_reuse", "search_custom_qtransform_compact",
-            "search_parallel_paths_reuse", "search_local_mode", "training"]
+            "search_parallel_paths_reuse", "search_stochastic_compact_reuse",
+            "search_local_mode", "training"]
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,265 @@
+"""Chance nodes: stochastic_muzero_policy against mctx on identical inputs,
+against exact expectimax (ChanceTree), and through the tree options."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mcts_jax
+from mcts_jax.chance_trees import ChanceTree, _finalise
+from mcts_jax.synthetic import random_root_codes
+
+mctx = pytest.importorskip("mctx")
+
+SIMULATIONS = 48
+
+
+@functools.lru_cache(maxsize=None)
+def informed(tree: ChanceTree, library: str):
+    """ChanceTree's functions with hashed (non-uniform) action priors and
+    values, returning `library`'s output types: identical numbers for both."""
+    lib = mctx if library == "mctx" else mcts_jax
+
+    def logits_and_value(code):
+        h = _finalise(code ^ jnp.uint32(0xABCDEF), jnp)
+        shifts = jnp.arange(tree.branching, dtype=jnp.uint32) * 3
+        logits = ((h[:, None] >> shifts) & jnp.uint32(7)).astype(jnp.float32) / 3.0
+        value = ((h >> 20) & jnp.uint32(255)).astype(jnp.float32) / 255.0 - 0.5
+        return logits, value
+
+    def decide(params, key, action, state):
+        output, afterstate = tree.decision_recurrent_fn(params, key, action, state)
+        _, value = logits_and_value(afterstate["code"] ^ jnp.uint32(77))
+        return lib.DecisionRecurrentFnOutput(chance_logits=output.chance_logits,
+                                             afterstate_value=value), afterstate
+
+    def chance(params, key, outcome, afterstate):
+        output, state = tree.chance_recurrent_fn(params, key, outcome, afterstate)
+        logits, value = logits_and_value(state["code"])
+        return lib.ChanceRecurrentFnOutput(action_logits=logits, value=value,
+                                           reward=output.reward,
+                                           discount=output.discount), state
+
+    return decide, chance
+
+
+def informed_root(tree: ChanceTree, codes, library: str):
+    root = tree.root(codes)
+    h = _finalise(root.embedding["code"] ^ jnp.uint32(0xABCDEF), jnp)
+    shifts = jnp.arange(tree.branching, dtype=jnp.uint32) * 3
+    logits = ((h[:, None] >> shifts) & jnp.uint32(7)).astype(jnp.float32) / 3.0
+    cls = mctx.RootFnOutput if library == "mctx" else mcts_jax.RootFnOutput
+    return cls(prior_logits=logits, value=jnp.zeros_like(root.value), embedding=root.embedding)
+
+
+def run(library, tree, codes, key, num_simulations=SIMULATIONS, **kwargs):
+    lib = mctx if library == "mctx" else mcts_jax
+    decide, chance = informed(tree, library)
+    root = informed_root(tree, codes, library)
+    return lib.stochastic_muzero_policy(None, key, root, decide, chance, num_simulations,
+                                        **kwargs)
+
+
+@pytest.mark.parametrize("tree", [
+    ChanceTree(depth=3, branching=3, outcomes=4),
+    ChanceTree(depth=3, branching=4, outcomes=6, two_player=False, distinct_afterstate=True),
+], ids=["two-player", "one-player-distinct-afterstate"])
+def test_matches_mctx_stochastic_muzero_policy(tree):
+    """Same root visit counts on >= 95% of rows; where they agree, the whole
+    tree (every node's visits and value, the children) agrees too."""
+    codes = random_root_codes(tree.outcomes, 64)
+    key = jax.random.key(tree.branching)
+    ours = run("ours", tree, codes, key)
+    theirs = jax.jit(lambda k: run("mctx", tree, codes, k))(key)
+    our_visits = np.asarray(ours.search_tree.summary().visit_counts)
+    their_visits = np.asarray(theirs.search_tree.summary().visit_counts)
+    same_root = (our_visits == their_visits).all(-1)
+    print("identical root visits:", same_root.mean())
+    assert same_root.mean() >= 0.95
+    np.testing.assert_array_equal(np.asarray(ours.action)[same_root],
+                                  np.asarray(theirs.action)[same_root])
+    np.testing.assert_allclose(np.asarray(ours.action_weights)[same_root],
+                               np.asarray(theirs.action_weights)[same_root], atol=1e-6)
+    our_tree, their_tree = ours.search_tree, theirs.search_tree
+    same_nodes = (np.asarray(our_tree.node_visits) == np.asarray(their_tree.node_visits)).all(-1)
+    assert same_nodes.mean() >= 0.95
+    np.testing.assert_allclose(np.asarray(our_tree.node_values)[same_nodes],
+                               np.asarray(their_tree.node_values)[same_nodes], atol=1e-5)
+    # mctx's tree is cut to the A decisions; ours holds A + C edge ids.
+    our_children = np.asarray(our_tree.children_index)[..., :tree.branching]
+    np.testing.assert_array_equal(our_children[same_nodes],
+                                  np.asarray(their_tree.children_index)[same_nodes])
+    assert our_tree.num_chance_outcomes == tree.outcomes
+
+
+@pytest.mark.parametrize("two_player", [True, False])
+def test_solver_proves_exact_expectimax(two_player):
+    """Every root of a small chance tree is proven at its exact expectimax
+    value (float64 brute force), and the move played keeps that value."""
+    tree = ChanceTree(depth=2, branching=3, outcomes=3, two_player=two_player)
+    codes = random_root_codes(7, 32)
+    out = mcts_jax.stochastic_muzero_policy(
+        None, jax.random.key(0), tree.root(codes), tree.decision_recurrent_fn,
+        tree.chance_recurrent_fn, 200, dirichlet_fraction=0.0, stop_at_terminal=True,
+        solver=True, temperature=0.0)
+    summary = out.search_tree.summary()
+    assert np.asarray(summary.root_proven).all()
+    np.testing.assert_allclose(np.asarray(summary.root_proven_value), tree.root_value(codes),
+                               atol=1e-5)
+    values = tree.root_action_values(codes)
+    proven_q = np.asarray(summary.proven_qvalues)
+    np.testing.assert_allclose(proven_q, values, atol=1e-5)
+    assert tree.optimal_actions(codes)[np.arange(len(codes)), np.asarray(out.action)].all()
+
+
+def test_search_value_converges_to_expectimax():
+    """Without the solver, the root's mean value approaches the exact value
+    and the most visited move is optimal (the chance rule keeps each
+    outcome's share of visits at its probability)."""
+    tree = ChanceTree(depth=2, branching=3, outcomes=3)
+    codes = random_root_codes(11, 32)
+    exact = tree.root_value(codes)
+    errors = []
+    for num_simulations in (100, 1500):
+        out = mcts_jax.stochastic_muzero_policy(
+            None, jax.random.key(1), tree.root(codes), tree.decision_recurrent_fn,
+            tree.chance_recurrent_fn, num_simulations, dirichlet_fraction=0.0,
+            stop_at_terminal=True)
+        summary = out.search_tree.summary()
+        errors.append(np.abs(np.asarray(summary.value) - exact).mean())
+    print("mean |value - expectimax| at 100, 1500 simulations:", errors)
+    assert errors[1] < errors[0] and errors[1] < 0.02
+    chosen = np.asarray(summary.visit_counts).argmax(-1)
+    assert tree.optimal_actions(codes)[np.arange(len(codes)), chosen].mean() >= 0.9
+
+
+def test_chance_visits_follow_probabilities():
+    """At every chance node the visits are what the greedy rule "the outcome
+    whose visits lag its probability most" gives: each visited outcome i
+    satisfies p_i / n_i >= p_j / (n_j + 1) for every j (D'Hondt's
+    apportionment), impossible outcomes are never visited, and each outcome
+    gets at least floor(p_i * total) visits."""
+    tree = ChanceTree(depth=1, branching=2, outcomes=6, two_player=False)
+    codes = random_root_codes(3, 8)
+    out = mcts_jax.stochastic_muzero_policy(
+        None, jax.random.key(0), tree.root(codes), tree.decision_recurrent_fn,
+        tree.chance_recurrent_fn, 120, dirichlet_fraction=0.0, stop_at_terminal=True)
+    search = out.search_tree
+    num_actions = search.num_decisions
+    checked = 0
+    for row in range(len(codes)):
+        for action in range(num_actions):
+            node = int(search.children[row, 0, action])
+            if node < 0:
+                continue
+            assert bool(mcts_jax.is_chance_node(search, jnp.full((8,), node))[row])
+            visits = np.asarray(search.children_visits[row, node, num_actions:])
+            probs = np.asarray(jax.nn.softmax(search.children_prior_logits[row, node,
+                                                                           num_actions:]))
+            total = visits.sum()
+            visited = visits > 0
+            last_share = probs[visited][:, None] / visits[visited][:, None]
+            assert np.all(last_share >= probs[None, :] / (visits[None, :] + 1) - 1e-6)
+            assert np.all(visits >= np.floor(probs * total - 1e-4))
+            assert np.all(visits[probs == 0] == 0)
+            checked += total
+    assert checked > 400
+
+
+def test_layouts_paths_and_reuse_agree():
+    """Compact slots and replayed embeddings give the dense tree's visits;
+    several paths per step keep the counts consistent; a reused subtree
+    below the realised outcome keeps its statistics and the search goes on."""
+    tree = ChanceTree(depth=3, branching=3, outcomes=4)
+    codes = random_root_codes(5, 16)
+    common = dict(dirichlet_fraction=0.0, temperature=0.0)
+    dense = run("ours", tree, codes, jax.random.key(2), **common)
+    visits = np.asarray(dense.search_tree.summary().visit_counts)
+    compact = run("ours", tree, codes, jax.random.key(2), max_children=4, **common)
+    np.testing.assert_array_equal(np.asarray(compact.search_tree.summary().visit_counts),
+                                  visits)
+    replayed = run("ours", tree, codes, jax.random.key(2), replay_embeddings=True, **common)
+    np.testing.assert_array_equal(np.asarray(replayed.search_tree.summary().visit_counts),
+                                  visits)
+    paths = run("ours", tree, codes, jax.random.key(2), simulations_per_step=4, **common)
+    search = paths.search_tree
+    assert (np.asarray(search.summary().visit_counts).sum(-1) == SIMULATIONS).all()
+    assert (np.asarray(search.node_visits[:, 0]) == SIMULATIONS + 1).all()
+
+    action = dense.action
+    afterstate = dense.search_tree.children[jnp.arange(16), 0, action].astype(jnp.int32)
+    outcome_visits = dense.search_tree.children_visits[jnp.arange(16), afterstate,
+                                                       tree.branching:]
+    outcome = jnp.argmax(outcome_visits, axis=-1).astype(jnp.int32)
+    expected = np.asarray(outcome_visits.max(-1)) + 0
+    subtree = mcts_jax.stochastic_subtree(dense.search_tree, action, outcome)
+    np.testing.assert_array_equal(np.asarray(subtree.node_visits[:, 0]), expected)
+    assert not bool(mcts_jax.is_chance_node(subtree, jnp.zeros((16,), jnp.int32)).any())
+    # Continue from the realised states (the reused root keeps its statistics).
+    decide, chance = informed(tree, "ours")
+    root_state = jax.tree.map(lambda x: x[:, 0], subtree.embeddings.state)
+    root = informed_root(tree, codes, "ours").replace(embedding=root_state)
+    more = mcts_jax.stochastic_muzero_policy(None, jax.random.key(9), root, decide, chance, 16,
+                                             tree=subtree, **common)
+    np.testing.assert_array_equal(np.asarray(more.search_tree.node_visits[:, 0]),
+                                  expected + 16)
+
+
+def test_unbounded_returns():
+    """value_range=None: returns in the hundreds are used as they are; the
+    solver proves the exact expectimax value of a scaled single-player tree."""
+    tree = ChanceTree(depth=2, branching=3, outcomes=3, two_player=False)
+    codes = random_root_codes(13, 16)
+    scale = 1000.0
+
+    def decide(params, key, action, state):
+        return tree.decision_recurrent_fn(params, key, action, state)
+
+    def chance(params, key, outcome, afterstate):
+        output, state = tree.chance_recurrent_fn(params, key, outcome, afterstate)
+        return output.replace(reward=output.reward * scale), state
+
+    out = mcts_jax.stochastic_muzero_policy(
+        None, jax.random.key(0), tree.root(codes), decide, chance, 200, dirichlet_fraction=0.0,
+        stop_at_terminal=True, solver=True, value_range=None, temperature=0.0)
+    summary = out.search_tree.summary()
+    assert np.asarray(summary.root_proven).all()
+    np.testing.assert_allclose(np.asarray(summary.root_proven_value),
+                               scale * tree.root_value(codes), rtol=1e-5, atol=1e-3)
+    assert tree.optimal_actions(codes)[np.arange(16), np.asarray(out.action)].all()
+
+
+def test_bad_inputs_get_clear_errors():
+    tree = ChanceTree(depth=2, branching=3, outcomes=3)
+    codes = random_root_codes(0, 4)
+    root = tree.root(codes)
+    policy = functools.partial(mcts_jax.stochastic_muzero_policy, None, jax.random.key(0), root)
+    with pytest.raises(TypeError, match="chance_recurrent_fn must be callable"):
+        policy(tree.decision_recurrent_fn, None, 8)
+
+    def wrong_shape(params, key, action, state):
+        output, afterstate = tree.decision_recurrent_fn(params, key, action, state)
+        return output.replace(chance_logits=output.chance_logits[:, None, :]), afterstate
+
+    with pytest.raises(ValueError, match=r"chance_logits of shape \(4, 1, 3\)"):
+        policy(wrong_shape, tree.chance_recurrent_fn, 8)
+
+    def no_outcome(params, key, action, state):
+        output, afterstate = tree.decision_recurrent_fn(params, key, action, state)
+        return output.replace(chance_logits=jnp.full_like(output.chance_logits, -jnp.inf)), \
+            afterstate
+
+    with pytest.raises(ValueError, match="chance_logits that are all -inf"):
+        policy(no_outcome, tree.chance_recurrent_fn, 8)
+
+    def wrong_actions(params, key, outcome, afterstate):
+        output, state = tree.chance_recurrent_fn(params, key, outcome, afterstate)
+        return output.replace(action_logits=output.action_logits[:, :2]), state
+
+    with pytest.raises(ValueError, match=r"action_logits of shape \(4, 2\)"):
+        policy(tree.decision_recurrent_fn, wrong_actions, 8)
+    with pytest.raises(ValueError, match="value_range"):
+        policy(tree.decision_recurrent_fn, tree.chance_recurrent_fn, 8, value_range=(0, 10))
