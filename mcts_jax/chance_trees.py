@@ -25,7 +25,8 @@ the best of its decisions (expectimax; negamax-style for two players).
 The search sees: state and afterstate embeddings `{"code": uint32 [B],
 "depth": int32 [B]}` (one layout; `distinct_afterstate=True` adds an
 "action" leaf to the afterstate, to exercise trees that store both), value
-0, uniform action priors, afterstate value 0. Steps past the end (mctx
+0, uniform action priors, afterstate value 0 (`informed=True`: priors and
+values hashed from the codes, see `guesses`). Steps past the end (mctx
 expands below terminals) give reward 0, discount 0 and the same state.
 """
 
@@ -66,6 +67,9 @@ class ChanceTree:
     outcomes: C, chance outcomes per afterstate (>= 1; some impossible).
     two_player: the players alternate (discount -1) or one player (1).
     distinct_afterstate: the afterstate embedding gets an extra leaf.
+    informed: action priors and state / afterstate values hashed from the
+      codes (not uniform and 0), like a network's guesses: fewer ties, for
+      comparing libraries on identical inputs. The exact values are the same.
     """
 
     depth: int
@@ -73,15 +77,13 @@ class ChanceTree:
     outcomes: int
     two_player: bool = True
     distinct_afterstate: bool = False
+    informed: bool = False
 
     def __post_init__(self):
         for name, low in (("depth", 1), ("branching", 2), ("outcomes", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
                 raise ValueError(f"ChanceTree {name} must be an int >= {low}, got {value!r}")
-        if (self.branching * self.outcomes) ** self.depth > MAX_PATHS_PER_ROOT:
-            raise ValueError(f"ChanceTree (branching * outcomes) ** depth must be <= "
-                             f"{MAX_PATHS_PER_ROOT} for exact values")
 
     @property
     def num_actions(self) -> int:
@@ -111,6 +113,10 @@ class ChanceTree:
     def root_action_values(self, root_codes) -> np.ndarray:
         """[R, branching] float64: the exact expectimax value of each root
         action for the player to move at the root (the search's scale)."""
+        if (self.branching * self.outcomes) ** self.depth > MAX_PATHS_PER_ROOT:
+            raise ValueError(f"exact values need (branching * outcomes) ** depth <= "
+                             f"{MAX_PATHS_PER_ROOT}, got ({self.branching} * {self.outcomes}) "
+                             f"** {self.depth}")
         codes = np.asarray(root_codes, dtype=np.uint64).astype(np.uint32).reshape(-1)
         with np.errstate(over="ignore"):
             return self._action_values(codes[:, None], 0).reshape(len(codes), self.branching)
@@ -140,12 +146,25 @@ class ChanceTree:
         return values >= values.max(axis=-1, keepdims=True) - tolerance
 
     # ---- the search contract ----------------------------------------------
+    def guesses(self, code):
+        """(action logits [B, branching], value [B]) at codes [B]: uniform and
+        0, or with `informed` hashed from the code (values in [-0.5, 0.5])."""
+        batch = code.shape[0]
+        if not self.informed:
+            return (jnp.zeros((batch, self.branching), jnp.float32),
+                    jnp.zeros((batch,), jnp.float32))
+        h = _finalise(code ^ jnp.uint32(0xABCDEF), jnp)
+        shifts = jnp.arange(self.branching, dtype=jnp.uint32) * 3 % 29
+        logits = ((h[:, None] >> shifts) & jnp.uint32(7)).astype(jnp.float32) / 3.0
+        value = ((h >> 20) & jnp.uint32(255)).astype(jnp.float32) / 255.0 - 0.5
+        return logits, value
+
     def root(self, root_codes) -> RootFnOutput:
-        """RootFnOutput for roots [R]: uniform priors, value 0."""
+        """RootFnOutput for roots [R] (`guesses` for priors, value 0)."""
         code = jnp.asarray(np.asarray(root_codes, dtype=np.uint64).astype(np.uint32))
         batch = code.shape[0]
-        return RootFnOutput(prior_logits=jnp.zeros((batch, self.branching), jnp.float32),
-                            value=jnp.zeros((batch,), jnp.float32),
+        logits, _ = self.guesses(code)
+        return RootFnOutput(prior_logits=logits, value=jnp.zeros((batch,), jnp.float32),
                             embedding={"code": code, "depth": jnp.zeros((batch,), jnp.int32)})
 
     @property
@@ -169,9 +188,8 @@ class ChanceTree:
         if self.distinct_afterstate:
             afterstate["action"] = action.astype(jnp.int32)
         _, logits, _ = self._outcomes(afterstate["code"], jnp)
-        batch = code.shape[0]
-        output = DecisionRecurrentFnOutput(chance_logits=logits,
-                                           afterstate_value=jnp.zeros((batch,), jnp.float32))
+        _, value = self.guesses(afterstate["code"] ^ jnp.uint32(77))
+        output = DecisionRecurrentFnOutput(chance_logits=logits, afterstate_value=value)
         return output, afterstate
 
     def _chance(self, params, rng_key, outcome, afterstate):
@@ -183,13 +201,11 @@ class ChanceTree:
         increment = increments[rows, outcome]
         reward = jnp.where(playing, increment.astype(jnp.float32) / self.reward_scale, 0.0)
         discount = jnp.where(playing & (depth + 1 < self.depth), self.discount, 0.0)
-        batch = code.shape[0]
-        output = ChanceRecurrentFnOutput(
-            action_logits=jnp.zeros((batch, self.branching), jnp.float32),
-            value=jnp.zeros((batch,), jnp.float32), reward=reward,
-            discount=discount.astype(jnp.float32))
         state = {"code": jnp.where(playing, next_codes[rows, outcome], code),
                  "depth": jnp.where(playing, depth + 1, depth)}
+        logits, value = self.guesses(state["code"])
+        output = ChanceRecurrentFnOutput(action_logits=logits, value=value, reward=reward,
+                                         discount=discount.astype(jnp.float32))
         return output, state
 
 

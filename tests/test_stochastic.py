@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mcts_jax
-from mcts_jax.chance_trees import ChanceTree, _finalise
+from mcts_jax.chance_trees import ChanceTree
 from mcts_jax.synthetic import random_root_codes
 
 mctx = pytest.importorskip("mctx")
@@ -17,55 +17,39 @@ mctx = pytest.importorskip("mctx")
 SIMULATIONS = 48
 
 
-@functools.lru_cache(maxsize=None)
-def informed(tree: ChanceTree, library: str):
-    """ChanceTree's functions with hashed (non-uniform) action priors and
-    values, returning `library`'s output types: identical numbers for both."""
-    lib = mctx if library == "mctx" else mcts_jax
-
-    def logits_and_value(code):
-        h = _finalise(code ^ jnp.uint32(0xABCDEF), jnp)
-        shifts = jnp.arange(tree.branching, dtype=jnp.uint32) * 3
-        logits = ((h[:, None] >> shifts) & jnp.uint32(7)).astype(jnp.float32) / 3.0
-        value = ((h >> 20) & jnp.uint32(255)).astype(jnp.float32) / 255.0 - 0.5
-        return logits, value
-
+def mctx_functions(tree: ChanceTree):
+    """The tree's functions returning mctx's own output types (same numbers)."""
     def decide(params, key, action, state):
         output, afterstate = tree.decision_recurrent_fn(params, key, action, state)
-        _, value = logits_and_value(afterstate["code"] ^ jnp.uint32(77))
-        return lib.DecisionRecurrentFnOutput(chance_logits=output.chance_logits,
-                                             afterstate_value=value), afterstate
+        return mctx.DecisionRecurrentFnOutput(chance_logits=output.chance_logits,
+                                              afterstate_value=output.afterstate_value), \
+            afterstate
 
     def chance(params, key, outcome, afterstate):
         output, state = tree.chance_recurrent_fn(params, key, outcome, afterstate)
-        logits, value = logits_and_value(state["code"])
-        return lib.ChanceRecurrentFnOutput(action_logits=logits, value=value,
-                                           reward=output.reward,
-                                           discount=output.discount), state
+        return mctx.ChanceRecurrentFnOutput(action_logits=output.action_logits,
+                                            value=output.value, reward=output.reward,
+                                            discount=output.discount), state
 
     return decide, chance
 
 
-def informed_root(tree: ChanceTree, codes, library: str):
-    root = tree.root(codes)
-    h = _finalise(root.embedding["code"] ^ jnp.uint32(0xABCDEF), jnp)
-    shifts = jnp.arange(tree.branching, dtype=jnp.uint32) * 3
-    logits = ((h[:, None] >> shifts) & jnp.uint32(7)).astype(jnp.float32) / 3.0
-    cls = mctx.RootFnOutput if library == "mctx" else mcts_jax.RootFnOutput
-    return cls(prior_logits=logits, value=jnp.zeros_like(root.value), embedding=root.embedding)
-
-
 def run(library, tree, codes, key, num_simulations=SIMULATIONS, **kwargs):
-    lib = mctx if library == "mctx" else mcts_jax
-    decide, chance = informed(tree, library)
-    root = informed_root(tree, codes, library)
-    return lib.stochastic_muzero_policy(None, key, root, decide, chance, num_simulations,
-                                        **kwargs)
+    root = tree.root(codes)
+    if library == "mctx":
+        decide, chance = mctx_functions(tree)
+        root = mctx.RootFnOutput(prior_logits=root.prior_logits, value=root.value,
+                                 embedding=root.embedding)
+        return mctx.stochastic_muzero_policy(None, key, root, decide, chance, num_simulations,
+                                             **kwargs)
+    return mcts_jax.stochastic_muzero_policy(None, key, root, tree.decision_recurrent_fn,
+                                             tree.chance_recurrent_fn, num_simulations, **kwargs)
 
 
 @pytest.mark.parametrize("tree", [
-    ChanceTree(depth=3, branching=3, outcomes=4),
-    ChanceTree(depth=3, branching=4, outcomes=6, two_player=False, distinct_afterstate=True),
+    ChanceTree(depth=3, branching=3, outcomes=4, informed=True),
+    ChanceTree(depth=3, branching=4, outcomes=6, two_player=False, distinct_afterstate=True,
+               informed=True),
 ], ids=["two-player", "one-player-distinct-afterstate"])
 def test_matches_mctx_stochastic_muzero_policy(tree):
     """Same root visit counts on >= 95% of rows; where they agree, the whole
@@ -173,7 +157,7 @@ def test_layouts_paths_and_reuse_agree():
     """Compact slots and replayed embeddings give the dense tree's visits;
     several paths per step keep the counts consistent; a reused subtree
     below the realised outcome keeps its statistics and the search goes on."""
-    tree = ChanceTree(depth=3, branching=3, outcomes=4)
+    tree = ChanceTree(depth=3, branching=3, outcomes=4, informed=True)
     codes = random_root_codes(5, 16)
     common = dict(dirichlet_fraction=0.0, temperature=0.0)
     dense = run("ours", tree, codes, jax.random.key(2), **common)
@@ -199,11 +183,12 @@ def test_layouts_paths_and_reuse_agree():
     np.testing.assert_array_equal(np.asarray(subtree.node_visits[:, 0]), expected)
     assert not bool(mcts_jax.is_chance_node(subtree, jnp.zeros((16,), jnp.int32)).any())
     # Continue from the realised states (the reused root keeps its statistics).
-    decide, chance = informed(tree, "ours")
     root_state = jax.tree.map(lambda x: x[:, 0], subtree.embeddings.state)
-    root = informed_root(tree, codes, "ours").replace(embedding=root_state)
-    more = mcts_jax.stochastic_muzero_policy(None, jax.random.key(9), root, decide, chance, 16,
-                                             tree=subtree, **common)
+    root = tree.root(codes).replace(embedding=root_state)
+    more = mcts_jax.stochastic_muzero_policy(None, jax.random.key(9), root,
+                                             tree.decision_recurrent_fn,
+                                             tree.chance_recurrent_fn, 16, tree=subtree,
+                                             **common)
     np.testing.assert_array_equal(np.asarray(more.search_tree.node_visits[:, 0]),
                                   expected + 16)
 
