@@ -248,3 +248,35 @@ def test_bad_inputs_get_clear_errors():
         policy(tree.decision_recurrent_fn, wrong_actions, 8)
     with pytest.raises(ValueError, match="value_range"):
         policy(tree.decision_recurrent_fn, tree.chance_recurrent_fn, 8, value_range=(0, 10))
+
+
+@pytest.mark.parametrize("policy", ["uct", "alphazero", "gumbel"])
+def test_every_policy_is_scale_free_on_unbounded_returns(policy):
+    """value_range=None: multiplying every reward and value by 500 (a game
+    score) leaves the search unchanged (Q is min-max normalised), where the
+    bounded scale would saturate."""
+    from mcts_jax.synthetic import HashedProblem
+
+    problem = HashedProblem(num_actions=5, illegal_eighths=1, terminal_sixteenths=2)
+    root, invalid = problem.root(random_root_codes(21, 64))
+
+    def scaled(params, key, action, embedding):
+        output, embedding = problem.recurrent_fn(params, key, action, embedding)
+        return output.replace(reward=500.0 * output.reward, value=500.0 * output.value), \
+            embedding
+
+    policy_fn = {"uct": mcts_jax.uct_policy,
+                 "alphazero": functools.partial(mcts_jax.alphazero_policy,
+                                                dirichlet_fraction=0.0),
+                 "gumbel": mcts_jax.gumbel_policy}[policy]
+    visits = []
+    for recurrent_fn, scale in ((problem.recurrent_fn, 1.0), (scaled, 500.0)):
+        out = policy_fn(None, jax.random.key(0), root.replace(value=scale * root.value),
+                        recurrent_fn, 32, invalid_actions=invalid, value_range=None)
+        visits.append(np.asarray(out.search_tree.summary().visit_counts))
+        if scale > 1:
+            values = np.asarray(out.search_tree.summary().value)
+            assert np.abs(values).max() > 5.0  # stored as given, not squashed into [-1, 1]
+    same = (visits[0] == visits[1]).all(-1).mean()
+    print(policy, "rows with equal visits at scale 1 and 500:", same)
+    assert same >= 0.95
