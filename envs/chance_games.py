@@ -14,7 +14,8 @@ chance outcome; composed, they give the state pgx's `env.step` gives for the
 key that draws that outcome (tests/test_chance_games.py checks the support
 and the frequencies against `env.step`). They are built on pgx's own step
 helpers (`pgx.play2048._slide_and_merge`, `pgx.backgammon._update_by_action`,
-`_change_turn`, ...); only the seam between the two halves is ours. The
+`_change_turn`, ...); ours are only the seam between the two halves and
+2048's board rotations, as cell permutations (pgx switches on `rot90`). The
 wrapper of pgx's `Env.step` is mirrored around them: a terminal state steps
 to itself with zero rewards, an illegal action ends the game with pgx's
 penalty (`Env._step_with_illegal_action`), a terminal state's legal mask is

@@ -4,8 +4,8 @@
   states `env.step` gives over many keys are exactly the states of the
   outcomes with probability > 0 (none other, each one seen), at the
   frequencies `chance_probabilities` gives (chi-square, fixed seed).
-- Along random games of both games (through the end), `env.step`'s next
-  state is always `apply_outcome(afterstate(s, a), o)` for an outcome o of
+- Along random games of both games (through the end, each going on from
+  the adapter's own next state), `env.step`'s next state is always `apply_outcome(afterstate(s, a), o)` for an outcome o of
   probability > 0 (board after the slide or move, reward, terminal, player,
   legal mask, observation: every field), probabilities sum to 1, the
   legal-move bound holds, lean states and afterstates step like full ones,
@@ -18,6 +18,7 @@ Backgammon states are compared with their dice sorted: pgx keeps the order
 it rolled, the adapter (low, high), the same position.
 """
 
+import dataclasses
 import functools
 
 import jax
@@ -34,6 +35,18 @@ NAMES = envs.CHANCE_GAMES
 # Random games: B games of PLIES plies (2048's random games end after 50-250
 # moves, backgammon's after 90-700 plies; finished games keep stepping).
 WALK = {"2048": (8, 260), "backgammon": (8, 320)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Constant:
+    """Uniform priors and a constant value (so terminal masking shows)."""
+
+    value: float = 0.5
+
+    def __call__(self, params, rng_key, game, states):
+        batch = states.current_player.shape[0]
+        return (jnp.zeros((batch, game.num_actions)),
+                jnp.full((batch,), self.value, jnp.float32))
 
 
 def canonical(states):
@@ -75,8 +88,9 @@ def walk(name):
     """One random walk per game, every check recorded per ply: {check: [P, B]}."""
     game = envs.make_chance_game(name)
     batch, plies = WALK[name]
-    decision_fn = game.decision_recurrent_fn(evaluators.Uniform())
-    chance_fn = game.chance_recurrent_fn(evaluators.Uniform())
+    evaluator = Constant()
+    decision_fn = game.decision_recurrent_fn(evaluator)
+    chance_fn = game.chance_recurrent_fn(evaluator)
 
     @jax.jit
     def run(key):
@@ -89,9 +103,8 @@ def walk(name):
             candidates = all_outcomes(game, after)
             matches = rows_equal(expand(following), candidates) & (probs > 0)
             outcome = jnp.argmax(matches, axis=1).astype(jnp.int32)
-            # The recurrent functions on lean embeddings (Uniform: the
-            # afterstate value is the reward): lean state -> lean afterstate
-            # -> lean next state.
+            # The recurrent functions on lean embeddings: lean state -> lean
+            # afterstate -> lean next state.
             lean = game.lean_state(states)
             mover = states.current_player
             decision, after_embedding = decision_fn(None, fn_key, actions, lean)
@@ -112,16 +125,22 @@ def walk(name):
                                      following, lead=1),
                 lean_next=rows_equal(next_embedding, game.lean_state(following), lead=1),
                 chance_logits=jnp.all(decision.chance_logits == jnp.log(probs), axis=1),
-                afterstate_value=decision.afterstate_value == reward,
+                # reward + discount * value (0 at terminal) of the next state:
+                # pgx's, or (2048, whose end depends on the tile) the sample's.
+                afterstate_value=decision.afterstate_value - reward,
+                next_value=discount * evaluator.value,
                 discount=discount,
                 reward=reward,
                 chance_discount=chance.discount == discount,
                 chance_reward=chance.reward == reward,
-                chance_value=chance.value == 0.0,
+                chance_value=chance.value == jnp.where(following.terminated, 0.0,
+                                                       evaluator.value),
                 invalid=jnp.all(chance.invalid_actions == ~following.legal_action_mask, axis=1),
                 logits_shape=jnp.full(live.shape, chance.action_logits.shape[1] == game.num_actions),
             )
-            return following, record
+            # Go on from the adapter's own next state (backgammon: dice
+            # (low, high)), so pgx steps the states a search would hold.
+            return game.apply_outcome(after, outcome), record
 
         init_key, key = jax.random.split(key)
         _, records = jax.lax.scan(body, game.init(init_key, batch), jax.random.split(key, plies))
@@ -203,11 +222,14 @@ def test_recurrent_functions_give_pgx_rewards_discounts_and_masks(name):
     game = envs.make_chance_game(name)
     record = walk(name)
     live = record["live"]
-    for check in ("chance_logits", "afterstate_value", "chance_discount", "chance_reward",
+    for check in ("chance_logits", "chance_discount", "chance_reward", "chance_value",
                   "invalid", "logits_shape"):
         assert np.all(record[check]), check
-    # Values are 0 at terminal (Uniform: 0 everywhere).
-    assert np.all(record["chance_value"])
+    after_value, next_value = record["afterstate_value"], record["next_value"]
+    if name == "backgammon":   # the end and the next player are known at the afterstate
+        np.testing.assert_array_equal(after_value, next_value)
+    else:
+        assert np.all(np.isin(after_value, (0.0, 0.5))) and np.any(after_value[live] == 0.5)
     discounts = set(np.unique(record["discount"][live]).tolist())
     assert discounts == ({-1.0, 0.0, 1.0} if name == "backgammon" else {0.0, 1.0})
     rewards = record["reward"][live]
