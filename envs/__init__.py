@@ -7,12 +7,20 @@
 
 Every game is one entry of the registry (`envs/registry.py`, docs/games.md):
 `GAMES` lists them, `spec(name)` gives an entry.
+
+pgx's stochastic games (`CHANCE_GAMES`: 2048, backgammon) are split into
+decisions and chance events for stochastic search (envs/chance_games.py):
+
+    game = envs.make_chance_game("backgammon")
+    decision_fn = game.decision_recurrent_fn(evaluators.RandomPlayouts())
+    chance_fn = game.chance_recurrent_fn(evaluators.RandomPlayouts())
 """
 
 from __future__ import annotations
 
 import functools
 
+from envs.chance_games import CHANCE_GAMES, ChanceGame, make_chance_game
 from envs.pgx_game import Evaluator, PgxGame
 from envs.registry import GAMES, GameSpec, LeanLayout, spec
 
@@ -27,4 +35,5 @@ def make(name: str) -> PgxGame:
     return PgxGame(name=game_spec.name, env=game_spec.make_env(), spec=game_spec)
 
 
-__all__ = ["GAMES", "Evaluator", "GameSpec", "LeanLayout", "PgxGame", "make", "spec"]
+__all__ = ["CHANCE_GAMES", "GAMES", "ChanceGame", "Evaluator", "GameSpec", "LeanLayout",
+           "PgxGame", "make", "make_chance_game", "spec"]

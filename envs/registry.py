@@ -407,11 +407,16 @@ _BY_NAME: Dict[str, GameSpec] = {spec.name: spec for spec in _SPECS}
 GAMES: Tuple[str, ...] = tuple(spec.name for spec in _SPECS)
 
 # pgx ids with two players that do not fit the search contract anyway, and why
-# (pgx's env does not say so itself).
+# (pgx's env does not say so itself). The stochastic games have their own
+# adapter (envs/chance_games.py, `envs.make_chance_game`); `STOCHASTIC` says
+# why `make` refuses them.
 NOT_FITTING = {
-    "backgammon": "stochastic (dice) and rewards up to 3",
     "kuhn_poker": "imperfect information (hidden cards) and rewards up to 2",
     "leduc_holdem": "imperfect information (hidden cards) and rewards in chips",
+}
+STOCHASTIC = {
+    "2048": "a 2 or 4 tile appears after each move, and 1 player",
+    "backgammon": "dice, and rewards up to 3",
 }
 GENERIC_LONGEST_GAME = 1024
 
@@ -435,6 +440,9 @@ def spec(name: str) -> GameSpec:
 def _generic_spec_checked(name: str) -> GameSpec:
     if name not in pgx.available_envs():
         raise _unknown(name, f"unknown game {name!r}")
+    if name in STOCHASTIC:
+        raise _unknown(name, f"game {name!r} is stochastic ({STOCHASTIC[name]}): build it with "
+                             f"envs.make_chance_game({name!r})")
     if name in NOT_FITTING:
         raise _unknown(name, f"game {name!r} does not fit the two-player perfect-information "
                              f"contract: {NOT_FITTING[name]}")
@@ -558,5 +566,5 @@ if __name__ == "__main__":
     print(markdown(), end="")
 
 
-__all__ = ["GAMES", "GENERIC_LONGEST_GAME", "GameSpec", "LeanLayout", "NOT_FITTING",
+__all__ = ["GAMES", "GENERIC_LONGEST_GAME", "GameSpec", "LeanLayout", "NOT_FITTING", "STOCHASTIC",
            "check_contract", "generic_spec", "spec"]

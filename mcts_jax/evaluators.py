@@ -2,8 +2,11 @@
 
 An evaluator is a callable `(params, rng_key, game, states) -> (prior_logits
 [B, A], value [B])`, the value from the point of view of the player to move in
-`states`, in [-1, 1]. `game` is an `envs` game (batched `step`,
-`legal_actions`, `current_player`, `is_terminal`, `reward_for`). Evaluators
+`states`, on the game's reward scale ([-1, 1] for the registry's games;
+points for 2048, +-3 for backgammon: `envs.make_chance_game`). `game` is an
+`envs` game (batched `step`, `legal_actions`, `current_player`,
+`is_terminal`, `reward_for`; a stochastic game's `step` draws the chance
+outcome from the key). Evaluators
 are frozen dataclasses, so equal settings compare equal and share one compiled
 search.
 """
@@ -33,8 +36,11 @@ class Uniform:
 @dataclasses.dataclass(frozen=True)
 class RandomPlayouts:
     """Uniform priors; value = mean result of `num_playouts` uniformly random
-    games played from the state, each cut at `max_length` moves (an unfinished
-    playout counts 0). Results are 1 / 0 / -1 for the player to move.
+    games played from the state, each cut at `max_length` moves. A result is
+    the sum of the rewards the playout collects for the player to move:
+    1 / 0 / -1 in the two-player board games (rewarded only at the end, so an
+    unfinished playout counts 0), +-1 to +-3 in backgammon, and in 2048 (one
+    player) the points scored in the rest of the game, hundreds to thousands.
 
     Batched: the B x num_playouts games advance together, one pgx step per
     move for all of them, until every one has ended or hit the cap.
