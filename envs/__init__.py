@@ -27,10 +27,14 @@ from envs.registry import GAMES, GameSpec, LeanLayout, spec
 
 @functools.lru_cache(maxsize=None)
 def make(name: str) -> PgxGame:
-    """The game called `name`: one of `GAMES`, or another pgx id that fits
-    the contract (generic defaults, `registry.generic_spec`). The same name
-    returns the same object, so searches on it share compiled code. Raises
-    ValueError naming the game and listing the known ones otherwise."""
+    """The game called `name`: one of `GAMES`, one of `CHANCE_GAMES` (a
+    `ChanceGame`, for stochastic search: `make_chance_game`), or another pgx
+    id that fits the contract (generic defaults, `registry.generic_spec`).
+    The same name returns the same object, so searches on it share compiled
+    code. Raises ValueError naming the game and listing the known ones
+    otherwise."""
+    if name in CHANCE_GAMES:
+        return make_chance_game(name)
     game_spec = spec(name)
     return PgxGame(name=game_spec.name, env=game_spec.make_env(), spec=game_spec)
 

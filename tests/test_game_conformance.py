@@ -111,9 +111,8 @@ def test_unknown_names_list_the_known_games(name):
         config_lib.resolve(dict(game=name))
 
 
-@pytest.mark.parametrize("name,why", [("2048", "1 player"), ("minatar-breakout", "1 player"),
+@pytest.mark.parametrize("name,why", [("minatar-breakout", "1 player"),
                                       ("sparrow_mahjong", "3 player"),
-                                      ("backgammon", "stochastic"),
                                       ("kuhn_poker", "imperfect information")])
 def test_pgx_ids_that_do_not_fit_are_refused(name, why):
     try:
@@ -122,6 +121,17 @@ def test_pgx_ids_that_do_not_fit_are_refused(name, why):
         pass
     with pytest.raises(ValueError, match=f"'{name}'.*{why}.*known games: tic_tac_toe"):
         envs.make(name)
+
+
+@pytest.mark.parametrize("name", ["2048", "backgammon"])
+def test_stochastic_games_come_split_for_chance_nodes(name):
+    """envs.make gives pgx's stochastic games as ChanceGames (afterstates
+    and outcomes); the registry entry and training refuse them by name."""
+    game = envs.make(name)
+    assert isinstance(game, envs.ChanceGame) and game is envs.make_chance_game(name)
+    assert game.num_chance_outcomes == {"2048": 32, "backgammon": 22}[name]
+    with pytest.raises(ValueError, match=f"'{name}'.*stochastic.*make_chance_game"):
+        envs.spec(name)
 
 
 def test_the_contract_check_catches_stochastic_steps_and_large_rewards():

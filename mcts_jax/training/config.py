@@ -294,13 +294,22 @@ def explicit_settings(args: argparse.Namespace) -> Dict[str, Any]:
     return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
 
 
+def unknown_game(game: str) -> str:
+    """The message for a game train.py cannot train."""
+    if game in envs.CHANCE_GAMES:
+        return (f"game {game!r} is stochastic: train.py does not train stochastic games yet "
+                f"(search it with mcts_jax.stochastic_muzero_policy on envs.make({game!r})); "
+                f"known games: {', '.join(envs.GAMES)}")
+    return f"unknown game {game!r}; known games: {', '.join(envs.GAMES)}"
+
+
 def resolve(explicit: Dict[str, Any]) -> TrainConfig:
     """A fresh run's config: defaults, the game's, the preset's, then `explicit`
     (TrainConfig field names; older names are accepted, see `aliases`)."""
     explicit = canonical_names(explicit, "the settings")
     game = explicit.get("game", TrainConfig.game)
     if game not in envs.GAMES:
-        raise ValueError(f"unknown game {game!r}; known games: {', '.join(envs.GAMES)}")
+        raise ValueError(unknown_game(game))
     spec = envs.spec(game)
     preset = explicit.get("preset", "default")
     if preset != "default" and preset not in spec.presets:
@@ -341,7 +350,7 @@ def validate(config: TrainConfig) -> None:
     field's own check and choices (`setting`), then the settings that depend
     on each other."""
     if config.game not in envs.GAMES:
-        raise ValueError(f"unknown game {config.game!r}; known games: {', '.join(envs.GAMES)}")
+        raise ValueError(unknown_game(config.game))
     for field in dataclasses.fields(TrainConfig):
         value, meta = getattr(config, field.name), field.metadata
         expected = {"int": int, "float": (int, float), "str": str, "bool": bool}[str(field.type)]
@@ -377,5 +386,5 @@ def parse(argv: Optional[Sequence[str]] = None):
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.game is not None and args.game not in envs.GAMES:
-        parser.error(f"unknown game {args.game!r}; known games: {', '.join(envs.GAMES)}")
+        parser.error(unknown_game(args.game))
     return args, explicit_settings(args)
