@@ -86,6 +86,18 @@ def mctx_visit_probs(tree: tree_lib.Tree) -> chex.Array:
     return jnp.where(total > 0, visit_counts / jnp.maximum(total, 1), 1 / tree.num_actions)
 
 
+def sample_from_visits(rng_key: chex.PRNGKey, tree: tree_lib.Tree,
+                       temperature) -> Tuple[chex.Array, chex.Array]:
+    """mctx's final action: (action [B] sampled from the root visit
+    probabilities at `temperature`, those probabilities [B, A]); a
+    stochastic tree's over its A decisions (`summary()`)."""
+    action_weights = mctx_visit_probs(tree)
+    logits = tree_lib.log_probabilities(action_weights)
+    logits = (logits - jnp.max(logits, axis=-1, keepdims=True)) / jnp.maximum(
+        jnp.finfo(jnp.float32).tiny, temperature)
+    return jax.random.categorical(rng_key, logits).astype(jnp.int32), action_weights
+
+
 def muzero_body(params, rng_key, root, invalid_actions, temperature, tree, extra_data, *,
                 recurrent_fn, options: SearchOptions,
                 settings: MuZeroSettings) -> base.PolicyOutput:
@@ -98,11 +110,7 @@ def muzero_body(params, rng_key, root, invalid_actions, temperature, tree, extra
     tree = search_body(params, search_key, root, invalid_actions, tree, None,
                        recurrent_fn=recurrent_fn, rules=selection.everywhere(settings.rule),
                        options=options)
-    action_weights = mctx_visit_probs(tree)
-    logits = tree_lib.log_probabilities(action_weights)
-    logits = (logits - jnp.max(logits, axis=-1, keepdims=True)) / jnp.maximum(
-        jnp.finfo(jnp.float32).tiny, temperature)
-    action = jax.random.categorical(rng_key, logits).astype(jnp.int32)
+    action, action_weights = sample_from_visits(rng_key, tree, temperature)
     return base.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
 
 
@@ -231,11 +239,7 @@ def stochastic_body(params, rng_key, root, invalid_actions, temperature, tree, e
     tree = search_body(params, search_key, root, invalid_actions, tree, None,
                        recurrent_fn=recurrent_fn, rules=selection.everywhere(settings.rule),
                        options=options)
-    action_weights = mctx_visit_probs(tree)  # over the A decisions (`summary()`)
-    logits = tree_lib.log_probabilities(action_weights)
-    logits = (logits - jnp.max(logits, axis=-1, keepdims=True)) / jnp.maximum(
-        jnp.finfo(jnp.float32).tiny, temperature)
-    action = jax.random.categorical(rng_key, logits).astype(jnp.int32)
+    action, action_weights = sample_from_visits(rng_key, tree, temperature)
     if options.solver:  # a proven root plays a move realising its exact value
         root_index = jnp.zeros((tree.batch_size,), jnp.int32)
         action = play_proven(tree, tree_lib.children_stats(tree, root_index), action)
