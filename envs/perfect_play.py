@@ -121,6 +121,48 @@ def reachable_positions() -> Dict[str, np.ndarray]:
                 legal=boards == 0, optimal=OPTIMAL[codes], value=VALUE[codes])
 
 
+def _host_codes(states) -> np.ndarray:
+    """`board_codes` of host (numpy) states."""
+    board = np.asarray(states._x.board)
+    return np.sum(np.where(board < 0, 0, board + 1) * _POWERS, axis=-1)
+
+
+def reachable_states():
+    """Every non-terminal position reachable from the empty board (4520) as
+    one batch of pgx tic-tac-toe states, in the order of
+    `reachable_positions()` (ascending board code), so row i of both
+    describes the same position. Built by stepping pgx from its initial
+    state, one ply at a time, keeping the first state seen per board."""
+    import pgx  # only here: the tables above need no simulator
+
+    env = pgx.make("tic_tac_toe")
+    width = 2048  # > the most positions of one ply (1260): one compiled step
+
+    @jax.jit
+    def children(layer):
+        every = jax.tree.map(lambda x: jnp.repeat(x, NUM_SQUARES, axis=0), layer)
+        moves = jnp.tile(jnp.arange(NUM_SQUARES, dtype=jnp.int32), width)
+        return jax.vmap(env.step)(every, moves), every.legal_action_mask[
+            jnp.arange(width * NUM_SQUARES), moves]
+
+    # Host-side (numpy) bookkeeping: eager jax ops would compile per shape.
+    layer = jax.device_get(jax.vmap(env.init)(jax.random.split(jax.random.key(0), 1)))
+    layers = []
+    while layer.current_player.shape[0]:
+        layers.append(layer)
+        size = layer.current_player.shape[0]
+        padded = jax.tree.map(lambda x: np.concatenate(
+            [x, np.repeat(x[:1], width - size, axis=0)]), layer)
+        after, legal = jax.device_get(children(padded))
+        keep = legal & ~after.terminated
+        keep[size * NUM_SQUARES:] = False
+        _, first = np.unique(np.where(keep, _host_codes(after), -1), return_index=True)
+        first = first[keep[first]]
+        layer = jax.tree.map(lambda x: x[first], after)
+    states = jax.tree.map(lambda *xs: np.concatenate(xs), *layers)
+    order = np.argsort(_host_codes(states))
+    return jax.tree.map(lambda x: jnp.asarray(x[order]), states)
+
 def policy_optimality(logits: np.ndarray, positions: Dict[str, np.ndarray]) -> float:
     """Fraction of `positions` (from `reachable_positions`) where the legal
     argmax of `logits` [P, 9] is an optimal move."""

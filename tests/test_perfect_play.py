@@ -82,3 +82,18 @@ def test_policy_optimality_counts_argmax_moves():
     expected = 1.0 - has_bad.mean()
     assert abs(perfect_play.policy_optimality(bad, positions) - expected) < 1e-9
     assert rng is not None
+
+
+def test_reachable_states_are_the_reachable_positions_as_pgx_states():
+    states = perfect_play.reachable_states()
+    positions = perfect_play.reachable_positions()
+    assert states.current_player.shape == (perfect_play.num_reachable_positions(),)
+    assert not np.asarray(states.terminated).any()
+    np.testing.assert_array_equal(minimax.board_from_pgx(states), positions["boards"])
+    np.testing.assert_array_equal(np.asarray(states.legal_action_mask), positions["legal"])
+    np.testing.assert_array_equal(np.asarray(states.observation), positions["observations"])
+    np.testing.assert_array_equal(np.asarray(perfect_play.optimal_moves(states)),
+                                  positions["optimal"])
+    # They are real pgx states: stepping one finishes or continues the game.
+    after = GAME.step(states, jnp.argmax(states.legal_action_mask, axis=1).astype(jnp.int32))
+    assert np.asarray(after.terminated).any() and not np.asarray(after.terminated).all()
