@@ -24,11 +24,13 @@ TINY_NET = networks.NetworkConfig(kind="mlp", hidden=16, num_layers=1, value_hid
 
 # ---- replay buffer -----------------------------------------------------------------
 
-def test_replay_buffer_matches_python_model():
+@pytest.mark.parametrize("weight", [0.0, 0.3])
+def test_replay_buffer_matches_python_model(weight):
+    """weight: the search value's share of the value target."""
     slots, rows, steps = 5, 3, 23
     rng = np.random.default_rng(0)
     buffer = replay.init(slots, rows, (2,), jnp.float32, 4)
-    model = {}  # (slot, row) -> [status, value, player, obs0]
+    model = {}  # (slot, row) -> [status, value, player, obs0, search value]
     pending = {r: [] for r in range(rows)}
     for t in range(steps):
         obs = rng.normal(size=(rows, 2)).astype(np.float32)
@@ -36,33 +38,39 @@ def test_replay_buffer_matches_python_model():
         record = rng.random(rows) < 0.8
         done = rng.random(rows) < 0.3
         rewards = rng.choice([-1.0, 0.0, 1.0], size=(rows, 1)) * np.array([[1.0, -1.0]])
+        search_value = rng.uniform(-1, 1, rows).astype(np.float32)
         buffer = replay.add(buffer, jnp.asarray(obs), jnp.full((rows, 4), 0.25),
-                            jnp.asarray(player), jnp.asarray(record))
-        buffer = replay.finish_games(buffer, jnp.asarray(done), jnp.asarray(rewards, jnp.float32))
+                            jnp.asarray(player), jnp.asarray(record), jnp.asarray(search_value))
+        buffer = replay.finish_games(buffer, jnp.asarray(done), jnp.asarray(rewards, jnp.float32),
+                                     weight)
         slot = t % slots
         for r in range(rows):
             pending[r] = [s for s in pending[r] if s != slot]  # overwritten
             model[(slot, r)] = [replay.PENDING if record[r] else replay.EMPTY, 0.0, player[r],
-                                obs[r, 0]]
+                                obs[r, 0], search_value[r]]
             if record[r]:
                 pending[r].append(slot)
             if done[r]:
                 for s in pending[r]:
                     model[(s, r)][0] = replay.READY
-                    model[(s, r)][1] = rewards[r, model[(s, r)][2]]
+                    model[(s, r)][1] = ((1 - weight) * rewards[r, model[(s, r)][2]]
+                                        + weight * model[(s, r)][4])
                 pending[r] = []
         status = np.asarray(buffer.status)
         value = np.asarray(buffer.value)
-        for (s, r), (st, v, p, o) in model.items():
+        for (s, r), (st, v, p, o, sv) in model.items():
             assert status[s, r] == st, (t, s, r)
             if st == replay.READY:
-                assert value[s, r] == v
+                assert value[s, r] == pytest.approx(v, abs=1e-6)
+            if st == replay.PENDING:
+                assert value[s, r] == sv
             assert np.asarray(buffer.observation)[s, r, 0] == o
     assert int(replay.num_ready(buffer)) == sum(m[0] == replay.READY for m in model.values())
     obs, policy, value = replay.sample(buffer, jax.random.key(0), 256)
     ready_obs = {float(m[3]): m[1] for m in model.values() if m[0] == replay.READY}
     for o, v in zip(np.asarray(obs)[:, 0], np.asarray(value)):
-        assert float(o) in ready_obs and ready_obs[float(o)] == v  # only ready samples drawn
+        # only ready samples are drawn
+        assert float(o) in ready_obs and ready_obs[float(o)] == pytest.approx(v, abs=1e-6)
 
 
 # ---- self-play --------------------------------------------------------------------
@@ -74,34 +82,56 @@ def tiny_setup():
     return model, variables
 
 
-def test_self_play_targets_match_independently_replayed_games(tiny_setup):
+@pytest.mark.parametrize("cap", [False, True], ids=["every_move_full", "playout_cap"])
+def test_self_play_targets_match_independently_replayed_games(tiny_setup, cap):
+    """Every recorded sample's policy and value target against the game
+    replayed by minimax. With playout cap randomisation only the full-search
+    steps record (a fast step leaves its whole slot empty), and value targets
+    mix the result with the search value the pending sample held:
+    target = 0.5 z + 0.5 v."""
     model, variables = tiny_setup
     rows, steps = 8, 30
+    weight = 0.5 if cap else 0.0
     player = self_play.SelfPlay(game=GAME, model=model, policy="alphazero", num_simulations=8,
                                 num_games=rows, max_nodes=9, temperature_moves=3,
-                                random_opening_plies=2)
+                                random_opening_plies=2, search_value_weight=weight,
+                                fast_simulations=2 if cap else 0, full_search_fraction=0.5)
     state = player.init(jax.random.key(1))
     buffer = replay.init(64, rows, (3, 3, 2), jnp.bool_, 9)
     history = {r: [] for r in range(rows)}  # current game's (slot, board, recorded)
+    search_values = {}  # (slot, row) -> the search value a pending sample holds
     expected = {}  # (slot, row) -> value target
     unfinished = set()
+    full_steps = 0
     for t in range(steps):
         boards = minimax.board_from_pgx(state.states)
-        recorded = np.asarray(state.ply >= state.opening)
         obs = np.asarray(state.states.observation)
+        opening_done = np.asarray(state.ply >= state.opening)
         state, buffer, info = player.step(variables, jax.random.key(100 + t), state, buffer)
         actions, done = np.asarray(info.action), np.asarray(info.done)
         status = np.asarray(buffer.status)[t]
+        full = bool(info.full_search)
+        assert full or cap
+        full_steps += full
+        recorded = opening_done & full
+        np.testing.assert_array_equal(np.asarray(info.recorded), recorded)
+        step_values = np.asarray(info.search_value)
+        assert np.all(np.abs(step_values) <= 1.0)
         np.testing.assert_array_equal(np.asarray(buffer.observation)[t], obs)
         policy = np.asarray(buffer.policy)[t]
+        value = np.asarray(buffer.value)[t]
         for r in range(rows):
             board = boards[r]
             assert actions[r] in minimax.legal_moves(board)
             history[r].append((t, board, recorded[r]))
             assert status[r] == (replay.EMPTY if not recorded[r] else
                                  replay.READY if done[r] else replay.PENDING)
-            assert abs(policy[r].sum() - 1) < 1e-5
-            assert set(np.flatnonzero(policy[r] > 0)) <= set(minimax.legal_moves(board))
+            if recorded[r]:
+                assert abs(policy[r].sum() - 1) < 1e-5
+                assert set(np.flatnonzero(policy[r] > 0)) <= set(minimax.legal_moves(board))
+                search_values[(t, r)] = step_values[r]
+                if status[r] == replay.PENDING:  # holds the search value until the end
+                    assert value[r] == search_values[(t, r)]
             after = minimax.play(board, actions[r])
             assert done[r] == minimax.is_terminal(after)
             if done[r]:
@@ -109,18 +139,23 @@ def test_self_play_targets_match_independently_replayed_games(tiny_setup):
                 for slot, b, rec in history[r]:
                     if rec:
                         mover = minimax.to_move(b)
-                        expected[(slot, r)] = 0.0 if not win else (1.0 if win == mover else -1.0)
+                        z = 0.0 if not win else (1.0 if win == mover else -1.0)
+                        expected[(slot, r)] = (1 - weight) * z + weight * search_values[(slot, r)]
                 history[r] = []
         assert int(info.games) == done.sum()
     for r in range(rows):
         unfinished.update((slot, r) for slot, _, rec in history[r] if rec)
     status, value = np.asarray(buffer.status), np.asarray(buffer.value)
-    assert len(expected) > 20
+    assert len(expected) > (10 if cap else 20)
     for (slot, r), v in expected.items():
-        assert status[slot, r] == replay.READY and value[slot, r] == v, (slot, r)
+        assert status[slot, r] == replay.READY, (slot, r)
+        assert value[slot, r] == pytest.approx(v, abs=1e-6), (slot, r)
     for slot, r in unfinished:
         assert status[slot, r] == replay.PENDING
     assert int(replay.num_ready(buffer)) == len(expected)
+    if cap:
+        assert 5 <= full_steps <= 25  # about half the steps searched fully
+        assert any(abs(v) > 1e-3 for v in search_values.values())  # the mix is not 0.5 z
 
 
 def test_learner_fits_a_fixed_buffer(tiny_setup):
@@ -164,6 +199,13 @@ def test_config_resolution_and_validation():
         config_lib.resolve({"preset": "huge"})
     with pytest.raises(ValueError, match="--eval-games"):
         config_lib.resolve({"eval_games": 3})
+    with pytest.raises(ValueError, match=r"--fast-simulations must be 0 or below "
+                                         r"--num-simulations \(32\), got 32"):
+        config_lib.resolve({"fast_simulations": 32, "num_simulations": 32})
+    with pytest.raises(ValueError, match="--full-search-fraction must be > 0"):
+        config_lib.resolve({"fast_simulations": 8, "full_search_fraction": 0.0})
+    with pytest.raises(ValueError, match=r"--search-value-weight must be in \[0, 1\]"):
+        config_lib.resolve({"search_value_weight": 1.5})
     with pytest.raises(ValueError, match="--hidden"):
         config_lib.resume_config(config, {"hidden": config.hidden * 2})
     resumed = config_lib.resume_config(config, {"eval_every": 3})

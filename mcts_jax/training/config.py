@@ -103,6 +103,16 @@ class TrainConfig:
                                               aliases=("considered_actions",))
     random_opening_plies: int = setting(0, "games open with U[0, this] random plies that are "
                                         "not recorded", "non_negative")
+    fast_simulations: int = setting(0, "playout cap randomisation: simulations of the fast "
+                                    "searches, whose moves are played but not recorded (0: "
+                                    "every move searched with --num-simulations)",
+                                    "non_negative")
+    full_search_fraction: float = setting(0.25, "with --fast-simulations: share of the moves "
+                                          "searched with --num-simulations and recorded",
+                                          "fraction")
+    search_value_weight: float = setting(0.0, "value target: (1 - w) x the game's result + w x "
+                                         "the search's root value (0: the result alone)",
+                                         "fraction")
     max_game_length: int = setting(0, "plies before a game counts as a draw, in self-play and "
                                    "evaluation (0: the game's own rules)", "non_negative")
     # ---- replay and learner ----
@@ -364,6 +374,12 @@ def validate(config: TrainConfig) -> None:
             holds, requirement = CHECKS[meta["check"]]
             if not holds(value):
                 raise ValueError(f"{flag_name(field.name)} {requirement}, got {value}")
+    if config.fast_simulations >= config.num_simulations:
+        raise ValueError(f"--fast-simulations must be 0 or below --num-simulations "
+                         f"({config.num_simulations}), got {config.fast_simulations}")
+    if config.fast_simulations and config.full_search_fraction == 0:
+        raise ValueError("--full-search-fraction must be > 0 with --fast-simulations (no "
+                         "move would be recorded)")
     if config.max_nodes and config.max_nodes < config.num_simulations + 1:
         raise ValueError(f"--max-nodes must be 0 or >= --num-simulations + 1, got "
                          f"{config.max_nodes}")

@@ -151,7 +151,10 @@ def build(config: TrainConfig, mesh: Optional[jax.sharding.Mesh] = None):
         max_num_considered_actions=config.max_num_considered_actions,
         random_opening_plies=config.random_opening_plies,
         max_game_length=config.max_game_length, mesh=mesh, search_mode=config.search_mode,
-        simulations_per_step=config.simulations_per_step)
+        simulations_per_step=config.simulations_per_step,
+        search_value_weight=config.search_value_weight,
+        fast_simulations=config.fast_simulations,
+        full_search_fraction=config.full_search_fraction)
     optimizer = learner_lib.make_optimizer(
         config.learning_rate, config.total_updates, config.warmup_fraction,
         config.end_learning_rate_fraction, config.weight_decay, config.clip_norm)

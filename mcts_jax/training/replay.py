@@ -8,6 +8,14 @@ the player who was to move at that sample, and becomes *ready*. Only ready
 samples are drawn for training. A game longer than T moves loses its oldest
 samples (overwritten before they are ready), nothing else.
 
+Value targets mix the game's result with the search: a pending sample keeps
+the root value of the search that made it, and when its game ends its
+target becomes `(1 - search_value_weight) * z + search_value_weight * v`
+(z the final result, v that search value, both for the player to move at
+the sample; weight 0, the default, is AlphaZero's target z alone). A search
+value is a lower-variance but biased estimate, the final result an unbiased
+but noisy one; mixing them helps most when games are few.
+
 On a device mesh (`mcts_jax.sharding`) the ring is split along its game-row
 axis B: each device holds the samples of its own B / D games, and self-play
 writes them with no communication. `sample` draws the same indices as on one
@@ -35,8 +43,9 @@ class ReplayBuffer:
     observation: [T, B, *obs_shape], pgx observation (player to move's view).
     policy: [T, B, A] float32, the search's policy target (sums to 1).
     player: [T, B] int32, pgx id of the player to move at the sample.
-    value: [T, B] float32, final result for `player` (+1 / 0 / -1); set when
-      the game ends.
+    value: [T, B] float32, for `player`: while PENDING the search's root
+      value (or 0), once READY the value target (the final result +1 / 0 /
+      -1, mixed with that search value, see `finish_games`).
     status: [T, B] int8, EMPTY, PENDING (game not over) or READY.
     cursor: [] int32, the next slot to write.
     """
@@ -68,10 +77,15 @@ def init(num_slots: int, batch_size: int, observation_shape, observation_dtype,
 
 
 def add(buffer: ReplayBuffer, observation: chex.Array, policy: chex.Array,
-        player: chex.Array, record: chex.Array | None = None) -> ReplayBuffer:
+        player: chex.Array, record: chex.Array | None = None,
+        search_value: chex.Array | None = None) -> ReplayBuffer:
     """Writes one pending sample per row (observation [B, ...], policy [B, A],
     player [B]) into the slot at the cursor and advances it. Rows where
-    record [B] is False leave their slot empty (never drawn)."""
+    record [B] is False leave their slot empty (never drawn). search_value
+    [B] float32: the search's root value for `player`, kept for
+    `finish_games` (None: 0)."""
+    if search_value is None:
+        search_value = jnp.zeros(player.shape, jnp.float32)
     status = jnp.full(player.shape, PENDING, jnp.int8)
     if record is not None:
         status = jnp.where(record, status, EMPTY).astype(jnp.int8)
@@ -84,18 +98,23 @@ def add(buffer: ReplayBuffer, observation: chex.Array, policy: chex.Array,
         observation=put(buffer.observation, observation),
         policy=put(buffer.policy, policy),
         player=put(buffer.player, player),
-        value=put(buffer.value, jnp.zeros_like(player, jnp.float32)),
+        value=put(buffer.value, search_value),
         status=put(buffer.status, status),
         cursor=(buffer.cursor + 1) % num_slots,
     )
 
 
-def finish_games(buffer: ReplayBuffer, done: chex.Array, rewards: chex.Array) -> ReplayBuffer:
-    """Rows with done [B] True ended: their pending samples get value
-    `rewards[b, player]` (rewards [B, 2], the final results per player id,
-    pgx's `state.rewards` after the last move) and become ready."""
+def finish_games(buffer: ReplayBuffer, done: chex.Array, rewards: chex.Array,
+                 search_value_weight: float = 0.0) -> ReplayBuffer:
+    """Rows with done [B] True ended: their pending samples get the value
+    target `(1 - w) * rewards[b, player] + w * search value` (rewards [B, 2],
+    the final results per player id, pgx's `state.rewards` after the last
+    move; w = search_value_weight, a Python float in [0, 1]) and become
+    ready."""
     final = jnp.take_along_axis(jnp.broadcast_to(rewards[None], buffer.player.shape + (2,)),
                                 buffer.player[..., None], axis=-1)[..., 0]
+    if search_value_weight:
+        final = (1.0 - search_value_weight) * final + search_value_weight * buffer.value
     resolve = (buffer.status == PENDING) & done[None, :]
     return buffer.replace(value=jnp.where(resolve, final, buffer.value),
                           status=jnp.where(resolve, READY, buffer.status).astype(jnp.int8))

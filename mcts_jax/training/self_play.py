@@ -10,7 +10,14 @@ tree is emptied).
 
 Policy targets: the visit distribution (`alphazero`) or Gumbel MuZero's
 improved policy (`gumbel`), both `PolicyOutput.action_weights`. Value targets:
-the final result for the player to move at the sample (see `replay`).
+the final result for the player to move at the sample, mixed with the
+search's root value when `search_value_weight` > 0 (see `replay`).
+Playout cap randomisation (KataGo): with `fast_simulations` > 0, each step is
+a full search (`num_simulations`) with probability `full_search_fraction`
+and otherwise a fast one (`fast_simulations`); only full searches record
+samples, so the targets stay those of the full budget while the games move
+on at a fraction of the cost. The draw is per step, shared by the B rows
+(one `lax.cond` runs either search; both use the same tree capacity).
 Exploration: `alphazero` adds Dirichlet noise at the root and samples the move
 from the visit distribution for the first `temperature_moves` plies of each
 game (most visited afterwards); `gumbel` plays its sequential-halving choice,
@@ -70,7 +77,11 @@ class StepStats:
     games: [] int32, games that ended on this move; plies: [] int32, their
     total length; draws: [] int32, how many of them were drawn (or truncated
     with no result); action: [B] int32, the move played in each row; done:
-    [B] bool, the row's game ended with it (the row was restarted).
+    [B] bool, the row's game ended with it (the row was restarted);
+    full_search: [] bool, the step searched with the full budget (always,
+    without playout cap randomisation); recorded: [B] bool, the row wrote a
+    sample; search_value: [B] float32, the search's root value for the
+    player to move.
     """
 
     games: chex.Array
@@ -78,6 +89,9 @@ class StepStats:
     draws: chex.Array
     action: chex.Array
     done: chex.Array
+    full_search: chex.Array
+    recorded: chex.Array
+    search_value: chex.Array
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -105,13 +119,18 @@ class SelfPlay:
     search_mode: str = "exact"    # on a mesh: "exact" or "local" (sharding.run_policy)
     policy_options: Tuple[Tuple[str, Any], ...] = ()  # extra keyword options of the policy
     simulations_per_step: int = 1  # P paths per tree per search step (parallel.py)
+    search_value_weight: float = 0.0  # value target: (1 - w) z + w (root search value)
+    fast_simulations: int = 0      # > 0: playout cap randomisation (see the module docstring)
+    full_search_fraction: float = 1.0  # share of the steps searched with num_simulations
 
     @property
     def recurrent_fn(self):
         return self.game.recurrent_fn(self.model.evaluator)
 
-    def search(self, variables, rng_key, states, tree=None) -> mcts_jax.PolicyOutput:
-        """The self-play search of full pgx states [B] (non-terminal)."""
+    def search(self, variables, rng_key, states, tree=None,
+               num_simulations: Optional[int] = None) -> mcts_jax.PolicyOutput:
+        """The self-play search of full pgx states [B] (non-terminal), with
+        `num_simulations` (None: the full budget)."""
         root_key, search_key = jax.random.split(rng_key)
         root, invalid = self.game.root(variables, root_key, states, self.model.evaluator)
         if callable(self.policy):
@@ -133,7 +152,8 @@ class SelfPlay:
             options["simulations_per_step"] = self.simulations_per_step
         options.update(self.policy_options)
         return sharding.run_policy(policy, self.mesh, self.search_mode, variables, search_key,
-                                   root, self.recurrent_fn, self.num_simulations,
+                                   root, self.recurrent_fn,
+                                   num_simulations or self.num_simulations,
                                    invalid_actions=invalid, tree=tree,
                                    max_nodes=self.max_nodes, **options)
 
@@ -165,9 +185,18 @@ class SelfPlay:
 @functools.partial(jax.jit, static_argnums=0, donate_argnums=(3, 4))
 def _step(self: SelfPlay, variables, rng_key, state: SelfPlayState,
           buffer: replay.ReplayBuffer):
-    search_key, sample_key, step_key, reset_key, random_key = jax.random.split(rng_key, 5)
+    search_key, sample_key, step_key, reset_key, random_key, cap_key = jax.random.split(
+        rng_key, 6)
     states = state.states
-    out = self.search(variables, search_key, states, state.tree)
+    if self.fast_simulations > 0:
+        full = jax.random.uniform(cap_key) < self.full_search_fraction
+        out = jax.lax.cond(
+            full, lambda: self.search(variables, search_key, states, state.tree),
+            lambda: self.search(variables, search_key, states, state.tree,
+                                self.fast_simulations))
+    else:
+        full = jnp.bool_(True)
+        out = self.search(variables, search_key, states, state.tree)
     action = out.action
     if self.policy == "alphazero" and self.temperature_moves > 0:
         legal = states.legal_action_mask & (out.action_weights > 0)
@@ -181,15 +210,17 @@ def _step(self: SelfPlay, variables, rng_key, state: SelfPlayState,
         random_action = jax.random.categorical(
             random_key, jnp.where(states.legal_action_mask, 0.0, -jnp.inf)).astype(jnp.int32)
         action = jnp.where(opening, random_action, action)
+    recorded = ~opening & full
+    search_value = out.search_tree.summary().value
     buffer = replay.add(buffer, states.observation, out.action_weights, states.current_player,
-                        record=~opening)
+                        record=recorded, search_value=search_value)
     next_states = self.game.step(states, action, step_key)
     done = self.game.is_terminal(next_states)
     if self.max_game_length > 0:
         # Truncated: no reward was given (the game is not over), so the value
         # targets of its samples are 0, a draw.
         done = done | (state.ply + 1 >= self.max_game_length)
-    buffer = replay.finish_games(buffer, done, next_states.rewards)
+    buffer = replay.finish_games(buffer, done, next_states.rewards, self.search_value_weight)
 
     fresh = self.game.init(reset_key, self.num_games)
     restart = lambda a, b: jnp.where(done.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)  # noqa
@@ -205,7 +236,8 @@ def _step(self: SelfPlay, variables, rng_key, state: SelfPlayState,
                       plies=jnp.sum(jnp.where(done, state.ply + 1, 0), dtype=jnp.int32),
                       draws=jnp.sum(done & jnp.all(next_states.rewards == 0, axis=-1),
                                     dtype=jnp.int32),
-                      action=action, done=done)
+                      action=action, done=done, full_search=full, recorded=recorded,
+                      search_value=search_value)
     new_state = SelfPlayState(states=new_states, ply=ply, opening=new_opening, tree=tree)
     return (sharding.constrain_batch(new_state, self.mesh),
             sharding.constrain_batch(buffer, self.mesh, axis=1),
