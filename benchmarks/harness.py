@@ -14,13 +14,13 @@ import os
 import platform
 import re
 import statistics
-import subprocess
-import sys
 import time
 from importlib import metadata
 from typing import Any, Callable, Dict, List, Sequence
 
 import jax
+
+from mcts_jax.training import reporting
 
 RESULTS_DIR = os.path.join(os.path.dirname(__file__), "results")
 
@@ -79,16 +79,12 @@ def machine_info() -> Dict[str, Any]:
 
 def provenance() -> Dict[str, Any]:
     """What a results file must name to be traced to code: the git commit of
-    this working tree, whether it had uncommitted changes, and the command."""
-    def git(*args):
-        try:
-            return subprocess.run(["git", *args], capture_output=True, text=True,
-                                  cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
-        except OSError:
-            return ""
-    return dict(commit=git("rev-parse", "HEAD"),
-                dirty=bool(git("status", "--porcelain", "--untracked-files=no")),
-                command=" ".join(getattr(sys, "orig_argv", sys.argv)))
+    this working tree, whether it had uncommitted changes, and the command
+    (the training runs' `reporting.provenance`, without its date: results
+    files carry theirs in `machine`)."""
+    record = reporting.provenance()
+    del record["date"]
+    return record
 
 
 def device_slug(info: Dict[str, Any] = None) -> str:

@@ -249,6 +249,17 @@ _SPECS: Tuple[GameSpec, ...] = (
                         train_batch_size=256, updates_per_iteration=48, learning_rate=2e-3,
                         eval_every=10, elo_every=10, eval_games=100, eval_simulations=32,
                         uct_simulations=32, final_games=200, final_simulations=32),
+            # An accelerator run (not yet measured: no device has been lent to this
+            # project; see docs/training.md for the expected cost).
+            "gpu": dict(iterations=400, network="resnet", channels=64, blocks=6,
+                        value_hidden=64, policy="gumbel", num_simulations=64,
+                        fast_simulations=16, full_search_fraction=0.25,
+                        search_value_weight=0.5, num_games=1024, moves_per_iteration=32,
+                        replay_size=524288, min_replay=32768, train_batch_size=1024,
+                        updates_per_iteration=64, learning_rate=2e-3, eval_every=25,
+                        elo_every=50, eval_games=100, eval_simulations=200,
+                        uct_simulations=200, solver_positions=1000, solver_games=100,
+                        final_games=200, final_simulations=200),
             "tiny": _C4_TINY,
         },
         observation="[6, 7, 2] bool: plane 0 the discs of the player to move, plane 1 the "

@@ -208,11 +208,14 @@ class _Crash(Exception):
     pass
 
 
-def test_resumed_run_equals_uninterrupted_run(tmp_path):
+@pytest.mark.parametrize("overlap", [False, True], ids=["sequential", "overlap_phases"])
+def test_resumed_run_equals_uninterrupted_run(tmp_path, overlap):
     """A run stopped after iteration 2's checkpoint and resumed ends with the
-    same network and the same metrics as a run that was never stopped."""
+    same network and the same metrics as a run that was never stopped (also
+    with self-play and updates on two threads: both start from the
+    iteration's state, which the checkpoint holds)."""
     explicit = dict(preset="tiny", iterations=3, eval_every=0, elo_every=1, final_games=0,
-                    checkpoint_every=1)
+                    checkpoint_every=1, overlap_phases=overlap, min_replay=8)
     quiet = lambda *_: None  # noqa: E731
     config, straight = loop.open_run(str(tmp_path / "straight"), explicit, log=quiet)
     loop.train(config, straight, progress=False, log=quiet)
@@ -238,6 +241,7 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path):
         return records
 
     assert load(stopped) == load(straight)
+    assert load(straight)[-1]["updates"] > 0  # the learner took part
     from mcts_jax.agent import Agent
     a, b = Agent.load(straight), Agent.load(stopped)
     assert a.iteration == b.iteration == 3

@@ -289,6 +289,16 @@ def test_tiny_training_run_writes_the_solver_metrics(tmp_path):
                    final_vs_solver_first_losses=0)
     assert any("moving first vs the perfect solver (bitbully): 3 wins, 1 draws, 0 losses in 4 "
                "games" in line for line in reporting.describe_summary(config, summary))
+    # The run as a results file: the session's commit and command, the curve.
+    from benchmarks import training_run
+    record = training_run.results(run_dir)
+    assert [s["from_iteration"] for s in record["sessions"]] == [0]
+    assert len(record["sessions"][0]["commit"]) == 40
+    assert record["settings"]["config"]["game"] == "connect_four"
+    assert [row["iteration"] for row in record["curve"]] == [
+        r["iteration"] for r in records if "solver_search_accuracy" in r]
+    assert record["curve"][-1]["solver_search_accuracy"] == evaluated["solver_search_accuracy"]
+    assert record["final"]["final_solver_positions"] == 16
 
 
 def test_missing_solver_gives_a_notice_and_no_metrics(monkeypatch):

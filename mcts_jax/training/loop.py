@@ -16,13 +16,16 @@ each iteration (`run_iteration`) is five phases:
     reporter.iteration one metrics record (reporting.py)
     checkpoint_phase   the TrainState to disk, when due
 
-and `finish_run` plays the end-of-run evaluation. Each phase takes the
+and `finish_run` plays the end-of-run evaluation. With `overlap_phases` the
+first two run at the same time on two threads, both from the iteration's
+starting state (`overlapped_phases`). Each phase takes the
 TrainState and returns the next one (or a record of metrics); the state is
 the only thing carried from one iteration to the next, and it is what a
 checkpoint saves (state.py). The run folder holds:
 
     config.json      the settings (printed at start)
     metrics.jsonl    one record per iteration (losses, speed, evaluations)
+    sessions.jsonl   one line per session: git commit, dirty, command, date
     checkpoints/     orbax, the last `keep_checkpoints`
     snapshots/       network variables of the Elo snapshots
     final.json       end-of-run evaluation
@@ -40,6 +43,7 @@ processes only process 0 writes the metrics, snapshots, plots and final.json.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import functools
 import os
@@ -284,12 +288,18 @@ def load_elo_pool(run: Run, start: int, variables) -> None:
 
 
 def run_iteration(run: Run, state: TrainState, iteration: int) -> TrainState:
-    """One training iteration: the five phases, in order."""
+    """One training iteration: the five phases, in order (self-play and
+    updates side by side with `overlap_phases`)."""
     key, play_key, update_key, eval_key = jax.random.split(state.key, 4)
     record: Dict[str, Any] = dict(iteration=iteration)
-    state, played = self_play_phase(run, state.replace(key=key), play_key)
-    record.update(played)
-    state, learned = update_phase(run, state, update_key)
+    state = state.replace(key=key)
+    if run.config.overlap_phases:
+        state, played, learned = overlapped_phases(run, state, play_key, update_key)
+        record.update(played)
+    else:
+        state, played = self_play_phase(run, state, play_key)
+        record.update(played)
+        state, learned = update_phase(run, state, update_key)
     record.update(learned, total_games=int(state.games))
     record.update(evaluate_phase(run, state, iteration, eval_key))
     record["elapsed_s"] = round(run.elapsed(), 2)
@@ -298,18 +308,46 @@ def run_iteration(run: Run, state: TrainState, iteration: int) -> TrainState:
     return state
 
 
-def self_play_phase(run: Run, state: TrainState,
-                    key: jax.Array) -> Tuple[TrainState, Dict[str, Any]]:
-    """`moves_per_iteration` self-play moves of all B games with the current
-    network; finished games' samples go to the replay buffer."""
+def overlapped_phases(run: Run, state: TrainState, play_key: jax.Array, update_key: jax.Array
+                      ) -> Tuple[TrainState, Dict[str, Any], Dict[str, Any]]:
+    """Self-play and updates at the same time, on two threads (each phase is
+    a chain of jitted calls; JAX releases the GIL while they run, so on a CPU
+    each phase gets its own core).
+
+    Both start from the iteration's starting state: self-play plays with the
+    network as it was before this iteration's updates, and the updates draw
+    from the replay buffer as it was before this iteration's games. So the
+    network is one iteration staler than in the sequential order, and the
+    result depends only on the TrainState (a resumed run continues exactly).
+    Each phase gets its own copy of what the other one donates (the buffer,
+    the variables). Returns (state, self-play record, update record).
+    """
+    if jax.process_count() > 1:
+        raise ValueError("--overlap-phases runs on one process only (two threads launching "
+                         "collectives could interleave differently on each process)")
+    play_variables = jax.tree.map(jnp.copy, state.variables)
+    learn_state = state.replace(buffer=jax.tree.map(jnp.copy, state.buffer))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        updating = pool.submit(update_phase, run, learn_state, update_key, False)
+        played_state, played = self_play_phase(run, state, play_key, play_variables)
+        learned_state, learned = updating.result()
+    return played_state.replace(learner=learned_state.learner), played, learned
+
+
+def self_play_phase(run: Run, state: TrainState, key: jax.Array,
+                    variables: Any = None) -> Tuple[TrainState, Dict[str, Any]]:
+    """`moves_per_iteration` self-play moves of all B games with the
+    network's `variables` (None: the current ones); finished games' samples
+    go to the replay buffer."""
     config = run.config
+    variables = state.variables if variables is None else variables
     tick = time.perf_counter()
     totals = jnp.zeros((3,), jnp.int32)
     games_in_progress, buffer = state.self_play, state.buffer
     move_keys = jax.random.split(key, config.moves_per_iteration)
     for move in run.reporter.progress(range(config.moves_per_iteration), "self-play", "move"):
         games_in_progress, buffer, stats = run.player.step(
-            state.variables, move_keys[move], games_in_progress, buffer)
+            variables, move_keys[move], games_in_progress, buffer)
         totals = totals + jnp.stack([stats.games, stats.plies, stats.draws])
     games, plies, draws = (int(x) for x in np.asarray(totals))  # waits for the device
     seconds = time.perf_counter() - tick
@@ -324,11 +362,12 @@ def self_play_phase(run: Run, state: TrainState,
                          moves=state.moves + moves), record
 
 
-def update_phase(run: Run, state: TrainState,
-                 key: jax.Array) -> Tuple[TrainState, Dict[str, Any]]:
+def update_phase(run: Run, state: TrainState, key: jax.Array,
+                 progress: bool = True) -> Tuple[TrainState, Dict[str, Any]]:
     """`updates_per_iteration` learner updates on minibatches of the replay
     buffer, once it holds `min_replay` ready samples; the record holds the
-    mean of each loss metric."""
+    mean of each loss metric. progress: show a progress bar (when the
+    reporter shows them)."""
     config = run.config
     tick = time.perf_counter()
     ready = int(replay.num_ready(state.buffer))
@@ -337,8 +376,8 @@ def update_phase(run: Run, state: TrainState,
     if ready >= max(config.min_replay, 1):
         sums: Dict[str, Any] = {}
         update_keys = jax.random.split(key, config.updates_per_iteration)
-        for step in run.reporter.progress(range(config.updates_per_iteration), "updates",
-                                          "update"):
+        steps = range(config.updates_per_iteration)
+        for step in (run.reporter.progress(steps, "updates", "update") if progress else steps):
             learner_state, metrics = run.learner.update(learner_state, update_keys[step],
                                                         state.buffer)
             sums = metrics if not sums else jax.tree.map(jnp.add, sums, metrics)

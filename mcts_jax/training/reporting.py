@@ -3,7 +3,8 @@ console (progress bars and evaluation lines), final.json, plots and the
 end-of-run summary.
 
     reporter = Reporter(config, run_dir, primary=True, progress=True, log=print)
-    reporter.resume(start)            # metrics.jsonl cut back to the checkpoint
+    reporter.resume(start)            # metrics.jsonl cut back to the checkpoint;
+                                      # sessions.jsonl: this session's commit and command
     reporter.iteration(record)        # one record per finished iteration
     reporter.final(summary, ratings)  # final.json, plots/, the summary lines
 
@@ -12,10 +13,15 @@ Only the primary process (process 0) writes files; every process may log.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
+import platform
+import subprocess
+import sys
 from typing import Any, Callable, Dict, Iterable, List
 
+import jax
 from tqdm.auto import tqdm
 
 from mcts_jax.training import checkpoint as checkpoint_lib
@@ -30,6 +36,23 @@ def write_json(path: str, data) -> None:
         json.dump(data, f, indent=2)
         f.write("\n")
     os.replace(temporary, path)
+
+
+def provenance() -> Dict[str, Any]:
+    """What a result must name to be traced to code: the git commit of the
+    mcts_jax checkout, whether it had uncommitted changes to tracked files,
+    the command line, and the time (UTC). Commit and dirty are "" / False
+    outside a git checkout."""
+    def git(*args):
+        try:
+            return subprocess.run(["git", *args], capture_output=True, text=True,
+                                  cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+        except OSError:
+            return ""
+    return dict(commit=git("rev-parse", "HEAD"),
+                dirty=bool(git("status", "--porcelain", "--untracked-files=no")),
+                command=" ".join(getattr(sys, "orig_argv", sys.argv)),
+                date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
 
 
 class TensorBoard:
@@ -82,10 +105,22 @@ class Reporter:
         self.records: List[Dict[str, Any]] = []
         self.bar = None
 
+    @property
+    def sessions_path(self) -> str:
+        return os.path.join(self.run_dir, "sessions.jsonl")
+
     def resume(self, start: int) -> None:
         """Keeps the records of iterations <= `start` (the checkpoint the run
-        continues from) and opens the progress bar."""
+        continues from), notes this session in sessions.jsonl (its
+        `provenance` and the iteration it starts from) and opens the progress
+        bar."""
         self.records = checkpoint_lib.truncate_metrics(self.metrics_path, start)
+        if self.primary:
+            device = jax.devices()[0]
+            checkpoint_lib.append_metrics(self.sessions_path, dict(
+                provenance(), from_iteration=start, platform=platform.platform(),
+                cpu_count=os.cpu_count(), device=getattr(device, "device_kind", str(device)),
+                device_count=jax.device_count()))
         self.bar = tqdm(total=self.config.iterations, initial=start, desc=self.config.game,
                         unit="it", disable=not self.show_progress, dynamic_ncols=True)
 
@@ -121,6 +156,7 @@ class Reporter:
         """final.json and plots/ (primary process; `ratings`: the Elo rating
         of each snapshot iteration), then the summary lines."""
         if self.primary:
+            summary = dict(summary, sessions=checkpoint_lib.read_metrics(self.sessions_path))
             write_json(os.path.join(self.run_dir, "final.json"), summary)
             plots.write_plots(self.records, ratings, os.path.join(self.run_dir, "plots"),
                               self.config.game)

@@ -1,0 +1,82 @@
+"""A training run folder as a results file: the curve and the final figures.
+
+    python -m benchmarks.training_run runs/connect_four_cpu --name connect_four_training-cpu
+
+reads the run's config.json, metrics.jsonl, sessions.jsonl (the git commit,
+command and machine of every session that trained it) and final.json, and
+writes benchmarks/results/<name>.json: the settings, the sessions, one row
+per evaluated iteration (training seconds so far, self-play games so far,
+and every evaluation figure of that iteration: the solver's move accuracy
+of the raw network and of the search, games against the solver, UCT,
+random, tic-tac-toe's perfect play) and the end-of-run evaluation. Nothing
+is retyped by hand: quoted training figures come from this file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any, Dict, List
+
+from benchmarks import harness
+from mcts_jax.training import checkpoint as checkpoint_lib
+
+# Keys of an iteration record that belong to its evaluation.
+EVALUATION_PREFIXES = ("solver_", "vs_", "policy_optimal", "elo")
+
+
+def curve(records: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """One row per evaluated iteration: iteration, training seconds, games
+    so far, updates so far and the evaluation's figures."""
+    rows = []
+    for record in records:
+        figures = {k: v for k, v in record.items()
+                   if k.startswith(EVALUATION_PREFIXES) and k != "elo_matches"}
+        if not any(k.startswith(("solver_", "vs_")) for k in figures):
+            continue
+        rows.append(dict(iteration=record["iteration"], elapsed_s=record.get("elapsed_s"),
+                         total_games=record.get("total_games"), updates=record.get("updates"),
+                         **figures))
+    return rows
+
+
+def results(run_dir: str) -> Dict[str, Any]:
+    """The results record of the run in `run_dir` (see the module docstring)."""
+    with open(os.path.join(run_dir, "config.json")) as f:
+        config = json.load(f)
+    final_path = os.path.join(run_dir, "final.json")
+    if not os.path.exists(final_path):
+        raise FileNotFoundError(f"{run_dir} has no final.json: the run has not finished")
+    with open(final_path) as f:
+        final = json.load(f)
+    sessions = final.pop("sessions", None) or checkpoint_lib.read_metrics(
+        os.path.join(run_dir, "sessions.jsonl"))
+    records = checkpoint_lib.read_metrics(os.path.join(run_dir, "metrics.jsonl"))
+    return dict(benchmark="training_run", machine=harness.machine_info(),
+                settings=dict(harness.provenance(), run_dir=run_dir, config=config),
+                sessions=sessions, curve=curve(records), final=final)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dir", help="a finished train.py run folder")
+    parser.add_argument("--name", required=True,
+                        help="results file name (benchmarks/results/<name>.json)")
+    args = parser.parse_args(argv)
+    record = results(args.run_dir)
+    path = os.path.join(harness.RESULTS_DIR, args.name + ".json")
+    with open(path, "w") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
+    print(f"wrote {path}: {len(record['curve'])} evaluations, sessions at commits "
+          f"{sorted({s.get('commit', '')[:7] for s in record['sessions']})}")
+    for row in record["curve"]:
+        shown = {k: row[k] for k in ("iteration", "elapsed_s", "solver_policy_accuracy",
+                                     "solver_search_accuracy", "vs_solver_first_wins")
+                 if k in row}
+        print(shown)
+
+
+if __name__ == "__main__":
+    main()
