@@ -243,12 +243,17 @@ _SPECS: Tuple[GameSpec, ...] = (
                             train_batch_size=512, updates_per_iteration=64,
                             eval_simulations=64, eval_every=10),
         presets={
-            "cpu": dict(iterations=40, network="resnet", channels=32, blocks=3,
-                        value_hidden=32, policy="gumbel", num_simulations=32, num_games=128,
-                        moves_per_iteration=16, replay_size=65536, min_replay=4096,
+            # About 55 minutes on a 2-core CPU (docs/training.md has its curve
+            # against the perfect solver).
+            "cpu": dict(iterations=660, network="resnet", channels=32, blocks=3,
+                        value_hidden=32, policy="gumbel", num_simulations=32,
+                        fast_simulations=8, full_search_fraction=0.25,
+                        search_value_weight=0.5, overlap_phases=True, num_games=128,
+                        moves_per_iteration=32, replay_size=262144, min_replay=4096,
                         train_batch_size=256, updates_per_iteration=48, learning_rate=2e-3,
-                        eval_every=10, elo_every=10, eval_games=100, eval_simulations=32,
-                        uct_simulations=32, final_games=200, final_simulations=32),
+                        eval_every=110, elo_every=220, elo_opponents=2, eval_games=40,
+                        eval_simulations=200, uct_simulations=32, solver_positions=500,
+                        solver_games=40, final_games=200, final_simulations=200),
             # An accelerator run (not yet measured: no device has been lent to this
             # project; see docs/training.md for the expected cost).
             "gpu": dict(iterations=400, network="resnet", channels=64, blocks=6,

@@ -342,16 +342,19 @@ def self_play_phase(run: Run, state: TrainState, key: jax.Array,
     config = run.config
     variables = state.variables if variables is None else variables
     tick = time.perf_counter()
-    totals = jnp.zeros((3,), jnp.int32)
+    totals = jnp.zeros((4,), jnp.int32)
     games_in_progress, buffer = state.self_play, state.buffer
     move_keys = jax.random.split(key, config.moves_per_iteration)
     for move in run.reporter.progress(range(config.moves_per_iteration), "self-play", "move"):
         games_in_progress, buffer, stats = run.player.step(
             variables, move_keys[move], games_in_progress, buffer)
-        totals = totals + jnp.stack([stats.games, stats.plies, stats.draws])
-    games, plies, draws = (int(x) for x in np.asarray(totals))  # waits for the device
+        totals = totals + jnp.stack([stats.games, stats.plies, stats.draws,
+                                     stats.full_search.astype(jnp.int32)])
+    games, plies, draws, full_steps = (int(x) for x in np.asarray(totals))  # waits
     seconds = time.perf_counter() - tick
-    simulations = config.moves_per_iteration * config.num_games * config.num_simulations
+    fast_steps = config.moves_per_iteration - full_steps  # playout cap randomisation
+    simulations = config.num_games * (full_steps * config.num_simulations
+                                      + fast_steps * config.fast_simulations)
     record = dict(games=games, mean_game_length=round(plies / max(games, 1), 2),
                   draw_rate=round(draws / max(games, 1), 4),
                   games_per_s=round(games / seconds, 1),
