@@ -253,7 +253,8 @@ _SPECS: Tuple[GameSpec, ...] = (
                         train_batch_size=256, updates_per_iteration=48, learning_rate=2e-3,
                         eval_every=110, elo_every=220, elo_opponents=2, eval_games=40,
                         eval_simulations=200, uct_simulations=32, solver_positions=500,
-                        solver_games=40, final_games=200, final_simulations=200),
+                        solver_games=40, final_games=200, final_simulations=200,
+                        checkpoint_every=5),
             # An accelerator run (not yet measured: no device has been lent to this
             # project; see docs/training.md for the expected cost).
             "gpu": dict(iterations=400, network="resnet", channels=64, blocks=6,
