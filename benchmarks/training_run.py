@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 from typing import Any, Dict, List
 
 from benchmarks import harness
@@ -41,8 +42,25 @@ def curve(records: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return rows
 
 
-def results(run_dir: str) -> Dict[str, Any]:
-    """The results record of the run in `run_dir` (see the module docstring)."""
+def timing(records: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """Median seconds per iteration (wall, between consecutive records, over
+    iterations without an evaluation), of its self-play and of its updates,
+    once updates have started (the earlier ones have no updates and the
+    first ones compile)."""
+    plain = [(a, b) for a, b in zip(records, records[1:])
+             if b.get("eval_s", 0) < 0.5 and b.get("updates", 0) > a.get("updates", 0) > 0]
+    if not plain:
+        return {}
+    return dict(iterations=len(plain),
+                median_iteration_s=round(statistics.median(
+                    b["elapsed_s"] - a["elapsed_s"] for a, b in plain), 3),
+                median_self_play_s=round(statistics.median(b["self_play_s"] for _, b in plain), 3),
+                median_update_s=round(statistics.median(b["update_s"] for _, b in plain), 3))
+
+
+def results(run_dir: str, note: str = "") -> Dict[str, Any]:
+    """The results record of the run in `run_dir` (see the module docstring);
+    `note`: free text kept with it (what the run was for)."""
     with open(os.path.join(run_dir, "config.json")) as f:
         config = json.load(f)
     final_path = os.path.join(run_dir, "final.json")
@@ -54,8 +72,8 @@ def results(run_dir: str) -> Dict[str, Any]:
         os.path.join(run_dir, "sessions.jsonl"))
     records = checkpoint_lib.read_metrics(os.path.join(run_dir, "metrics.jsonl"))
     return dict(benchmark="training_run", machine=harness.machine_info(),
-                settings=dict(harness.provenance(), run_dir=run_dir, config=config),
-                sessions=sessions, curve=curve(records), final=final)
+                settings=dict(harness.provenance(), run_dir=run_dir, note=note, config=config),
+                sessions=sessions, timing=timing(records), curve=curve(records), final=final)
 
 
 def main(argv=None) -> None:
@@ -63,14 +81,16 @@ def main(argv=None) -> None:
     parser.add_argument("run_dir", help="a finished train.py run folder")
     parser.add_argument("--name", required=True,
                         help="results file name (benchmarks/results/<name>.json)")
+    parser.add_argument("--note", default="", help="free text kept in the file")
     args = parser.parse_args(argv)
-    record = results(args.run_dir)
+    record = results(args.run_dir, args.note)
     path = os.path.join(harness.RESULTS_DIR, args.name + ".json")
     with open(path, "w") as f:
         json.dump(record, f, indent=1)
         f.write("\n")
     print(f"wrote {path}: {len(record['curve'])} evaluations, sessions at commits "
-          f"{sorted({s.get('commit', '')[:7] for s in record['sessions']})}")
+          f"{sorted({s.get('commit', '')[:7] for s in record['sessions']})}; timing "
+          f"{record['timing']}")
     for row in record["curve"]:
         shown = {k: row[k] for k in ("iteration", "elapsed_s", "solver_policy_accuracy",
                                      "solver_search_accuracy", "vs_solver_first_wins")

@@ -1,0 +1,109 @@
+"""A trained Connect Four agent on the solver-labelled positions, by budget.
+
+    python -m benchmarks.connect_four_agent --run-dir runs/connect_four_cpu \
+        --simulations 200 800 3200 --uct-simulations 4000
+
+Move accuracy (the chosen column keeps the game-theoretic value, judged by
+the perfect solver bitbully) on the 1000 positions of
+benchmarks/data/connect_four_positions.json, overall and by stage, of
+
+- the raw policy network (its legal argmax, no search);
+- the agent's search (the run's policy, greedy) at each `--simulations`;
+- the network's value alone, one ply deep: the move whose resulting position
+  the value head rates worst for the opponent;
+- UCT with one random playout per leaf at `--uct-simulations` (no network),
+  for scale.
+
+If accuracy keeps rising with the budget, the search is what limits the
+agent at the training budget; if it flattens, the network (its policy and
+value) is. Saved to benchmarks/results/connect_four_agent-<backend>.json with
+the run's sessions (commit, command) and this command's provenance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from benchmarks import harness
+from envs import connect_four_solver as solver
+from mcts_jax import arena, evaluators
+from mcts_jax.agent import Agent
+from mcts_jax.training import checkpoint as checkpoint_lib
+
+
+def value_one_ply(agent: Agent, states, legal: np.ndarray) -> np.ndarray:
+    """[N] columns: for each legal move, the value head on the position after
+    it (for the opponent, who is then to move; a finished game counts as its
+    result), and the move whose value is lowest for the opponent."""
+    game = agent.game
+    num = legal.shape[0]
+    scores = np.full(legal.shape, np.inf)
+    for column in range(legal.shape[1]):
+        moved = game.step(states, jnp.full((num,), column, jnp.int32), jax.random.key(0))
+        _, value = agent.policy_value(moved)
+        # the opponent's view: after a winning move the game is over and the
+        # mover's reward is +1, the opponent's -1
+        mover = states.current_player
+        terminal = np.asarray(game.is_terminal(moved))
+        reward = np.asarray(jnp.take_along_axis(moved.rewards, mover[:, None], axis=1)[:, 0])
+        opponent_value = np.where(terminal, -reward, np.asarray(value))
+        scores[:, column] = np.where(legal[:, column], opponent_value, np.inf)
+    return np.argmin(scores, axis=1)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--run-dir", required=True, help="a train.py Connect Four run folder")
+    parser.add_argument("--simulations", type=int, nargs="+", default=[200, 800, 3200])
+    parser.add_argument("--uct-simulations", type=int, nargs="*", default=[4000])
+    parser.add_argument("--positions", type=int, default=1000)
+    parser.add_argument("--name", default="connect_four_agent")
+    args = parser.parse_args(argv)
+
+    agent = Agent.load(args.run_dir)
+    positions = solver.load_positions(limit=args.positions)
+    states = solver.states_from_moves(positions["moves"], agent.game)
+    legal = np.asarray(positions["legal"])
+    rows = []
+
+    def score(player: str, budget, chosen, seconds):
+        accuracy = solver.move_accuracy(chosen, positions)
+        rows.append(dict(player=player, simulations=budget, seconds=round(seconds, 1),
+                         **{k: round(v, 4) for k, v in accuracy.items()}))
+        print(rows[-1], flush=True)
+
+    tick = time.perf_counter()
+    logits, _ = agent.policy_value(states)
+    score("raw policy network", 0, solver.legal_argmax(logits, legal), time.perf_counter() - tick)
+    tick = time.perf_counter()
+    score("value head, one ply", 0, value_one_ply(agent, states, legal),
+          time.perf_counter() - tick)
+    for budget in args.simulations:
+        tick = time.perf_counter()
+        chosen = agent.act(jax.random.key(budget), states, num_simulations=budget)
+        score(f"search ({agent.config.policy})", budget, np.asarray(chosen),
+              time.perf_counter() - tick)
+    for budget in args.uct_simulations:
+        uct = arena.SearchPlayer(evaluators.RandomPlayouts(num_playouts=1), "uct", budget)
+        tick = time.perf_counter()
+        chosen = uct(None, jax.random.key(budget + 1), agent.game, states)
+        score("UCT, 1 random playout per leaf", budget, np.asarray(chosen),
+              time.perf_counter() - tick)
+    sessions = checkpoint_lib.read_metrics(os.path.join(args.run_dir, "sessions.jsonl"))
+    settings = dict(harness.provenance(), run_dir=args.run_dir, iteration=agent.iteration,
+                    run_sessions=sessions, positions=len(positions["moves"]),
+                    simulations=args.simulations, uct_simulations=args.uct_simulations)
+    harness.report(args.name, f"Connect Four agent of {args.run_dir} (iteration "
+                   f"{agent.iteration}) on {len(positions['moves'])} solver-labelled positions",
+                   ["player", "simulations", "all", "opening", "middle", "late", "seconds"],
+                   rows, settings)
+
+
+if __name__ == "__main__":
+    main()
