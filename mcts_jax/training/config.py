@@ -122,8 +122,9 @@ class TrainConfig:
     train_batch_size: int = setting(256, "samples per update", "positive")
     updates_per_iteration: int = setting(32, "updates per iteration", "positive")
     overlap_phases: bool = setting(False, "run each iteration's self-play and updates at the "
-                                   "same time (two threads: about twice the throughput on a "
-                                   "2-core CPU; self-play uses the network from before the "
+                                   "same time (two threads: 1.4x the iterations per second "
+                                   "measured on a 2-core CPU; self-play uses the network from "
+                                   "before the "
                                    "iteration's updates, the updates the buffer from before its "
                                    "games)")
     learning_rate: float = setting(1e-3, "peak learning rate (warmup, then cosine decay)",

@@ -3,7 +3,9 @@
 Loss per sample, for the player to move in the observation:
   policy: cross-entropy `-sum_a pi(a) log softmax(logits)(a)` against the
     search's policy target pi;
-  value: `(v - z)^2` against the final result z in {-1, 0, 1};
+  value: `(v - t)^2` against the value target t: the final result z in
+    {-1, 0, 1}, or z mixed with the search's root value
+    (`--search-value-weight`, see `replay`);
   total = policy + value_weight * value (weight decay is in adamw).
 Optimiser: global-norm clipping, then adamw with a linear warmup and a cosine
 decay over the run's updates.
