@@ -185,11 +185,11 @@ class SelfPlay:
 @functools.partial(jax.jit, static_argnums=0, donate_argnums=(3, 4))
 def _step(self: SelfPlay, variables, rng_key, state: SelfPlayState,
           buffer: replay.ReplayBuffer):
-    search_key, sample_key, step_key, reset_key, random_key, cap_key = jax.random.split(
-        rng_key, 6)
+    search_key, sample_key, step_key, reset_key, random_key = jax.random.split(rng_key, 5)
     states = state.states
     if self.fast_simulations > 0:
-        full = jax.random.uniform(cap_key) < self.full_search_fraction
+        # Its own key (not a sixth split): runs without the cap keep their streams.
+        full = jax.random.uniform(jax.random.fold_in(rng_key, 6)) < self.full_search_fraction
         out = jax.lax.cond(
             full, lambda: self.search(variables, search_key, states, state.tree),
             lambda: self.search(variables, search_key, states, state.tree,
