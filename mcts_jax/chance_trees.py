@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcts_jax.base import (ChanceRecurrentFnOutput, DecisionRecurrentFnOutput, RootFnOutput)
-from mcts_jax.synthetic import MASK32, STEP_ADD, STEP_MUL
+from mcts_jax.synthetic import STEP_ADD, STEP_MUL, check_sizes
 
 FINAL_MUL_1 = 0x85EBCA6B
 FINAL_MUL_2 = 0xC2B2AE35
@@ -80,10 +80,7 @@ class ChanceTree:
     informed: bool = False
 
     def __post_init__(self):
-        for name, low in (("depth", 1), ("branching", 2), ("outcomes", 1)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-                raise ValueError(f"ChanceTree {name} must be an int >= {low}, got {value!r}")
+        check_sizes(self, (("depth", 1), ("branching", 2), ("outcomes", 1)))
 
     @property
     def num_actions(self) -> int:

@@ -57,10 +57,7 @@ class GameTree:
     branching: int
 
     def __post_init__(self):
-        for name, low in (("depth", 1), ("branching", 2)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-                raise ValueError(f"GameTree {name} must be an int >= {low}, got {value!r}")
+        synthetic.check_sizes(self, (("depth", 1), ("branching", 2)))
         if self.branching ** self.depth > MAX_LEAVES_PER_ROOT:
             raise ValueError(f"GameTree branching ** depth must be <= {MAX_LEAVES_PER_ROOT} "
                              f"for exact minimax, got {self.branching} ** {self.depth}")

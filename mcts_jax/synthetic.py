@@ -27,6 +27,17 @@ SLOT_MUL = 0x85EBCA6B
 SLOT_MIX = 0xC2B2AE35
 
 
+def check_sizes(problem, lows) -> None:
+    """Raises ValueError naming the problem's class and the field when one
+    of its fields is not an int >= its lower bound (lows: (name, low) pairs;
+    bools are refused)."""
+    for name, low in lows:
+        value = getattr(problem, name)
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"{type(problem).__name__} {name} must be an int >= {low}, "
+                             f"got {value!r}")
+
+
 @dataclasses.dataclass(frozen=True)
 class HashedProblem:
     """A random two-player game tree defined by hashing.

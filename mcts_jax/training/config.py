@@ -124,9 +124,8 @@ class TrainConfig:
     overlap_phases: bool = setting(False, "run each iteration's self-play and updates at the "
                                    "same time (two threads: 1.4x the iterations per second "
                                    "measured on a 2-core CPU; self-play uses the network from "
-                                   "before the "
-                                   "iteration's updates, the updates the buffer from before its "
-                                   "games)")
+                                   "before the iteration's updates, the updates the buffer "
+                                   "from before its games)")
     learning_rate: float = setting(1e-3, "peak learning rate (warmup, then cosine decay)",
                                    "positive_real")
     warmup_fraction: float = setting(0.05, "share of all updates spent warming up", "fraction")
