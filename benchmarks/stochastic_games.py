@@ -35,9 +35,11 @@ from benchmarks import harness
 from mcts_jax import evaluators
 
 
-def search_player(game, num_simulations: int, playout_length: int, value_range):
+def search_player(game, num_simulations: int, playout_length: int, value_range,
+                  heuristic_at_cutoff: bool = False):
     """A jitted (key, states) -> actions [G] of the stochastic search."""
-    evaluator = evaluators.RandomPlayouts(max_length=playout_length)
+    evaluator = evaluators.RandomPlayouts(max_length=playout_length,
+                                          heuristic_at_cutoff=heuristic_at_cutoff)
     decision_fn = game.decision_recurrent_fn(evaluator)
     chance_fn = game.chance_recurrent_fn(evaluator)
 
@@ -95,9 +97,9 @@ def play_2048(num_simulations: int, num_games: int, playout_length: int, seed: i
 
 
 def play_backgammon(num_simulations: int, num_games: int, playout_length: int,
-                    seed: int, max_plies: int) -> Dict[str, Any]:
+                    seed: int, max_plies: int, heuristic_at_cutoff: bool) -> Dict[str, Any]:
     game = envs.make_chance_game("backgammon")
-    act = search_player(game, num_simulations, playout_length, None)
+    act = search_player(game, num_simulations, playout_length, None, heuristic_at_cutoff)
     step = jax.jit(game.step)
     random_act = jax.jit(lambda key, states: random_actions(key, game, states))
     key = jax.random.key(seed)
@@ -129,7 +131,7 @@ def play_backgammon(num_simulations: int, num_games: int, playout_length: int,
                 mean_points=round(float(points.mean()), 3),
                 unfinished=int((~finished).sum()), plies=plies,
                 ms_per_search_step=round(1e3 * search_seconds / max(searches, 1), 1),
-                playout_length=playout_length)
+                playout_length=playout_length, heuristic_at_cutoff=heuristic_at_cutoff)
 
 
 def main(argv=None) -> None:
@@ -141,6 +143,9 @@ def main(argv=None) -> None:
                         help="moves per random playout before it is cut (2048: the points "
                              "of that many moves; backgammon: 0 points if unfinished)")
     parser.add_argument("--max-plies", type=int, default=None)
+    parser.add_argument("--heuristic-at-cutoff", action="store_true",
+                        help="a playout cut at --playout-length scores the game's heuristic "
+                             "(backgammon: the pip-count race) instead of 0")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
@@ -160,11 +165,11 @@ def main(argv=None) -> None:
         for num_simulations in simulations:
             rows.append(play_backgammon(num_simulations, args.games or 500,
                                         args.playout_length or 1024, args.seed,
-                                        args.max_plies or 4096))
+                                        args.max_plies or 4096, args.heuristic_at_cutoff))
             print(rows[-1], flush=True)
         columns = ["simulations", "games", "search_win_rate", "search_wins_first_half",
                    "search_wins_second_half", "mean_points", "unfinished", "plies",
-                   "ms_per_search_step", "playout_length"]
+                   "ms_per_search_step", "playout_length", "heuristic_at_cutoff"]
         title = "Backgammon: stochastic search with random playouts against a random player"
     settings = dict(**harness.provenance(), **vars(args))
     harness.report(f"stochastic_games_{args.section}", title, columns, rows, settings,

@@ -119,9 +119,14 @@ class GameSpec:
 
     def network_settings(self) -> Dict[str, Any]:
         """The default network as TrainConfig fields."""
-        net = self.default_network
-        return dict(network=net.kind, channels=net.channels, blocks=net.num_blocks,
-                    hidden=net.hidden, layers=net.num_layers, value_hidden=net.value_hidden)
+        return network_settings(self.default_network)
+
+
+def network_settings(net: NetworkConfig) -> Dict[str, Any]:
+    """A NetworkConfig as TrainConfig fields."""
+    return dict(network=net.kind, channels=net.channels, blocks=net.num_blocks,
+                hidden=net.hidden, layers=net.num_layers, value_hidden=net.value_hidden,
+                value_head=net.value_head, value_scale=net.value_scale)
 
 
 @functools.lru_cache(maxsize=None)

@@ -11,11 +11,18 @@ share compiled code): `RandomPlayer`, `PolicyPlayer` (the raw network),
     result.wins, result.draws, result.losses      # for the first player (A)
 
 `play_match` plays `num_games` games at once, half with A moving first
-(rows [0, n)) and half with B first (rows [n, 2n)). The pgx games here
-alternate turns strictly (a player with no move passes with an explicit pass
-action), so on each ply one half of the rows is A's to move and the other
-half B's: each player is called once per ply on n rows. The match checks that
-assumption on every ply and raises if it fails.
+(rows [0, n)) and half with B first (rows [n, 2n)). The deterministic pgx
+games alternate turns strictly (a player with no move passes with an
+explicit pass action), so on each ply one half of the rows is A's to move and
+the other half B's: each player is called once per ply on n rows. The match
+checks that assumption on every ply and raises if it fails. A game whose
+`alternating_turns` is False (backgammon: one checker per action, so a turn
+is 1 to 4 actions) is played by `current_player` instead: both players are
+called on all 2n rows each ply and each row takes the move of the player
+whose turn it is (twice the search work per ply).
+
+`play_solo` plays a one-player game (2048) to its end: the score (the sum
+of the rewards) of each game.
 """
 
 from __future__ import annotations
@@ -67,7 +74,9 @@ class PolicyPlayer:
 class SearchPlayer:
     """A search with `evaluator` at the leaves.
 
-    policy: "uct", "alphazero", "gumbel", or any policy function (a built-in,
+    policy: "uct", "alphazero", "gumbel", "stochastic" (the stochastic games
+    of `envs.make_chance_game`: `stochastic_muzero_policy` with chance nodes,
+    values unbounded) or any policy function (a built-in,
     `mcts_jax.rule_policy(my_rule)`, the user's own with the policies'
     signature). For the names, `greedy` plays the most visited move
     (alphazero / uct, no root noise) or Gumbel's choice with `gumbel_scale`
@@ -105,13 +114,22 @@ class SearchPlayer:
             return mcts_jax.gumbel_policy, {
                 "max_num_considered_actions": considered,
                 "gumbel_scale": 0.0 if self.greedy else 1.0, **options}
-        raise ValueError(f"policy must be 'uct', 'alphazero', 'gumbel' or a policy function, "
-                         f"got {self.policy!r}")
+        if self.policy == "stochastic":
+            return mcts_jax.stochastic_muzero_policy, {
+                "temperature": 0.0 if self.greedy else 1.0,
+                "dirichlet_fraction": 0.0 if self.greedy else 0.25, "value_range": None,
+                **options}
+        raise ValueError(f"policy must be 'uct', 'alphazero', 'gumbel', 'stochastic' or a "
+                         f"policy function, got {self.policy!r}")
 
     def search(self, params, rng_key, game, states) -> mcts_jax.PolicyOutput:
         root_key, search_key = jax.random.split(rng_key)
         root, invalid = game.root(params, root_key, states, self.evaluator)
         policy, options = self.policy_and_options(game)
+        if self.policy == "stochastic":
+            return policy(params, search_key, root, game.decision_recurrent_fn(self.evaluator),
+                          game.chance_recurrent_fn(self.evaluator), self.num_simulations,
+                          invalid_actions=invalid, **options)
         return policy(params, search_key, root, game.recurrent_fn(self.evaluator),
                       self.num_simulations, invalid_actions=invalid, **options)
 
@@ -181,6 +199,24 @@ def _match_step(game, player_a, player_b, opening_moves, params_a, params_b, rng
     return states, score_a, violations
 
 
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
+def _match_step_by_turn(game, player_a, player_b, opening_moves, params_a, params_b, rng_key,
+                        states, ply, a_id, score_a, violations):
+    """One action of every game, for games whose turns do not alternate:
+    both players choose on every row, each row takes its player to move's."""
+    key_a, key_b, key_open, key_step = jax.random.split(rng_key, 4)
+    actions_a = player_a(params_a, key_a, game, states)
+    actions_b = player_b(params_b, key_b, game, states)
+    actions = jnp.where(game.current_player(states) == a_id, actions_a, actions_b)
+    if opening_moves:
+        legal = game.legal_actions(states)
+        random_moves = jax.random.categorical(key_open, jnp.where(legal, 0.0, -jnp.inf))
+        actions = jnp.where(ply < opening_moves, random_moves.astype(jnp.int32), actions)
+    states = game.step(states, actions.astype(jnp.int32), key_step)
+    score_a = score_a + game.reward_for(states, a_id)
+    return states, score_a, violations
+
+
 def play_match(game, player_a, params_a, player_b, params_b, rng_key, num_games: int,
                opening_moves: int = 0, max_plies: Optional[int] = None) -> MatchResult:
     """`num_games` (even) games of A against B, half with each moving first.
@@ -202,9 +238,11 @@ def play_match(game, player_a, params_a, player_b, params_b, rng_key, num_games:
     score_a = jnp.zeros((num_games,), jnp.float32)
     violations = jnp.zeros((), jnp.int32)
     max_plies = max_plies or getattr(game, "longest_game", DEFAULT_MAX_PLIES)
+    alternating = getattr(game, "alternating_turns", True)
+    match_step = _match_step if alternating else _match_step_by_turn
     for ply in range(max_plies):
         rng_key, step_key = jax.random.split(rng_key)
-        states, score_a, violations = _match_step(
+        states, score_a, violations = match_step(
             game, player_a, player_b, int(opening_moves), params_a, params_b, step_key, states,
             jnp.int32(ply), a_id, score_a, violations)
         if bool(jnp.all(game.is_terminal(states))):
@@ -222,6 +260,56 @@ def play_match(game, player_a, params_a, player_b, params_b, rng_key, num_games:
     wins, draws, losses = (a + b for a, b in zip(first, second))
     return MatchResult(wins=wins, draws=draws, losses=losses, first=first, second=second,
                        unfinished=unfinished, seconds=time.perf_counter() - started)
+
+
+@dataclasses.dataclass(frozen=True)
+class SoloResult:
+    """Games of a one-player game: scores [n] float (the sum of each game's
+    rewards), final_states (pgx states [n], to read e.g. 2048's best tile),
+    moves [n] int, unfinished (games cut at the ply cap, scored so far),
+    seconds."""
+
+    scores: np.ndarray
+    final_states: Any
+    moves: np.ndarray
+    unfinished: int
+    seconds: float
+
+    @property
+    def mean_score(self) -> float:
+        return float(np.mean(self.scores))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _solo_step(game, player, params, rng_key, states, score, moves):
+    act_key, step_key = jax.random.split(rng_key)
+    playing = ~game.is_terminal(states)
+    states = game.step(states, player(params, act_key, game, states), step_key)
+    score = score + jnp.where(playing, game.reward_for(states, jnp.zeros_like(moves)), 0.0)
+    return states, score, moves + playing
+
+
+def play_solo(game, player, params, rng_key, num_games: int,
+              max_plies: Optional[int] = None) -> SoloResult:
+    """`num_games` games of a one-player game (2048) played by `player` at
+    once, each to its end or `max_plies` moves (default: the game's
+    `longest_game`)."""
+    if num_games < 1:
+        raise ValueError(f"num_games must be >= 1, got {num_games}")
+    started = time.perf_counter()
+    init_key, rng_key = jax.random.split(rng_key)
+    states = game.init(init_key, num_games)
+    score = jnp.zeros((num_games,), jnp.float32)
+    moves = jnp.zeros((num_games,), jnp.int32)
+    max_plies = max_plies or getattr(game, "longest_game", DEFAULT_MAX_PLIES)
+    for ply in range(max_plies):
+        states, score, moves = _solo_step(game, player, params,
+                                          jax.random.fold_in(rng_key, ply), states, score, moves)
+        if ply % 16 == 15 and bool(jnp.all(game.is_terminal(states))):
+            break
+    unfinished = int(np.sum(~np.asarray(game.is_terminal(states))))
+    return SoloResult(scores=np.asarray(score), final_states=states, moves=np.asarray(moves),
+                      unfinished=unfinished, seconds=time.perf_counter() - started)
 
 
 # ---- Elo --------------------------------------------------------------------

@@ -44,10 +44,18 @@ class RandomPlayouts:
 
     Batched: the B x num_playouts games advance together, one pgx step per
     move for all of them, until every one has ended or hit the cap.
+
+    heuristic_at_cutoff: a playout cut at `max_length` adds
+    `game.heuristic` of the state it reached (for its player to move,
+    turned to the view of the playout's player) instead of nothing. For
+    long games whose playouts cannot be afforded to the end (backgammon's
+    run 90-700 plies; its heuristic is the pip-count race), so short
+    playouts still say who is ahead.
     """
 
     num_playouts: int = 1
     max_length: int = 512
+    heuristic_at_cutoff: bool = False
 
     def __call__(self, params, rng_key, game, states):
         del params
@@ -69,7 +77,11 @@ class RandomPlayouts:
             return step + 1, playing, result + game.reward_for(playing, player), key
 
         initial = (jnp.int32(0), repeated, jnp.zeros(player.shape, jnp.float32), rng_key)
-        _, _, result, _ = jax.lax.while_loop(cond, body, initial)
+        _, reached, result, _ = jax.lax.while_loop(cond, body, initial)
+        if self.heuristic_at_cutoff:
+            same_side = game.current_player(reached) == player
+            estimate = game.heuristic(reached) * jnp.where(same_side, 1.0, -1.0)
+            result = result + jnp.where(game.is_terminal(reached), 0.0, estimate)
         value = result.reshape(batch_size, self.num_playouts).mean(axis=1)
         return _uniform_logits(game, states), value
 

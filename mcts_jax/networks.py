@@ -5,14 +5,18 @@ Two architectures:
     residual blocks (conv-BN-ReLU-conv-BN + skip, ReLU), a policy head
     (1x1 conv, 2 channels, BN, ReLU, linear to A logits) and a value head
     (1x1 conv, 1 channel, BN, ReLU, linear to `value_hidden`, ReLU, linear,
-    tanh).
+    tanh, times `value_scale`).
   - `MLP`: flattens the observation; `num_layers` dense ReLU layers of
     `hidden` units (LayerNorm after each), then the same two heads as linear
     layers. For tiny games (tic-tac-toe).
 
 Both take pgx observations [B, H, W, C] (bool or float; from the point of view
-of the player to move) and return (logits [B, A], value [B]); the value is in
-[-1, 1] for the player to move.
+of the player to move) and return (logits [B, A], value [B]); the value is
+for the player to move, on the game's reward scale: the value head's
+output (tanh, in [-1, 1]; or `value_head="linear"`, unbounded) times
+`value_scale` (1 for the board games, whose results are +-1; 3 for
+backgammon's gammons; 2048's points, with no bound, take a linear head in
+units of 1000 points).
 
 Search and training use a pure functional form, `Model`:
 
@@ -40,6 +44,7 @@ from flax import nnx
 from mcts_jax import evaluators
 
 Variables = Dict[str, Any]
+VALUE_HEADS = ("tanh", "linear")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +55,10 @@ class NetworkConfig:
     channels, num_blocks: width and depth of the residual tower (resnet).
     hidden, num_layers: width and depth of the MLP trunk (mlp).
     value_hidden: units of the value head's hidden layer.
+    value_head: "tanh" (values in [-value_scale, value_scale]) or "linear"
+      (unbounded, for returns with no bound such as 2048's points).
+    value_scale: the unit of the value head: its output times this is the
+      value on the game's reward scale (the learner divides its error by it).
     """
 
     kind: str = "resnet"
@@ -58,14 +67,28 @@ class NetworkConfig:
     hidden: int = 128
     num_layers: int = 3
     value_hidden: int = 64
+    value_head: str = "tanh"
+    value_scale: float = 1.0
 
     def __post_init__(self):
         if self.kind not in ("resnet", "mlp"):
             raise ValueError(f"network kind must be 'resnet' or 'mlp', got {self.kind!r}")
+        if self.value_head not in VALUE_HEADS:
+            raise ValueError(f"network value_head must be one of {VALUE_HEADS}, got "
+                             f"{self.value_head!r}")
+        if not isinstance(self.value_scale, (int, float)) or not self.value_scale > 0:
+            raise ValueError(f"network value_scale must be a positive number, got "
+                             f"{self.value_scale!r}")
         for name in ("channels", "num_blocks", "hidden", "num_layers", "value_hidden"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < (0 if name == "num_blocks" else 1):
                 raise ValueError(f"network {name} must be a positive int, got {value!r}")
+
+    def value_from_head(self, head: jax.Array) -> jax.Array:
+        """The value head's last linear output [B, 1] -> values [B] on the
+        game's reward scale."""
+        squashed = jnp.tanh(head) if self.value_head == "tanh" else head
+        return self.value_scale * squashed[:, 0]
 
 
 class ResidualBlock(nnx.Module):
@@ -86,8 +109,8 @@ class ResidualBlock(nnx.Module):
 class ResNet(nnx.Module):
     """AlphaZero residual tower with policy and value heads.
 
-    observation [B, H, W, C] -> (logits [B, A], value [B] in [-1, 1], for the
-    player to move).
+    observation [B, H, W, C] -> (logits [B, A], value [B] for the player to
+    move, see `NetworkConfig.value_head`).
     """
 
     def __init__(self, observation_shape: Tuple[int, ...], num_actions: int,
@@ -104,6 +127,7 @@ class ResNet(nnx.Module):
         self.value_bn = nnx.BatchNorm(1, rngs=rngs)
         self.value_hidden = nnx.Linear(height * width, config.value_hidden, rngs=rngs)
         self.value_out = nnx.Linear(config.value_hidden, 1, rngs=rngs)
+        self.config = config
 
     def __call__(self, observation, train: bool = False):
         x = observation.astype(jnp.float32)
@@ -115,15 +139,14 @@ class ResNet(nnx.Module):
         logits = self.policy_out(p.reshape(batch, -1))
         v = nnx.relu(self.value_bn(self.value_conv(x), use_running_average=not train))
         v = nnx.relu(self.value_hidden(v.reshape(batch, -1)))
-        value = jnp.tanh(self.value_out(v))[:, 0]
-        return logits, value
+        return logits, self.config.value_from_head(self.value_out(v))
 
 
 class MLP(nnx.Module):
     """Dense trunk with LayerNorm for tiny games.
 
-    observation [B, ...] -> (logits [B, A], value [B] in [-1, 1], for the
-    player to move).
+    observation [B, ...] -> (logits [B, A], value [B] for the player to
+    move, see `NetworkConfig.value_head`).
     """
 
     def __init__(self, observation_shape: Tuple[int, ...], num_actions: int,
@@ -137,6 +160,7 @@ class MLP(nnx.Module):
         self.policy_out = nnx.Linear(config.hidden, num_actions, rngs=rngs)
         self.value_hidden = nnx.Linear(config.hidden, config.value_hidden, rngs=rngs)
         self.value_out = nnx.Linear(config.value_hidden, 1, rngs=rngs)
+        self.config = config
 
     def __call__(self, observation, train: bool = False):
         del train
@@ -144,8 +168,7 @@ class MLP(nnx.Module):
         for layer, norm in zip(self.layers, self.norms):
             x = nnx.relu(norm(layer(x)))
         logits = self.policy_out(x)
-        value = jnp.tanh(self.value_out(nnx.relu(self.value_hidden(x))))[:, 0]
-        return logits, value
+        return logits, self.config.value_from_head(self.value_out(nnx.relu(self.value_hidden(x))))
 
 
 def build_module(config: NetworkConfig, observation_shape: Tuple[int, ...], num_actions: int,

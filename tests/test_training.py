@@ -26,11 +26,13 @@ TINY_NET = networks.NetworkConfig(kind="mlp", hidden=16, num_layers=1, value_hid
 
 @pytest.mark.parametrize("weight", [0.0, 0.3])
 def test_replay_buffer_matches_python_model(weight):
-    """weight: the search value's share of the value target."""
+    """weight: the search value's share of the value target. Rewards come on
+    every move (as 2048's do), so a target is the sum of the rewards from
+    its move to the end of its game, for its player."""
     slots, rows, steps = 5, 3, 23
     rng = np.random.default_rng(0)
     buffer = replay.init(slots, rows, (2,), jnp.float32, 4)
-    model = {}  # (slot, row) -> [status, value, player, obs0, search value]
+    model = {}  # (slot, row) -> [status, value so far, player, obs0]
     pending = {r: [] for r in range(rows)}
     for t in range(steps):
         obs = rng.normal(size=(rows, 2)).astype(np.float32)
@@ -40,30 +42,30 @@ def test_replay_buffer_matches_python_model(weight):
         rewards = rng.choice([-1.0, 0.0, 1.0], size=(rows, 1)) * np.array([[1.0, -1.0]])
         search_value = rng.uniform(-1, 1, rows).astype(np.float32)
         buffer = replay.add(buffer, jnp.asarray(obs), jnp.full((rows, 4), 0.25),
-                            jnp.asarray(player), jnp.asarray(record), jnp.asarray(search_value))
-        buffer = replay.finish_games(buffer, jnp.asarray(done), jnp.asarray(rewards, jnp.float32),
-                                     weight)
+                            jnp.asarray(player), jnp.asarray(record), jnp.asarray(search_value),
+                            weight)
+        buffer = replay.credit_rewards(buffer, jnp.asarray(rewards, jnp.float32),
+                                       jnp.asarray(done), weight)
         slot = t % slots
         for r in range(rows):
             pending[r] = [s for s in pending[r] if s != slot]  # overwritten
-            model[(slot, r)] = [replay.PENDING if record[r] else replay.EMPTY, 0.0, player[r],
-                                obs[r, 0], search_value[r]]
+            model[(slot, r)] = [replay.PENDING if record[r] else replay.EMPTY,
+                                weight * search_value[r] if record[r] else 0.0, player[r],
+                                obs[r, 0]]
             if record[r]:
                 pending[r].append(slot)
+            for s in pending[r]:
+                model[(s, r)][1] += (1 - weight) * rewards[r, model[(s, r)][2]]
             if done[r]:
                 for s in pending[r]:
                     model[(s, r)][0] = replay.READY
-                    model[(s, r)][1] = ((1 - weight) * rewards[r, model[(s, r)][2]]
-                                        + weight * model[(s, r)][4])
                 pending[r] = []
         status = np.asarray(buffer.status)
         value = np.asarray(buffer.value)
-        for (s, r), (st, v, p, o, sv) in model.items():
+        for (s, r), (st, v, p, o) in model.items():
             assert status[s, r] == st, (t, s, r)
-            if st == replay.READY:
-                assert value[s, r] == pytest.approx(v, abs=1e-6)
-            if st == replay.PENDING:
-                assert value[s, r] == sv
+            if st != replay.EMPTY:
+                assert value[s, r] == pytest.approx(v, abs=1e-5)
             assert np.asarray(buffer.observation)[s, r, 0] == o
     assert int(replay.num_ready(buffer)) == sum(m[0] == replay.READY for m in model.values())
     obs, policy, value = replay.sample(buffer, jax.random.key(0), 256)
@@ -130,8 +132,8 @@ def test_self_play_targets_match_independently_replayed_games(tiny_setup, cap):
                 assert abs(policy[r].sum() - 1) < 1e-5
                 assert set(np.flatnonzero(policy[r] > 0)) <= set(minimax.legal_moves(board))
                 search_values[(t, r)] = step_values[r]
-                if status[r] == replay.PENDING:  # holds the search value until the end
-                    assert value[r] == search_values[(t, r)]
+                if status[r] == replay.PENDING:  # holds w x the search value until the end
+                    assert value[r] == pytest.approx(weight * search_values[(t, r)])
             after = minimax.play(board, actions[r])
             assert done[r] == minimax.is_terminal(after)
             if done[r]:
@@ -169,8 +171,8 @@ def test_learner_fits_a_fixed_buffer(tiny_setup):
         buffer = replay.add(buffer, states.observation, target, states.current_player)
         states = GAME.step(states, jnp.argmax(jnp.where(states.legal_action_mask,
                                                         target, -1), -1))
-    buffer = replay.finish_games(buffer, jnp.ones(rows, bool),
-                                 jnp.asarray(rng.choice([-1.0, 1.0], (rows, 2)), jnp.float32))
+    buffer = replay.credit_rewards(buffer, jnp.asarray(rng.choice([-1.0, 1.0], (rows, 2)),
+                                                       jnp.float32), jnp.ones(rows, bool))
     optimizer = learner_lib.make_optimizer(1e-2, 200, 0.05, 0.1, 0.0, 10.0)
     learner = learner_lib.Learner(model=model, optimizer=optimizer, batch_size=64)
     state = learner.init(jax.tree.map(jnp.copy, variables))

@@ -76,6 +76,12 @@ class TrainConfig:
     layers: int = setting(3, "mlp: hidden layers", "positive", shape=True)
     value_hidden: int = setting(64, "width of the value head's hidden layer", "positive",
                                 shape=True)
+    value_head: str = setting("tanh", "the value head's output: tanh (values within "
+                              "+-value_scale) or linear (unbounded: 2048's points)",
+                              choices=("tanh", "linear"), shape=True)
+    value_scale: float = setting(1.0, "the value head's unit on the game's reward scale (1 "
+                                 "for +-1 results; backgammon 3; 2048 1000 points)",
+                                 "positive_real", shape=True)
     # ---- self-play ----
     policy: str = setting("gumbel", "search used in self-play", choices=("gumbel", "alphazero"),
                           shape=True)
@@ -150,6 +156,10 @@ class TrainConfig:
     uct_simulations: int = setting(0, "the UCT opponent's simulations (0: --eval-simulations)",
                                    "non_negative")
     uct_playouts: int = setting(1, "random playouts per leaf of the UCT opponent", "positive")
+    uct_playout_length: int = setting(0, "the UCT opponent's playouts are cut after this many "
+                                      "plies and scored by the game's heuristic there "
+                                      "(backgammon: the pip-count race; 0: played to the end, "
+                                      "at most --max-game-length or 512)", "non_negative")
     elo_every: int = setting(10, "iterations between snapshots for Elo matches (0: none)",
                              "non_negative")
     elo_opponents: int = setting(4, "earlier snapshots each new snapshot plays",
@@ -182,7 +192,8 @@ class TrainConfig:
     def network_config(self) -> networks.NetworkConfig:
         return networks.NetworkConfig(kind=self.network, channels=self.channels,
                                       num_blocks=self.blocks, hidden=self.hidden,
-                                      num_layers=self.layers, value_hidden=self.value_hidden)
+                                      num_layers=self.layers, value_hidden=self.value_hidden,
+                                      value_head=self.value_head, value_scale=self.value_scale)
 
     @property
     def replay_slots(self) -> int:
@@ -309,13 +320,25 @@ def explicit_settings(args: argparse.Namespace) -> Dict[str, Any]:
     return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
 
 
+TRAINABLE_GAMES: Tuple[str, ...] = tuple(envs.GAMES) + tuple(envs.CHANCE_GAMES)
+
+
 def unknown_game(game: str) -> str:
     """The message for a game train.py cannot train."""
+    return f"unknown game {game!r}; known games: {', '.join(TRAINABLE_GAMES)}"
+
+
+def game_spec(game: str):
+    """The registry entry of a trainable game: `envs.spec` for the
+    deterministic games, `envs.chance_games.chance_spec` for the stochastic
+    ones (2048, backgammon)."""
     if game in envs.CHANCE_GAMES:
-        return (f"game {game!r} is stochastic: train.py does not train stochastic games yet "
-                f"(search it with mcts_jax.stochastic_muzero_policy on envs.make({game!r})); "
-                f"known games: {', '.join(envs.GAMES)}")
-    return f"unknown game {game!r}; known games: {', '.join(envs.GAMES)}"
+        return envs.chance_games.chance_spec(game)
+    return envs.spec(game)
+
+
+def is_stochastic(game: str) -> bool:
+    return game in envs.CHANCE_GAMES
 
 
 def resolve(explicit: Dict[str, Any]) -> TrainConfig:
@@ -323,9 +346,9 @@ def resolve(explicit: Dict[str, Any]) -> TrainConfig:
     (TrainConfig field names; older names are accepted, see `aliases`)."""
     explicit = canonical_names(explicit, "the settings")
     game = explicit.get("game", TrainConfig.game)
-    if game not in envs.GAMES:
+    if game not in TRAINABLE_GAMES:
         raise ValueError(unknown_game(game))
-    spec = envs.spec(game)
+    spec = game_spec(game)
     preset = explicit.get("preset", "default")
     if preset != "default" and preset not in spec.presets:
         known = ", ".join(["default"] + sorted(spec.presets))
@@ -364,7 +387,7 @@ def validate(config: TrainConfig) -> None:
     """Raises ValueError naming the flag of the first bad setting: each
     field's own check and choices (`setting`), then the settings that depend
     on each other."""
-    if config.game not in envs.GAMES:
+    if config.game not in TRAINABLE_GAMES:
         raise ValueError(unknown_game(config.game))
     for field in dataclasses.fields(TrainConfig):
         value, meta = getattr(config, field.name), field.metadata
@@ -388,6 +411,25 @@ def validate(config: TrainConfig) -> None:
     if config.max_nodes and config.max_nodes < config.num_simulations + 1:
         raise ValueError(f"--max-nodes must be 0 or >= --num-simulations + 1, got "
                          f"{config.max_nodes}")
+    if is_stochastic(config.game):
+        _validate_stochastic(config)
+
+
+def _validate_stochastic(config: TrainConfig) -> None:
+    """What a stochastic game's run cannot do (see docs/training.md)."""
+    game = config.game
+    if config.policy != "alphazero":
+        raise ValueError(f"--policy {config.policy} has no chance nodes: {game} is stochastic "
+                         f"and trains with --policy alphazero (mcts_jax."
+                         f"stochastic_muzero_policy, PUCT over decisions, chance nodes "
+                         f"for the dice / tiles)")
+    if config.reuse_tree:
+        raise ValueError(f"--reuse-tree is not supported for {game}: pgx's step does not say "
+                         f"which chance outcome happened, so the subtree to keep is unknown "
+                         f"(use --no-reuse-tree)")
+    if game_spec(game).num_players == 1 and config.elo_every:
+        raise ValueError(f"--elo-every must be 0 for {game}: a one-player game has no "
+                         f"matches to rate (its evaluation is the score)")
 
 
 def describe(config: TrainConfig) -> str:
@@ -406,6 +448,6 @@ def parse(argv: Optional[Sequence[str]] = None):
     """(argparse namespace, explicit TrainConfig settings) from the command line."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.game is not None and args.game not in envs.GAMES:
+    if args.game is not None and args.game not in TRAINABLE_GAMES:
         parser.error(unknown_game(args.game))
     return args, explicit_settings(args)

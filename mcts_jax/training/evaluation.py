@@ -20,6 +20,13 @@ Opponents:
     `solver_policy_accuracy`) and of the agent's search
     (`solver_search_accuracy`), overall and by stage (`_opening`,
     `_middle`, `_late`);
+  - 2048 (one player): no opponent; `eval_games` games played to the end
+    (or --max-game-length): the mean and median score and the share of
+    games whose best tile reached 512, 1024, 2048 (`score_*`, `tile_*`),
+    and at the end the same for a uniformly random player beside it;
+  - backgammon: random and UCT (open loop: each simulation steps with a
+    sampled roll) as above, matches played by whose turn it is; the agent
+    searches with `stochastic_muzero_policy` (chance nodes for the dice);
   - earlier snapshots (Elo): the current network against the last few
     snapshots, `elo_opening_moves` random plies opening each game; ratings by
     maximum likelihood over every match of the run, the first snapshot
@@ -35,6 +42,7 @@ from typing import Any, Callable, Dict, List, Optional
 import jax
 import numpy as np
 
+import envs
 from envs import connect_four_solver, perfect_play
 from mcts_jax import arena, evaluators, networks
 from mcts_jax.training.config import TrainConfig
@@ -50,16 +58,26 @@ class Evaluation:
         self.game = game
         self.model = model
         considered = config.max_num_considered_actions
-        self.agent = arena.SearchPlayer(model.evaluator, config.policy, config.eval_simulations,
+        self.stochastic = isinstance(game, envs.ChanceGame)
+        self.one_player = getattr(game, "num_players", 2) == 1
+        policy = "stochastic" if self.stochastic else config.policy
+        self.agent = arena.SearchPlayer(model.evaluator, policy, config.eval_simulations,
                                         greedy=True, max_num_considered_actions=considered)
-        self.final_agent = arena.SearchPlayer(model.evaluator, config.policy,
+        self.final_agent = arena.SearchPlayer(model.evaluator, policy,
                                               config.final_simulations, greedy=True,
                                               max_num_considered_actions=considered)
-        playouts = evaluators.RandomPlayouts(num_playouts=config.uct_playouts,
-                                             max_length=config.max_game_length or 512)
+        playouts = evaluators.RandomPlayouts(
+            num_playouts=config.uct_playouts,
+            max_length=config.uct_playout_length or config.max_game_length or 512,
+            heuristic_at_cutoff=config.uct_playout_length > 0)
+        # UCT's exploration constant is for values in [-1, 1]: backgammon's
+        # +-1 to +-3 are min-max normalised (value_range None).
+        uct_options = (("value_range", None),) if self.stochastic else ()
         self.uct = arena.SearchPlayer(playouts, "uct",
-                                      config.uct_simulations or config.eval_simulations)
-        self.final_uct = arena.SearchPlayer(playouts, "uct", config.final_simulations)
+                                      config.uct_simulations or config.eval_simulations,
+                                      options=uct_options)
+        self.final_uct = arena.SearchPlayer(playouts, "uct", config.final_simulations,
+                                            options=uct_options)
         self.max_plies = config.max_game_length or None
         self._predict = jax.jit(model.predict)
         self.positions = (perfect_play.reachable_positions()
@@ -135,9 +153,28 @@ class Evaluation:
         logits, _ = self._predict(variables, self.positions["observations"])
         return perfect_play.policy_optimality(np.asarray(logits), self.positions)
 
+    def solo(self, player, variables, key, num_games: int, prefix: str = "") -> Dict[str, Any]:
+        """A one-player game (2048): `num_games` games of `player`; the mean
+        and median score, and for 2048 the share of games whose best tile
+        reached 512, 1024 and 2048."""
+        result = arena.play_solo(self.game, player, variables, key, num_games, self.max_plies)
+        out: Dict[str, Any] = {f"{prefix}score_mean": round(result.mean_score, 1),
+                               f"{prefix}score_median": round(float(np.median(result.scores)), 1),
+                               f"{prefix}moves_mean": round(float(np.mean(result.moves)), 1),
+                               f"{prefix}unfinished": result.unfinished}
+        if self.game.name == "2048":
+            best_tile = 2 ** np.asarray(result.final_states._board).max(axis=-1)
+            for tile in (512, 1024, 2048):
+                out[f"{prefix}tile_{tile}_rate"] = round(float(np.mean(best_tile >= tile)), 4)
+            out[f"{prefix}best_tile"] = int(best_tile.max())
+        return out
+
     def periodic(self, variables, key, num_games: Optional[int] = None) -> Dict[str, Any]:
-        """Agent against random, UCT and (tic-tac-toe) perfect play."""
+        """Agent against random, UCT and (tic-tac-toe) perfect play; for a
+        one-player game, its scores."""
         num_games = num_games or self.config.eval_games
+        if self.one_player:
+            return self.solo(self.agent, variables, key, max(num_games, 1)) if num_games else {}
         if num_games < 2:
             return {}
         keys = jax.random.split(key, 3)
@@ -167,6 +204,13 @@ class Evaluation:
         num_games = self.config.final_games
         out: Dict[str, Any] = dict(final_simulations=self.config.final_simulations,
                                    final_games=num_games)
+        if self.one_player:
+            if num_games:
+                keys = jax.random.split(key)
+                out.update(self.solo(self.final_agent, variables, keys[0], num_games, "final_"))
+                out.update(self.solo(arena.RandomPlayer(), None, keys[1], num_games,
+                                     "final_random_"))
+            return out
         solver_keys = jax.random.split(jax.random.fold_in(key, 3))
         if self.game.name == "connect_four":
             out.update(self.solver_accuracy(variables, solver_keys[1], self.final_agent,

@@ -3,9 +3,11 @@
 Loss per sample, for the player to move in the observation:
   policy: cross-entropy `-sum_a pi(a) log softmax(logits)(a)` against the
     search's policy target pi;
-  value: `(v - t)^2` against the value target t: the final result z in
-    {-1, 0, 1}, or z mixed with the search's root value
-    (`--search-value-weight`, see `replay`);
+  value: `((v - t) / value_scale)^2` against the value target t: the
+    returns z from the sample to the game's end (the final result in
+    {-1, 0, 1} for the board games), or z mixed with the search's root value
+    (`--search-value-weight`, see `replay`); v and t on the game's reward
+    scale, the error in units of the network's `value_scale`;
   total = policy + value_weight * value (weight decay is in adamw).
 Optimiser: global-norm clipping, then adamw with a linear warmup and a cosine
 decay over the run's updates.
@@ -81,7 +83,7 @@ class Learner:
         # Entropy of the target: policy_loss - entropy is the KL divergence.
         target_entropy = -jnp.mean(jnp.sum(
             policy_target * jnp.log(jnp.maximum(policy_target, 1e-12)), axis=-1))
-        value_loss = jnp.mean((value - value_target) ** 2)
+        value_loss = jnp.mean(((value - value_target) / self.model.config.value_scale) ** 2)
         total = policy_loss + self.value_weight * value_loss
         metrics = dict(loss=total, policy_loss=policy_loss, value_loss=value_loss,
                        policy_kl=policy_loss - target_entropy)

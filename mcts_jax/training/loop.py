@@ -162,7 +162,8 @@ def build(config: TrainConfig, mesh: Optional[jax.sharding.Mesh] = None):
     optimizer = learner_lib.make_optimizer(
         config.learning_rate, config.total_updates, config.warmup_fraction,
         config.end_learning_rate_fraction, config.weight_decay, config.clip_norm)
-    use_symmetry = config.augment and symmetry.tables(config.game) is not None
+    use_symmetry = (config.augment and not config_lib.is_stochastic(config.game)
+                    and symmetry.tables(config.game) is not None)
     learner = learner_lib.Learner(model=model, optimizer=optimizer,
                                   batch_size=config.train_batch_size,
                                   value_weight=config.value_weight,
@@ -178,8 +179,15 @@ def initial_state(config: TrainConfig, model, player, learner) -> TrainState:
 
 def checkpoint_identity(config: TrainConfig) -> Dict[str, Any]:
     """What a checkpoint must match to be resumed by this configuration: the
-    game and the network's architecture (checked before any array is read)."""
-    return dict(game=config.game, network=dataclasses.asdict(config.network_config()))
+    game and the network's architecture (checked before any array is read).
+    The value head's settings are named only when they are not the default
+    (tanh, scale 1), so runs saved before they existed still match."""
+    network = dataclasses.asdict(config.network_config())
+    default = networks.NetworkConfig()
+    for name in ("value_head", "value_scale"):
+        if network[name] == getattr(default, name):
+            del network[name]
+    return dict(game=config.game, network=network)
 
 
 @dataclasses.dataclass
@@ -343,6 +351,7 @@ def self_play_phase(run: Run, state: TrainState, key: jax.Array,
     variables = state.variables if variables is None else variables
     tick = time.perf_counter()
     totals = jnp.zeros((4,), jnp.int32)
+    score = jnp.zeros((), jnp.float32)
     games_in_progress, buffer = state.self_play, state.buffer
     move_keys = jax.random.split(key, config.moves_per_iteration)
     for move in run.reporter.progress(range(config.moves_per_iteration), "self-play", "move"):
@@ -350,6 +359,7 @@ def self_play_phase(run: Run, state: TrainState, key: jax.Array,
             variables, move_keys[move], games_in_progress, buffer)
         totals = totals + jnp.stack([stats.games, stats.plies, stats.draws,
                                      stats.full_search.astype(jnp.int32)])
+        score = score + stats.score
     games, plies, draws, full_steps = (int(x) for x in np.asarray(totals))  # waits
     seconds = time.perf_counter() - tick
     fast_steps = config.moves_per_iteration - full_steps  # playout cap randomisation
@@ -360,6 +370,9 @@ def self_play_phase(run: Run, state: TrainState, key: jax.Array,
                   games_per_s=round(games / seconds, 1),
                   simulations_per_s=round(simulations / seconds, 1),
                   self_play_s=round(seconds, 2))
+    if getattr(run.game, "num_players", 2) == 1:  # 2048: the finished games' mean score, not draws
+        del record["draw_rate"]
+        record["mean_score"] = round(float(score) / max(games, 1), 1)
     moves = config.moves_per_iteration * config.num_games
     return state.replace(self_play=games_in_progress, buffer=buffer, games=state.games + games,
                          moves=state.moves + moves), record

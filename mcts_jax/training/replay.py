@@ -2,19 +2,24 @@
 
 Samples are kept in a ring of T time slots by B game rows, `[T, B, ...]`:
 self-play writes one slot per move (one sample per game row), so a write is a
-single `dynamic_update_slice`. A sample is *pending* until its game ends; then
-every pending sample of that row gets its value target, the final result for
-the player who was to move at that sample, and becomes *ready*. Only ready
-samples are drawn for training. A game longer than T moves loses its oldest
-samples (overwritten before they are ready), nothing else.
+single `dynamic_update_slice`. A sample is *pending* until its game ends;
+meanwhile every reward its row receives is credited to it (for the player who
+was to move at that sample), and when the game ends it becomes *ready* with
+its value target complete: the sum of the rewards from its move to the end
+of the game, for its player. For the board games, which reward only the last
+move, that is the final result; for 2048 it is the points still to come; for
+backgammon the +-1 to +-3 of the game. Only ready samples are drawn for
+training. A game longer than T moves loses its oldest samples (overwritten
+before they are ready), nothing else. Values and targets are on the game's
+reward scale (the learner divides by the network's `value_scale`).
 
-Value targets mix the game's result with the search: a pending sample keeps
-the root value of the search that made it, and when its game ends its
-target becomes `(1 - search_value_weight) * z + search_value_weight * v`
-(z the final result, v that search value, both for the player to move at
-the sample; weight 0, the default, is AlphaZero's target z alone). A search
-value is a lower-variance but biased estimate, the final result an unbiased
-but noisy one; mixing them helps most when games are few.
+Value targets mix the game's returns with the search: `(1 -
+search_value_weight) * z + search_value_weight * v` (z the rewards from the
+sample's move to the end, v the root value of the search that made the
+sample, both for the player to move at the sample; weight 0, the default, is
+AlphaZero's target z alone). A search value is a lower-variance but biased
+estimate, the returns an unbiased but noisy one; mixing them helps most when
+games are few.
 
 On a device mesh (`mcts_jax.sharding`) the ring is split along its game-row
 axis B: each device holds the samples of its own B / D games, and self-play
@@ -43,9 +48,10 @@ class ReplayBuffer:
     observation: [T, B, *obs_shape], pgx observation (player to move's view).
     policy: [T, B, A] float32, the search's policy target (sums to 1).
     player: [T, B] int32, pgx id of the player to move at the sample.
-    value: [T, B] float32, for `player`: while PENDING the search's root
-      value (or 0), once READY the value target (the final result +1 / 0 /
-      -1, mixed with that search value, see `finish_games`).
+    value: [T, B] float32, for `player`, on the game's reward scale: while
+      PENDING the part of the target known so far (the weighted search
+      value plus the weighted rewards credited since), once READY the value
+      target (see `credit_rewards`).
     status: [T, B] int8, EMPTY, PENDING (game not over) or READY.
     cursor: [] int32, the next slot to write.
     """
@@ -78,14 +84,18 @@ def init(num_slots: int, batch_size: int, observation_shape, observation_dtype,
 
 def add(buffer: ReplayBuffer, observation: chex.Array, policy: chex.Array,
         player: chex.Array, record: chex.Array | None = None,
-        search_value: chex.Array | None = None) -> ReplayBuffer:
+        search_value: chex.Array | None = None,
+        search_value_weight: float = 0.0) -> ReplayBuffer:
     """Writes one pending sample per row (observation [B, ...], policy [B, A],
     player [B]) into the slot at the cursor and advances it. Rows where
     record [B] is False leave their slot empty (never drawn). search_value
-    [B] float32: the search's root value for `player`, kept for
-    `finish_games` (None: 0)."""
-    if search_value is None:
-        search_value = jnp.zeros(player.shape, jnp.float32)
+    [B] float32: the search's root value for `player` (None: 0); the sample
+    starts its value target with `search_value_weight` (w, a Python float in
+    [0, 1]) times it."""
+    if search_value is None or not search_value_weight:
+        start = jnp.zeros(player.shape, jnp.float32)
+    else:
+        start = search_value_weight * search_value.astype(jnp.float32)
     status = jnp.full(player.shape, PENDING, jnp.int8)
     if record is not None:
         status = jnp.where(record, status, EMPTY).astype(jnp.int8)
@@ -98,25 +108,32 @@ def add(buffer: ReplayBuffer, observation: chex.Array, policy: chex.Array,
         observation=put(buffer.observation, observation),
         policy=put(buffer.policy, policy),
         player=put(buffer.player, player),
-        value=put(buffer.value, search_value),
+        value=put(buffer.value, start),
         status=put(buffer.status, status),
         cursor=(buffer.cursor + 1) % num_slots,
     )
 
 
-def finish_games(buffer: ReplayBuffer, done: chex.Array, rewards: chex.Array,
-                 search_value_weight: float = 0.0) -> ReplayBuffer:
-    """Rows with done [B] True ended: their pending samples get the value
-    target `(1 - w) * rewards[b, player] + w * search value` (rewards [B, 2],
-    the final results per player id, pgx's `state.rewards` after the last
-    move; w = search_value_weight, a Python float in [0, 1]) and become
-    ready."""
-    final = jnp.take_along_axis(jnp.broadcast_to(rewards[None], buffer.player.shape + (2,)),
-                                buffer.player[..., None], axis=-1)[..., 0]
-    if search_value_weight:
-        final = (1.0 - search_value_weight) * final + search_value_weight * buffer.value
-    resolve = (buffer.status == PENDING) & done[None, :]
-    return buffer.replace(value=jnp.where(resolve, final, buffer.value),
+def credit_rewards(buffer: ReplayBuffer, rewards: chex.Array, done: chex.Array,
+                   search_value_weight: float = 0.0) -> ReplayBuffer:
+    """One move of every row was played: its rewards go to the row's pending
+    samples, and rows whose game ended make theirs ready.
+
+    rewards: [B, num_players] float32, pgx's `state.rewards` after the move
+      (each player's reward for it); every pending sample of row b adds
+      `(1 - w) * rewards[b, its player]` (w = search_value_weight, the
+      Python float given to `add`).
+    done: [B] bool, the row's game ended with this move (or was cut: the
+      targets keep the rewards credited so far).
+    """
+    credit = jnp.take_along_axis(
+        jnp.broadcast_to(rewards[None], buffer.player.shape + rewards.shape[-1:]),
+        buffer.player[..., None], axis=-1)[..., 0].astype(jnp.float32)
+    pending = buffer.status == PENDING
+    value = jnp.where(pending, buffer.value + (1.0 - search_value_weight) * credit,
+                      buffer.value)
+    resolve = pending & done[None, :]
+    return buffer.replace(value=value,
                           status=jnp.where(resolve, READY, buffer.status).astype(jnp.int8))
 
 

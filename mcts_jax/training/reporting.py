@@ -80,7 +80,8 @@ class TensorBoard:
 
 
 # Metrics printed on the console after an evaluation, in this order.
-SHOWN = ("loss", "games_per_s", "simulations_per_s", "vs_random_score", "vs_uct_score",
+SHOWN = ("loss", "games_per_s", "simulations_per_s", "score_mean", "tile_1024_rate",
+         "tile_2048_rate", "vs_random_score", "vs_uct_score",
          "vs_perfect_losses", "policy_optimal", "vs_solver_first_wins",
          "solver_policy_accuracy", "solver_search_accuracy", "elo")
 
@@ -140,7 +141,7 @@ class Reporter:
         self.bar.set_postfix({k: record[k] for k in ("loss", "games_per_s", "simulations_per_s")
                               if k in record})
         self.bar.update(1)
-        if any(k in record for k in ("vs_random_score", "elo")):
+        if any(k in record for k in ("vs_random_score", "score_mean", "elo")):
             shown = ", ".join(f"{k}={record[k]}" for k in SHOWN if k in record)
             message = f"iteration {record['iteration']}: {shown}"
             if self.bar.disable:
@@ -179,6 +180,15 @@ def describe_summary(config: TrainConfig, summary: Dict[str, Any]) -> List[str]:
             w, d, l = (summary[f"final_vs_{name}_{k}"] for k in ("wins", "draws", "losses"))
             lines.append(f"agent ({config.policy}, {sims} simulations) vs {label}: {w} wins, "
                          f"{d} draws, {l} losses in {w + d + l} games (half as each side)")
+    for prefix, label in (("final_", f"agent ({config.policy}, {sims} simulations)"),
+                          ("final_random_", "a random player")):
+        if f"{prefix}score_mean" in summary:
+            tiles = ", ".join(f"{tile} tile in {100 * summary[f'{prefix}tile_{tile}_rate']:.1f}%"
+                              for tile in (512, 1024, 2048)
+                              if f"{prefix}tile_{tile}_rate" in summary)
+            lines.append(f"{label}: mean score {summary[f'{prefix}score_mean']}, median "
+                         f"{summary[f'{prefix}score_median']} in {summary['final_games']} games"
+                         + (f"; {tiles}" if tiles else ""))
     if "final_policy_optimal" in summary:
         lines.append(f"raw policy network (no search) optimal in "
                      f"{100 * summary['final_policy_optimal']:.2f}% of the 4520 reachable "

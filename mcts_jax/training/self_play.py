@@ -10,8 +10,15 @@ tree is emptied).
 
 Policy targets: the visit distribution (`alphazero`) or Gumbel MuZero's
 improved policy (`gumbel`), both `PolicyOutput.action_weights`. Value targets:
-the final result for the player to move at the sample, mixed with the
-search's root value when `search_value_weight` > 0 (see `replay`).
+the rewards from the sample's move to the end of its game for the player to
+move at the sample (the final result for the board games; 2048's points
+still to come), mixed with the search's root value when
+`search_value_weight` > 0 (see `replay`).
+Stochastic games (`envs.ChanceGame`: 2048, backgammon) are searched with
+`mcts_jax.stochastic_muzero_policy` (policy "alphazero": PUCT with root
+noise over the decisions, chance nodes for the tiles or dice, values
+unbounded: min-max normalised Q), and pgx's step draws the chance outcome
+of each move played.
 Playout cap randomisation (KataGo): with `fast_simulations` > 0, each step is
 a full search (`num_simulations`) with probability `full_search_fraction`
 and otherwise a fast one (`fast_simulations`); only full searches record
@@ -49,6 +56,7 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh
 
+import envs
 import mcts_jax
 from mcts_jax import networks, sharding
 from mcts_jax.training import replay
@@ -60,12 +68,15 @@ class SelfPlayState:
 
     states: pgx states [B], never terminal (ended rows are restarted).
     ply: [B] int32, moves played so far in each row's current game.
+    returns: [B, num_players] float32, the rewards each player received so
+      far in the row's current game (2048: the score).
     opening: [B] int32, how many random plies open each row's current game.
     tree: a `mcts_jax.Tree` of B rows kept for subtree reuse, or None.
     """
 
     states: Any
     ply: chex.Array
+    returns: chex.Array
     opening: chex.Array
     tree: Optional[mcts_jax.Tree] = None
 
@@ -81,7 +92,8 @@ class StepStats:
     full_search: [] bool, the step searched with the full budget (always,
     without playout cap randomisation); recorded: [B] bool, the row wrote a
     sample; search_value: [B] float32, the search's root value for the
-    player to move.
+    player to move; score: [] float32, the total of player 0's returns in
+    the games that ended (2048: their scores).
     """
 
     games: chex.Array
@@ -92,6 +104,7 @@ class StepStats:
     full_search: chex.Array
     recorded: chex.Array
     search_value: chex.Array
+    score: chex.Array
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -133,7 +146,18 @@ class SelfPlay:
         `num_simulations` (None: the full budget)."""
         root_key, search_key = jax.random.split(rng_key)
         root, invalid = self.game.root(variables, root_key, states, self.model.evaluator)
-        if callable(self.policy):
+        recurrent_fn = self.recurrent_fn
+        if isinstance(self.game, envs.ChanceGame):
+            if self.policy != "alphazero":
+                raise ValueError(f"policy must be 'alphazero' for the stochastic game "
+                                 f"{self.game.name} (stochastic_muzero_policy), got "
+                                 f"{self.policy!r}")
+            policy, options = _stochastic_policy, dict(
+                dirichlet_fraction=self.dirichlet_fraction,
+                dirichlet_alpha=self.dirichlet_alpha, temperature=0.0, value_range=None)
+            recurrent_fn = (self.game.decision_recurrent_fn(self.model.evaluator),
+                            self.game.chance_recurrent_fn(self.model.evaluator))
+        elif callable(self.policy):
             # A user's policy function: its action is played, its
             # action_weights are the policy target.
             policy, options = self.policy, {}
@@ -152,7 +176,7 @@ class SelfPlay:
             options["simulations_per_step"] = self.simulations_per_step
         options.update(self.policy_options)
         return sharding.run_policy(policy, self.mesh, self.search_mode, variables, search_key,
-                                   root, self.recurrent_fn,
+                                   root, recurrent_fn,
                                    num_simulations or self.num_simulations,
                                    invalid_actions=invalid, tree=tree,
                                    max_nodes=self.max_nodes, **options)
@@ -168,6 +192,7 @@ class SelfPlay:
             zeros = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)
             tree = mcts_jax.reset_tree(zeros, jnp.ones((self.num_games,), jnp.bool_))
         return SelfPlayState(states=states, ply=jnp.zeros((self.num_games,), jnp.int32),
+                             returns=jnp.zeros(states.rewards.shape, jnp.float32),
                              opening=self.draw_openings(jax.random.fold_in(rng_key, 1)),
                              tree=tree)
 
@@ -213,14 +238,16 @@ def _step(self: SelfPlay, variables, rng_key, state: SelfPlayState,
     recorded = ~opening & full
     search_value = out.search_tree.summary().value
     buffer = replay.add(buffer, states.observation, out.action_weights, states.current_player,
-                        record=recorded, search_value=search_value)
+                        record=recorded, search_value=search_value,
+                        search_value_weight=self.search_value_weight)
     next_states = self.game.step(states, action, step_key)
     done = self.game.is_terminal(next_states)
     if self.max_game_length > 0:
         # Truncated: no reward was given (the game is not over), so the value
         # targets of its samples are 0, a draw.
         done = done | (state.ply + 1 >= self.max_game_length)
-    buffer = replay.finish_games(buffer, done, next_states.rewards, self.search_value_weight)
+    buffer = replay.credit_rewards(buffer, next_states.rewards, done, self.search_value_weight)
+    returns = state.returns + next_states.rewards
 
     fresh = self.game.init(reset_key, self.num_games)
     restart = lambda a, b: jnp.where(done.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)  # noqa
@@ -230,6 +257,8 @@ def _step(self: SelfPlay, variables, rng_key, state: SelfPlayState,
         # Row by row on each device's own games (no randomness, no communication).
         tree = sharding.rowwise(_next_tree, self.mesh)(out.search_tree, action, done)
     ply = jnp.where(done, 0, state.ply + 1)
+    score = jnp.sum(jnp.where(done, returns[:, 0], 0.0))
+    returns = jnp.where(done[:, None], 0.0, returns)
     new_opening = jnp.where(done, self.draw_openings(jax.random.fold_in(reset_key, 1)),
                             state.opening)
     stats = StepStats(games=jnp.sum(done, dtype=jnp.int32),
@@ -237,11 +266,21 @@ def _step(self: SelfPlay, variables, rng_key, state: SelfPlayState,
                       draws=jnp.sum(done & jnp.all(next_states.rewards == 0, axis=-1),
                                     dtype=jnp.int32),
                       action=action, done=done, full_search=full, recorded=recorded,
-                      search_value=search_value)
-    new_state = SelfPlayState(states=new_states, ply=ply, opening=new_opening, tree=tree)
+                      search_value=search_value, score=score)
+    new_state = SelfPlayState(states=new_states, ply=ply, returns=returns, opening=new_opening,
+                              tree=tree)
     return (sharding.constrain_batch(new_state, self.mesh),
             sharding.constrain_batch(buffer, self.mesh, axis=1),
             sharding.constrain_batch(stats, self.mesh))
+
+
+def _stochastic_policy(params, rng_key, root, recurrent_fns, num_simulations, **options):
+    """`stochastic_muzero_policy` behind the one-recurrent_fn signature of
+    `sharding.run_policy`: recurrent_fns = (decision_recurrent_fn,
+    chance_recurrent_fn)."""
+    decision_recurrent_fn, chance_recurrent_fn = recurrent_fns
+    return mcts_jax.stochastic_muzero_policy(params, rng_key, root, decision_recurrent_fn,
+                                             chance_recurrent_fn, num_simulations, **options)
 
 
 def _next_tree(tree: mcts_jax.Tree, action, done):
