@@ -52,6 +52,10 @@ def check_writes_every_section_with_the_device(tiny_run):
             data = json.load(f)
         machine = data["machine"]
         assert machine["device"] == jax.devices()[0].device_kind
+        settings = data["settings"]
+        assert len(settings["commit"]) == 40 and isinstance(settings["dirty"], bool)
+        assert settings["command"] and settings["seed"] == 0  # the process command line
+        assert "mcts_jax/tree_search.py" in data["dependencies"]
         assert machine["versions"]["jax"] == jax.__version__
         assert machine["versions"]["mcts_jax"] != "not installed"
         assert data["rows"], section
@@ -66,6 +70,10 @@ def check_figures_are_positive_and_finite(tiny_run):
         for column in ("sims_per_s", "us_per_sim", "compile_s", "median_s"):
             assert _finite_positive(row[column]), (column, row)
         assert math.isclose(row["sims_per_s"], row["B"] * row["simulations"] / row["median_s"])
+        assert len(row["seconds"]) == row["rounds"] == 2
+        assert row["sims_per_s_min"] <= row["sims_per_s"] <= row["sims_per_s_max"]
+        if row["runner"] == "ours_alphazero":
+            assert row["ratio_min"] <= row["ratio"] <= row["ratio_max"]
     quality = sections["quality"]["rows"]
     assert {r["runner"] for r in quality} == {"random", "ours_alphazero", "mctx_muzero"}
     for row in quality:
@@ -102,9 +110,10 @@ def check_markdown_lists_the_figures(tiny_run):
     for row in sections["memory"]["rows"] + sections["baselines"]["rows"]:
         figure = row.get("bytes_per_node", row.get("sims_per_s"))
         assert report._fmt(figure) in text, row
-    ratio = (sections["batch-synthetic"]["rows"][0]["sims_per_s"]
-             / sections["batch-synthetic"]["rows"][1]["sims_per_s"])
-    assert "alphazero/muzero" in text and report._fmt(ratio) in text
+    ours = sections["batch-synthetic"]["rows"][0]
+    assert ours["runner"] == "ours_alphazero" and ours["ratio_vs"] == "mctx_muzero"
+    assert "alphazero/muzero" in text and (f"{report._fmt(ours['ratio'])} "
+                                           f"({report._fmt(ours['ratio_min'])}-") in text
     for name in report.PLOTS:
         assert f"plots/{tag}-{name}.png" in text
 
@@ -122,6 +131,39 @@ def check_plots_are_images(tiny_run):
         pixels = image.imread(path)
         assert pixels.ndim == 3 and pixels.shape[0] >= 200 and pixels.shape[1] >= 400
         assert pixels[..., :3].std() > 0.05  # not a blank canvas
+
+
+def test_interleaved_rounds_alternate_the_sides_and_pair_the_rounds():
+    from benchmarks import harness
+    calls = []
+    sides = {name: (lambda name=name: calls.append(name)) for name in ("ours", "peer")}
+    result = harness.interleaved_rounds(sides, 3, pairs=[("ours", "peer")],
+                                        work={"ours": 4, "peer": 1})
+    # compile and warm-up of each side, then ours/peer in reversed order every other round
+    assert calls == ["ours", "ours", "peer", "peer"] + ["ours", "peer", "peer", "ours",
+                                                        "ours", "peer"]
+    seconds = {name: side["seconds"] for name, side in result["sides"].items()}
+    ratio = result["ratios"]["ours/peer"]
+    assert ratio["values"] == pytest.approx([4 * p / o for o, p in zip(seconds["ours"],
+                                                                         seconds["peer"])])
+    assert ratio["min"] <= ratio["median"] <= ratio["max"]
+    calls.clear()
+    harness.interleaved_rounds(sides, 2, sequential=True)
+    assert calls[4:] == ["ours", "ours", "peer", "peer"]
+
+
+def test_results_are_refused_without_provenance(tmp_path, monkeypatch):
+    from benchmarks import harness
+    monkeypatch.setattr(harness, "RESULTS_DIR", str(tmp_path))
+    with pytest.raises(ValueError, match="provenance"):
+        harness.save("nothing", [dict(a=1)], dict(repeats=3))
+    with pytest.raises(ValueError, match="provenance"):
+        harness.report("nothing", "title", ["a"], [dict(a=1)], dict(repeats=3))
+    path = harness.save("something", [dict(a=1)], dict(harness.provenance(seed=7), repeats=3))
+    with open(path) as f:
+        saved = json.load(f)
+    assert saved["settings"]["seed"] == 7 and saved["settings"]["commit"]
+    assert "benchmarks" not in " ".join(saved["dependencies"])
 
 
 def test_readme_block_is_replaced_not_duplicated(tmp_path):
