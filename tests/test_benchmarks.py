@@ -166,6 +166,21 @@ def test_results_are_refused_without_provenance(tmp_path, monkeypatch):
     assert "benchmarks" not in " ".join(saved["dependencies"])
 
 
+def test_openspiel_baseline_in_the_same_rounds():
+    """The OpenSpiel C++ MCTSBot side on a tiny cell, when open_spiel is
+    installed (the `bench` extra): its speed and our ratio to it per round."""
+    pytest.importorskip("pyspiel")
+    from benchmarks.baselines import compare
+    rows = {(r["baseline"], r["B"]): r for r in compare.measure(32, [2], rounds=2)}
+    spiel = rows[(compare.OPENSPIEL, 1)]
+    assert _finite_positive(spiel["sims_per_s"]) and len(spiel["seconds"]) == 2
+    assert "ratio_vs_openspiel" not in spiel
+    for key in ((compare.PYTHON, 1), (compare.OURS, 1), (compare.OURS, 2)):
+        row = rows[key]
+        assert row["ratio_vs_openspiel_min"] <= row["ratio_vs_openspiel"] <= \
+            row["ratio_vs_openspiel_max"]
+
+
 def test_readme_block_is_replaced_not_duplicated(tmp_path):
     from benchmarks import run
     readme = tmp_path / "README.md"
