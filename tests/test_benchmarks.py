@@ -181,6 +181,19 @@ def test_openspiel_baseline_in_the_same_rounds():
             row["ratio_vs_openspiel_max"]
 
 
+def test_tree_steps_counts_the_same_edges_on_both_sides():
+    """Ours and mctx make identical trees here, so both walk the same edges;
+    a simulation walks at least the edge to its new leaf."""
+    from benchmarks import tree_steps
+    rows = {row["side"]: row for row in tree_steps.measure(2, 4, [8], rounds=1, log=str)}
+    assert set(rows) == {"ours", "mctx"}
+    assert rows["ours"]["edges_walked"] == rows["mctx"]["edges_walked"] >= 2 * 8
+    assert rows["ours"]["mean_depth"] == rows["ours"]["edges_walked"] / 16
+    for row in rows.values():
+        assert row["ns_per_edge_min"] <= row["ns_per_edge"] <= row["ns_per_edge_max"]
+    assert _finite_positive(rows["ours"]["ratio"])
+
+
 def test_readme_block_is_replaced_not_duplicated(tmp_path):
     from benchmarks import run
     readme = tmp_path / "README.md"
