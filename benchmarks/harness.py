@@ -27,14 +27,13 @@ import os
 import platform
 import re
 import statistics
+import subprocess
 import sys
 import time
 from importlib import metadata
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import jax
-
-from mcts_jax.training import reporting
 
 RESULTS_DIR = os.path.join(os.path.dirname(__file__), "results")
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -102,13 +101,26 @@ _NO_SEED = object()
 
 def provenance(seed: Any = _NO_SEED) -> Dict[str, Any]:
     """What a results file must name to be traced to code: {commit: the git
-    commit of this working tree, dirty: whether tracked files had uncommitted
-    changes, command: the command line} and, when given, {seed: the seed its
-    random inputs come from} (None: a runner whose inputs have no single
-    seed). The training runs' `reporting.provenance` without its date
-    (results files carry theirs in `machine`)."""
-    record = reporting.provenance()
-    del record["date"]
+    commit of this working tree ("" outside a checkout), dirty: whether
+    tracked files other than benchmarks/results/ and markdown pages had
+    uncommitted changes, command: the command line} and,
+    when given, {seed: the seed its random inputs come from} (None: a runner
+    whose inputs have no single seed). The same record as the training runs'
+    `reporting.provenance` without its date (results files carry theirs in
+    `machine`); asked of git here so that a benchmark does not import the
+    training package, which would count among its `dependencies`."""
+    def git(*args):
+        try:
+            return subprocess.run(["git", *args], capture_output=True, text=True,
+                                  cwd=REPOSITORY).stdout.strip()
+        except OSError:
+            return ""
+    # results files and markdown pages are left out: regenerating results
+    # rewrites them, and they are not code
+    record = dict(commit=git("rev-parse", "HEAD"),
+                  dirty=bool(git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                                 ":(exclude)benchmarks/results", ":(exclude)*.md")),
+                  command=" ".join(getattr(sys, "orig_argv", sys.argv)))
     if seed is not _NO_SEED:
         record["seed"] = seed
     return record
