@@ -16,6 +16,7 @@ from benchmarks import harness
 RUNNER_STYLE = {  # colour, line style: ours solid, mctx dashed, same colour per rule
     "ours_uct": ("tab:green", "-"),
     "ours_alphazero": ("tab:blue", "-"),
+    "ours_alphazero_dense": ("tab:cyan", "-."),
     "ours_gumbel": ("tab:red", "-"),
     "mctx_muzero": ("tab:blue", "--"),
     "mctx_gumbel": ("tab:red", "--"),
@@ -25,7 +26,8 @@ PROBLEM_TITLES = {
     "synthetic": "synthetic tree (free recurrent_fn), A=9",
     "tic_tac_toe": "tic-tac-toe, pgx simulator, uniform priors",
     "tic_tac_toe_net": "tic-tac-toe, pgx + small network (MLP 3x128)",
-    "chess": "chess, pgx simulator, uniform priors (ours compact K=218)",
+    "chess": "chess, pgx simulator, uniform priors, our lean states for both (ours_alphazero "
+             "compact K=218, ours_alphazero_dense and mctx dense)",
 }
 PLOTS = ("throughput-batch", "throughput-simulations", "quality", "memory", "baselines")
 
@@ -93,6 +95,7 @@ def throughput_tables(rows: Sequence[Dict[str, Any]], axis: str) -> str:
         pairs = [(o, t) for o, t in COUNTERPARTS.items() if o in runners and t in runners]
         fixed = "simulations" if axis == "B" else "B"
         values = sorted({r[axis] for r in mine})
+        layout = any("layout_ratio" in r for r in mine)
         fixed_value = mine[0][fixed]
         body = []
         for value in values:
@@ -100,8 +103,13 @@ def throughput_tables(rows: Sequence[Dict[str, Any]], axis: str) -> str:
             cells = [_figure(mine, dict(key, runner=name)) for name in runners]
             ratios = [_ratio_cell(mine, dict(key, runner=ours), theirs)
                       for ours, theirs in pairs]
+            if layout:
+                compact = [r for r in mine if r["runner"] == "ours_alphazero" and r[axis] == value]
+                ratios.append(_ratio_text(compact[0], "layout_ratio") if compact else "")
             body.append([value] + cells + ratios)
         columns = [axis] + runners + [f"{o[5:]}/{t[5:]}" for o, t in pairs]
+        if layout:
+            columns.append("alphazero compact/dense")
         out.append(f"**{PROBLEM_TITLES.get(problem, problem)}**, {fixed} = {fixed_value}; "
                    f"simulations per second:\n\n" + _table(columns, body))
         if _rounds_note(mine):

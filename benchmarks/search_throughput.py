@@ -137,8 +137,8 @@ def main(argv=None):
     harness.report(name,
                    "Simulations per second (B x simulations / median wall time of one search "
                    f"call over {args.rounds} rounds; puct/mctx: median and range of the "
-                   "per-round ratio)", COLUMNS, rows, dict(harness.provenance(seed=args.seed), **vars(args)),
-                   not args.no_save)
+                   "per-round ratio)", COLUMNS, rows,
+                   dict(harness.provenance(seed=args.seed), **vars(args)), not args.no_save)
     return rows
 
 

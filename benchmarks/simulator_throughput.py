@@ -60,11 +60,14 @@ def runners_for(game, batch_size, num_simulations, include_mctx, playouts, seed=
         recurrent_fn = game.recurrent_fn(evaluator)
         root, invalid = game.root(None, key, states, evaluator)
         if label:
-            runners["ours_uct" + label] = (jax.jit(lambda k, r, i, f=recurrent_fn: mcts_jax.uct_policy(
-                None, k, r, f, num_simulations, invalid_actions=i).action_weights), root, invalid)
-        runners["ours_puct" + label] = (jax.jit(lambda k, r, i, f=recurrent_fn: mcts_jax.alphazero_policy(
-            None, k, r, f, num_simulations, invalid_actions=i,
-            dirichlet_fraction=0.0).action_weights), root, invalid)
+            runners["ours_uct" + label] = (jax.jit(
+                lambda k, r, i, f=recurrent_fn: mcts_jax.uct_policy(
+                    None, k, r, f, num_simulations, invalid_actions=i).action_weights),
+                root, invalid)
+        runners["ours_puct" + label] = (jax.jit(
+            lambda k, r, i, f=recurrent_fn: mcts_jax.alphazero_policy(
+                None, k, r, f, num_simulations, invalid_actions=i,
+                dirichlet_fraction=0.0).action_weights), root, invalid)
         if include_mctx:
             import mctx
             # mctx stores per node what recurrent_fn returns: the same lean

@@ -12,8 +12,11 @@ below the root):
   value 0 (lean pgx states as embeddings, for both libraries);
 - `tic_tac_toe_net`: the same with priors and value from a small network
   (the default tic-tac-toe MLP of `mcts_jax.networks`, 3 x 128 units);
-- `chess`: pgx chess, uniform priors, value 0; ours with the compact layout
-  (`max_children=218`), mctx dense.
+- `chess`: pgx chess, uniform priors, value 0, our lean states for both
+  libraries; ours with the compact layout (`max_children=218`) and, as
+  `ours_alphazero_dense`, with the dense one, mctx dense: the library factor
+  (alphazero_dense/muzero, same layout) and the layout factor (compact /
+  dense, `layout_ratio`) are reported apart, not only their product.
 
 Runners (`RUNNERS`): ours `uct`, `alphazero` (no root noise) and `gumbel`;
 mctx `muzero` (the counterpart of alphazero: identical visit counts) and
@@ -41,8 +44,21 @@ from mcts_jax.synthetic import HashedProblem, random_root_codes
 PROBLEMS = ("synthetic", "tic_tac_toe", "tic_tac_toe_net", "chess")
 RUNNERS = ("ours_uct", "ours_alphazero", "ours_gumbel", "mctx_muzero", "mctx_gumbel")
 # ours -> the mctx runner it is compared with (identical visit counts / rules).
-COUNTERPARTS = {"ours_alphazero": "mctx_muzero", "ours_gumbel": "mctx_gumbel"}
+COUNTERPARTS = {"ours_alphazero": "mctx_muzero", "ours_gumbel": "mctx_gumbel",
+                "ours_alphazero_dense": "mctx_muzero"}
+# Problems where ours runs the compact layout with K child slots; there
+# "ours_alphazero_dense" (the dense layout) joins ours_alphazero.
 MAX_CHILDREN = {"chess": 218}
+# compact runner -> the same runner dense (the layout factor, `layout_ratio`).
+LAYOUT_PAIRS = {"ours_alphazero": "ours_alphazero_dense"}
+
+
+def runners_for(problem: str, runners: Sequence[str]) -> List[str]:
+    """`runners`, plus ours_alphazero_dense on a compact-layout problem when
+    ours_alphazero is among them."""
+    extra = [dense for compact, dense in LAYOUT_PAIRS.items()
+             if problem in MAX_CHILDREN and compact in runners and dense not in runners]
+    return list(runners) + extra
 
 
 @functools.lru_cache(maxsize=None)
@@ -71,12 +87,12 @@ def problem_setup(problem: str, batch_size: int) -> Dict[str, Any]:
 def compiled_search(problem: str, runner: str, num_simulations: int) -> Callable:
     """A jitted fn(params, key, root, invalid) -> action [B] for one cell."""
     recurrent_fn = problem_setup(problem, 1)["recurrent_fn"]
-    max_children = MAX_CHILDREN.get(problem)
+    max_children = None if runner.endswith("_dense") else MAX_CHILDREN.get(problem)
     if runner.startswith("ours_"):
         common = dict(invalid_actions=None, max_children=max_children)
-        policy = {"ours_uct": mcts_jax.uct_policy,
-                  "ours_alphazero": functools.partial(mcts_jax.alphazero_policy,
-                                                      dirichlet_fraction=0.0),
+        alphazero = functools.partial(mcts_jax.alphazero_policy, dirichlet_fraction=0.0)
+        policy = {"ours_uct": mcts_jax.uct_policy, "ours_alphazero": alphazero,
+                  "ours_alphazero_dense": alphazero,
                   "ours_gumbel": mcts_jax.gumbel_policy}[runner]
 
         def search(params, key, root, invalid):
@@ -117,8 +133,8 @@ def measure_cell(problem: str, runners: Sequence[str], batch_size: int, num_simu
     sides = {runner: functools.partial(compiled_search(problem, runner, num_simulations),
                                        setup["params"], key, setup["root"], setup["invalid"])
              for runner in runners}
-    pairs = [(ours, theirs) for ours, theirs in COUNTERPARTS.items()
-             if ours in runners and theirs in runners]
+    pairs = [(ours, theirs) for ours, theirs in list(COUNTERPARTS.items())
+             + list(LAYOUT_PAIRS.items()) if ours in runners and theirs in runners]
     result = harness.interleaved_rounds(sides, rounds, pairs)
     work = batch_size * num_simulations
     rows = []
@@ -134,6 +150,10 @@ def measure_cell(problem: str, runners: Sequence[str], batch_size: int, num_simu
         if ratio is not None:
             row.update(ratio_vs=COUNTERPARTS[runner], ratio=ratio["median"],
                        ratio_min=ratio["min"], ratio_max=ratio["max"])
+        layout = result["ratios"].get(f"{runner}/{LAYOUT_PAIRS.get(runner)}")
+        if layout is not None:
+            row.update(layout_ratio=layout["median"], layout_ratio_min=layout["min"],
+                       layout_ratio_max=layout["max"])
         rows.append(row)
     return rows
 
@@ -149,7 +169,7 @@ def sweep(problems: Sequence[str], runners: Sequence[str], cells: Sequence[tuple
     for problem in problems:
         too_slow_at: Dict[str, tuple] = {}
         for batch_size, num_simulations in sorted(cells):
-            names = available_runners(runners)
+            names = available_runners(runners_for(problem, runners))
             active = [name for name in names if name not in too_slow_at or not (
                 batch_size >= too_slow_at[name][0] and num_simulations >= too_slow_at[name][1])]
             measured = {row["runner"]: row for row in measure_cell(
