@@ -228,6 +228,9 @@ def main(argv=None):
         print(runs[-1], flush=True)
         if not args.no_save:  # a killed sweep keeps what it measured
             harness.save("memory_runs", runs, settings, fit=fit_rows(runs))
+    print("\nLeast squares peak_rss_GiB = intercept + slope x B (the measured points only)")
+    print(harness.markdown_table(["simulations", "batch_sizes", "intercept_GiB",
+                                  "MiB_per_search"], fit_rows(runs)))
     harness.report("memory_runs", "Chess searches (ours, compact K=218): peak resident memory",
                    ["B", "simulations", "max_nodes", "replay", "tree_GiB", "peak_rss_GiB",
                     "seconds", "nodes_used"], runs, settings, not args.no_save,

@@ -194,6 +194,17 @@ def test_tree_steps_counts_the_same_edges_on_both_sides():
     assert _finite_positive(rows["ours"]["ratio"])
 
 
+def test_memory_runs_fit_describes_the_measured_points():
+    from benchmarks import memory
+    runs = [dict(B=b, simulations=s, peak_rss_GiB=1.0 + b / 1024) for b in (1024, 4096)
+            for s in (32, 800)] + [dict(B=5120, simulations=32, error="killed")]
+    fits = {fit["simulations"]: fit for fit in memory.fit_rows(runs)}
+    assert set(fits) == {32, 800} and fits[32]["batch_sizes"] == [1024, 4096]
+    assert fits[800]["intercept_GiB"] == pytest.approx(1.0)
+    assert fits[800]["MiB_per_search"] == pytest.approx(1.0)
+    assert memory.parse_run("5120x32") == (5120, 32)
+
+
 def test_readme_block_is_replaced_not_duplicated(tmp_path):
     from benchmarks import run
     readme = tmp_path / "README.md"
