@@ -102,6 +102,8 @@ def check_markdown_lists_the_figures(tiny_run):
         text = f.read()
     assert jax.devices()[0].device_kind in text
     sections = out["sections"]
+    commit = sections["quality"]["settings"]["commit"]
+    assert "Produced by" in text and f"commit {commit[:10]}" in text
     for row in sections["batch-synthetic"]["rows"] + sections["simulations"]["rows"]:
         assert report._fmt(row["sims_per_s"]) in text, row
     for row in sections["quality"]["rows"]:
