@@ -3,11 +3,19 @@
 Two recurrent functions, both with A = 4672 action ids:
 - "synthetic": a hashed game tree costing almost nothing, with about 36 legal
   moves per position (1/128 of the ids), so the figures measure the tree;
-- "pgx_chess": the real pgx chess simulator with uniform priors and value 0
-  (our lean states; mctx stores the full pgx state, as its users do).
+  every side stores the same uint32 code per node;
+- "pgx_chess": the real pgx chess simulator with uniform priors and value 0.
 
-Both libraries get identical roots and keys and run in this process one after
-the other; ratios are quoted within one run.
+Sides (`SIDES` says what each computes and stores), all running
+alphazero_policy / mctx.muzero_policy (no root noise) on identical roots and
+keys, timed in the same interleaved rounds (`harness.interleaved_rounds`):
+ours compact (K = 218 child slots) and ours dense (A slots), mctx (dense)
+with the very embedding ours stores (our lean pgx state, our recurrent_fn
+through `harness.mctx_recurrent_fn`), and, for pgx_chess, mctx with the
+full pgx state as its users store it. The comparison is reported as
+separate factors (`FACTORS`: library at equal layout and embedding, our
+layout, mctx's embedding choice) and their products, each the median and
+range of the ratio formed within each round.
 
     python -m benchmarks.chess_search                   # B=64, 128 simulations
     python -m benchmarks.chess_search --batch-sizes 16 64 --simulations 32 128
@@ -28,8 +36,22 @@ from mcts_jax import evaluators
 
 NUM_ACTIONS = 4672
 MAX_CHILDREN = 218
-COLUMNS = ["problem", "B", "simulations", "ours_compact", "ours_dense", "mctx_muzero",
-           "compact/mctx", "compact/dense", "ours_compact_compile_s", "mctx_muzero_compile_s"]
+SIDES = {  # what each side computes and stores per node
+    "ours_compact": "alphazero_policy, compact tree (K=218 slots), our embedding",
+    "ours_dense": "alphazero_policy, dense tree (A=4672 slots), our embedding",
+    "mctx_lean": "mctx.muzero_policy, dense tree, our embedding (pgx: our lean state)",
+    "mctx_full": "mctx.muzero_policy, dense tree, the full pgx state",
+}
+FACTORS = (  # (name, ours, peer): ours / peer simulations per second, per round
+    ("library: ours dense / mctx (same layout and embedding)", "ours_dense", "mctx_lean"),
+    ("layout: ours compact / ours dense", "ours_compact", "ours_dense"),
+    ("embedding: mctx lean / mctx full pgx state", "mctx_lean", "mctx_full"),
+    ("library x layout: ours compact / mctx (same embedding)", "ours_compact", "mctx_lean"),
+    ("all three: ours compact / mctx with full pgx states", "ours_compact", "mctx_full"),
+)
+COLUMNS = ["problem", "B", "simulations", "side", "sims_per_s", "sims_per_s_min",
+           "sims_per_s_max", "compile_s", "stores"]
+FACTOR_COLUMNS = ["problem", "B", "simulations", "factor", "ratio", "ratio_min", "ratio_max"]
 
 
 def synthetic_outputs(code):
@@ -70,19 +92,22 @@ def mctx_chess_recurrent_fn(mctx, game):
     return recurrent_fn
 
 
-def make_runners(problem, batch_size, num_simulations):
-    key = jax.random.key(0)
+def make_runners(problem, batch_size, num_simulations, seed=0):
+    """{side: a call running one batched search} for SIDES (mctx ones when
+    installed; mctx_full for pgx_chess only)."""
+    key = jax.random.key(seed)
     if problem == "synthetic":
-        code = jnp.arange(batch_size, dtype=jnp.uint32) * jnp.uint32(2654435761)
+        code = (jnp.arange(batch_size, dtype=jnp.uint32) + jnp.uint32(seed)) \
+            * jnp.uint32(2654435761)
         logits, illegal, value = synthetic_outputs(code)
         root = mcts_jax.RootFnOutput(prior_logits=logits, value=value, embedding=code)
-        recurrent_fn, full_embedding = synthetic_recurrent_fn, code
+        recurrent_fn = synthetic_recurrent_fn
     else:
         game = envs.make("chess")
         evaluator = evaluators.Uniform()
-        states = game.init(jax.random.key(1), batch_size)
+        states = game.init(jax.random.key(seed + 1), batch_size)
         root, illegal = game.root(None, key, states, evaluator)
-        recurrent_fn, full_embedding = game.recurrent_fn(evaluator), states
+        recurrent_fn = game.recurrent_fn(evaluator)
 
     def ours(max_children):
         @jax.jit
@@ -97,19 +122,22 @@ def make_runners(problem, batch_size, num_simulations):
         import mctx
     except ImportError:
         return runners
-    their_fn = (harness.mctx_recurrent_fn(synthetic_recurrent_fn, mctx) if problem == "synthetic"
-                else mctx_chess_recurrent_fn(mctx, envs.make("chess")))
-    their_root = mctx.RootFnOutput(
-        prior_logits=jnp.where(illegal, jnp.finfo(jnp.float32).min, root.prior_logits),
-        value=root.value, embedding=full_embedding)
+    root_logits = jnp.where(illegal, jnp.finfo(jnp.float32).min, root.prior_logits)
 
-    @jax.jit
-    def mctx_muzero(key, root, illegal):
-        return mctx.muzero_policy(None, key, root, their_fn, num_simulations,
-                                  invalid_actions=illegal,
-                                  dirichlet_fraction=0.0).action_weights
+    def theirs(their_fn, embedding):
+        their_root = mctx.RootFnOutput(prior_logits=root_logits, value=root.value,
+                                       embedding=embedding)
 
-    runners["mctx_muzero"] = functools.partial(mctx_muzero, key, their_root, illegal)
+        @jax.jit
+        def run(key, root, illegal):
+            return mctx.muzero_policy(None, key, root, their_fn, num_simulations,
+                                      invalid_actions=illegal,
+                                      dirichlet_fraction=0.0).action_weights
+        return functools.partial(run, key, their_root, illegal)
+
+    runners["mctx_lean"] = theirs(harness.mctx_recurrent_fn(recurrent_fn, mctx), root.embedding)
+    if problem == "pgx_chess":
+        runners["mctx_full"] = theirs(mctx_chess_recurrent_fn(mctx, game), states)
     return runners
 
 
@@ -119,32 +147,46 @@ def main(argv=None):
                         choices=["synthetic", "pgx_chess"])
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[64])
     parser.add_argument("--simulations", type=int, nargs="+", default=[128])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=harness.ROUNDS["full"],
+                        help="interleaved rounds per cell")
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-dense", action="store_true", help="skip our dense layout")
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
 
-    rows = []
+    rows, factors = [], []
     for problem in args.problems:
         for batch_size in args.batch_sizes:
             for num_simulations in args.simulations:
-                row = dict(problem=problem, B=batch_size, simulations=num_simulations)
-                for name, fn in make_runners(problem, batch_size, num_simulations).items():
-                    if name == "ours_dense" and args.no_dense:
-                        continue
-                    timing = harness.time_call(fn, args.repeats)
-                    row[name] = batch_size * num_simulations / timing["median_s"]
-                    row[f"{name}_compile_s"] = timing["compile_s"]
-                for name, (a, b) in {"compact/mctx": ("ours_compact", "mctx_muzero"),
-                                     "compact/dense": ("ours_compact", "ours_dense")}.items():
-                    if a in row and b in row:
-                        row[name] = row[a] / row[b]
-                rows.append(row)
-                print(harness.markdown_table(COLUMNS, [row]).splitlines()[-1], flush=True)
+                runners = make_runners(problem, batch_size, num_simulations, args.seed)
+                if args.no_dense:
+                    del runners["ours_dense"]
+                pairs = [(a, b) for _, a, b in FACTORS if a in runners and b in runners]
+                result = harness.interleaved_rounds(runners, args.rounds, pairs)
+                cell = dict(problem=problem, B=batch_size, simulations=num_simulations)
+                work = batch_size * num_simulations
+                for name, side in result["sides"].items():
+                    rows.append(dict(cell, side=name, sims_per_s=work / side["median_s"],
+                                     sims_per_s_min=work / side["max_s"],
+                                     sims_per_s_max=work / side["min_s"],
+                                     compile_s=side["compile_s"], seconds=side["seconds"],
+                                     rounds=args.rounds, stores=SIDES[name]))
+                    print(harness.markdown_table(COLUMNS, rows[-1:]).splitlines()[-1],
+                          flush=True)
+                for factor, a, b in FACTORS:
+                    ratio = result["ratios"].get(f"{a}/{b}")
+                    if ratio is not None:
+                        factors.append(dict(cell, factor=factor, ratio=ratio["median"],
+                                            ratio_min=ratio["min"], ratio_max=ratio["max"],
+                                            ratios=ratio["values"]))
+    print("\nThe comparison as factors: ours / peer simulations per second, per round")
+    print(harness.markdown_table(FACTOR_COLUMNS, factors))
     harness.report("chess_search", "Chess-sized search (A=4672): simulations per second "
-                   "(B x simulations / median wall time of one search call)", COLUMNS, rows,
-                   vars(args), not args.no_save)
-    return rows
+                   f"(B x simulations / median wall time of one search call over {args.rounds} "
+                   "interleaved rounds)", COLUMNS, rows,
+                   dict(harness.provenance(seed=args.seed), **vars(args)), not args.no_save,
+                   factors=factors)
+    return rows, factors
 
 
 if __name__ == "__main__":

@@ -96,7 +96,8 @@ def main(argv=None) -> None:
         score("UCT, 1 random playout per leaf", budget, np.asarray(chosen),
               time.perf_counter() - tick)
     sessions = checkpoint_lib.read_metrics(os.path.join(args.run_dir, "sessions.jsonl"))
-    settings = dict(harness.provenance(), run_dir=args.run_dir, iteration=agent.iteration,
+    settings = dict(harness.provenance(seed=None), keys="search: key(budget), UCT: key(budget + 1)",
+                    run_dir=args.run_dir, iteration=agent.iteration,
                     run_sessions=sessions, positions=len(positions["moves"]),
                     simulations=args.simulations, uct_simulations=args.uct_simulations)
     harness.report(args.name, f"Connect Four agent of {args.run_dir} (iteration "

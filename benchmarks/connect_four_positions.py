@@ -37,7 +37,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import time
 from typing import Dict, List
@@ -142,14 +141,6 @@ def write(path: str, positions: List[Dict], header: Dict) -> None:
         f.write(head + ',\n "positions": [\n' + ",\n".join(lines) + "\n ]\n}\n")
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              cwd=os.path.dirname(__file__), check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=DEFAULT_OUT, help="the JSON file to write")
@@ -194,8 +185,8 @@ def main(argv=None) -> None:
                        "bitbully score_all_moves per position, cold (transposition table "
                        "cleared before each), by stage",
                        ["stage", "positions", "median_ms", "p90_ms", "max_ms", "total_s"], rows,
-                       dict(command=command, seed=args.seed, count=len(positions),
-                            commit=_commit(), solver=header["solver"]))
+                       dict(harness.provenance(seed=args.seed), count=len(positions),
+                            solver=header["solver"]))
 
 
 if __name__ == "__main__":

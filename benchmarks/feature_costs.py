@@ -6,6 +6,9 @@ expand-all, measured against the plain search in the same process.
 - get_subtree: the time of one `get_subtree` call against one search of the
   same tree size (the call runs once per move).
 
+The three calls of a cell are timed in the same interleaved rounds and the
+ratios formed within each round (`harness.interleaved_rounds`).
+
     python -m benchmarks.feature_costs
 """
 
@@ -41,32 +44,41 @@ COLUMNS = ["problem", "B", "simulations", "plain_sims_per_s", "solver_sims_per_s
 SETUPS = {"synthetic": synthetic_setup, "tic_tac_toe": tictactoe_setup}
 
 
-def measure(batch_sizes, simulations, repeats, problems=tuple(SETUPS), log=print):
+def measure(batch_sizes, simulations, rounds, problems=tuple(SETUPS), log=print):
     """Rows of COLUMNS: alphazero_policy with and without the solver, and one
-    get_subtree call, for each problem and batch size (same process)."""
+    get_subtree call, for each problem and batch size, the three timed in the
+    same interleaved rounds (`harness.interleaved_rounds`); the time ratios
+    are formed within each round (median, and its range in `_min`/`_max`)."""
     key = jax.random.key(0)
     rows = []
     for problem in problems:
         for batch_size in batch_sizes:
             root, invalid, recurrent_fn = SETUPS[problem](batch_size)
-            row = dict(problem=problem, B=batch_size, simulations=simulations)
-            searches = {}
-            for solver in (False, True):
-                search = jax.jit(lambda k, r, i, s=solver: mcts_jax.alphazero_policy(
-                    None, k, r, recurrent_fn, simulations, invalid_actions=i,
-                    dirichlet_fraction=0.0, solver=s))
-                searches[solver] = search
-                timing = harness.time_call(lambda: search(key, root, invalid).action, repeats)
-                label = "solver" if solver else "plain"
-                row[f"{label}_sims_per_s"] = batch_size * simulations / timing["median_s"]
-                row[f"{label}_search_ms"] = 1e3 * timing["median_s"]
-            row["solver/plain time"] = row["solver_search_ms"] / row["plain_search_ms"]
+            searches = {solver: jax.jit(lambda k, r, i, s=solver: mcts_jax.alphazero_policy(
+                None, k, r, recurrent_fn, simulations, invalid_actions=i,
+                dirichlet_fraction=0.0, solver=s)) for solver in (False, True)}
             out = searches[False](key, root, invalid)
             subtree = jax.jit(mcts_jax.get_subtree)
-            timing = harness.time_call(lambda: subtree(out.search_tree, out.action).num_nodes,
-                                       repeats)
-            row["get_subtree_ms"] = 1e3 * timing["median_s"]
-            row["get_subtree/search"] = row["get_subtree_ms"] / row["plain_search_ms"]
+            sides = {"plain": lambda: searches[False](key, root, invalid).action,
+                     "solver": lambda: searches[True](key, root, invalid).action,
+                     "get_subtree": lambda: subtree(out.search_tree, out.action).num_nodes}
+            result = harness.interleaved_rounds(sides, rounds,
+                                                [("plain", "solver"), ("plain", "get_subtree")])
+            timed = {name: side["median_s"] for name, side in result["sides"].items()}
+            solver_ratio = result["ratios"]["plain/solver"]
+            subtree_ratio = result["ratios"]["plain/get_subtree"]
+            row = dict(problem=problem, B=batch_size, simulations=simulations,
+                       plain_sims_per_s=batch_size * simulations / timed["plain"],
+                       solver_sims_per_s=batch_size * simulations / timed["solver"],
+                       plain_search_ms=1e3 * timed["plain"],
+                       solver_search_ms=1e3 * timed["solver"],
+                       get_subtree_ms=1e3 * timed["get_subtree"], rounds=rounds,
+                       **{"solver/plain time": solver_ratio["median"],
+                          "solver/plain time_min": solver_ratio["min"],
+                          "solver/plain time_max": solver_ratio["max"],
+                          "get_subtree/search": subtree_ratio["median"],
+                          "get_subtree/search_min": subtree_ratio["min"],
+                          "get_subtree/search_max": subtree_ratio["max"]})
             rows.append(row)
             log(str(row))
     return rows
@@ -76,13 +88,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[64, 1024])
     parser.add_argument("--simulations", type=int, default=256)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=harness.ROUNDS["full"],
+                        help="interleaved rounds per cell")
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
-    rows = measure(args.batch_sizes, args.simulations, args.repeats)
+    rows = measure(args.batch_sizes, args.simulations, args.rounds)
     harness.report("feature_costs",
-                   "Cost of the solver and of subtree reuse (alphazero_policy, same process)",
-                   COLUMNS, rows, vars(args), not args.no_save)
+                   "Cost of the solver and of subtree reuse (alphazero_policy, interleaved "
+                   "rounds)", COLUMNS, rows, dict(harness.provenance(seed=0), **vars(args)),
+                   not args.no_save)
     return rows
 
 

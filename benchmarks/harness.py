@@ -1,9 +1,22 @@
 """Shared timing and reporting helpers for the benchmarks.
 
-Timing rule: the first call is timed separately as compilation; then one
-warm-up call; then `repeats` timed calls, each synchronised with
-`block_until_ready`, and the median is reported. Ratios are only quoted
-between figures measured in the same process, one after the other.
+Timing rule (`time_call`): the first call is timed separately as
+compilation; then one warm-up call; then `repeats` timed calls, each
+synchronised with `block_until_ready`, and the median is reported.
+
+Comparisons (`interleaved_rounds`): every side of a cell (ours, mctx,
+OpenSpiel, ...) is compiled and warmed up once, then timed in rounds; each
+round times every side once, the order reversed every other round, so a
+drift of the machine's speed hits all sides alike. The report gives each
+side's median and range over the rounds, and the median and range of the
+ratio formed within each round. Ratios are never formed across processes.
+
+Provenance (`provenance`, `write_json`): every results file names the git
+commit of the working tree, whether it had uncommitted changes, the command
+line and the seed (where the runner has one); `save` and `write_json`
+refuse a record without the first three, and add the source files of
+`mcts_jax/` and `envs/` that the process had imported (`dependencies`, what
+tests/test_results_provenance.py compares with HEAD).
 """
 
 from __future__ import annotations
@@ -14,15 +27,21 @@ import os
 import platform
 import re
 import statistics
+import subprocess
+import sys
 import time
 from importlib import metadata
-from typing import Any, Callable, Dict, List, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import jax
 
-from mcts_jax.training import reporting
-
 RESULTS_DIR = os.path.join(os.path.dirname(__file__), "results")
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# What a results file must carry (in its "settings") to be traced to code;
+# runners with random inputs add "seed".
+PROVENANCE_KEYS = ("commit", "dirty", "command")
+# Rounds of `interleaved_rounds` per mode.
+ROUNDS = {"quick": 3, "full": 5}
 
 
 def block(tree: Any) -> Any:
@@ -77,14 +96,76 @@ def machine_info() -> Dict[str, Any]:
     )
 
 
-def provenance() -> Dict[str, Any]:
-    """What a results file must name to be traced to code: the git commit of
-    this working tree, whether it had uncommitted changes, and the command
-    (the training runs' `reporting.provenance`, without its date: results
-    files carry theirs in `machine`)."""
-    record = reporting.provenance()
-    del record["date"]
+_NO_SEED = object()
+
+
+def provenance(seed: Any = _NO_SEED) -> Dict[str, Any]:
+    """What a results file must name to be traced to code: {commit: the git
+    commit of this working tree ("" outside a checkout), dirty: whether
+    tracked files other than benchmarks/results/ and markdown pages had
+    uncommitted changes, command: the command line} and,
+    when given, {seed: the seed its random inputs come from} (None: a runner
+    whose inputs have no single seed). The same record as the training runs'
+    `reporting.provenance` without its date (results files carry theirs in
+    `machine`); asked of git here so that a benchmark does not import the
+    training package, which would count among its `dependencies`."""
+    def git(*args):
+        try:
+            return subprocess.run(["git", *args], capture_output=True, text=True,
+                                  cwd=REPOSITORY).stdout.strip()
+        except OSError:
+            return ""
+    # results files and markdown pages are left out: regenerating results
+    # rewrites them, and they are not code
+    record = dict(commit=git("rev-parse", "HEAD"),
+                  dirty=bool(git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                                 ":(exclude)benchmarks/results", ":(exclude)*.md")),
+                  command=" ".join(getattr(sys, "orig_argv", sys.argv)))
+    if seed is not _NO_SEED:
+        record["seed"] = seed
     return record
+
+
+def check_provenance(settings: Dict[str, Any]) -> None:
+    """Raises ValueError unless `settings` carries every PROVENANCE_KEYS."""
+    missing = [key for key in PROVENANCE_KEYS if key not in (settings or {})]
+    if missing:
+        raise ValueError(f"a results file needs its provenance: settings lack {missing} "
+                         "(add harness.provenance(seed) to them)")
+
+
+def dependencies() -> List[str]:
+    """Repository paths of the `mcts_jax/` and `envs/` source files this
+    process has imported (sorted): the code a results file depends on."""
+    paths = set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if not path:
+            continue
+        relative = os.path.relpath(os.path.abspath(path), REPOSITORY)
+        if relative.split(os.sep)[0] in ("mcts_jax", "envs") and relative.endswith(".py"):
+            paths.add(relative.replace(os.sep, "/"))
+    return sorted(paths)
+
+
+def provenance_line(settings: Dict[str, Any]) -> str:
+    """One line naming a results file's commit, tree state, command and seed."""
+    commit = str(settings.get("commit") or "unknown")[:10]
+    state = "uncommitted changes" if settings.get("dirty") else "clean tree"
+    return (f"commit {commit} ({state}), seed {settings.get('seed')}, "
+            f"command: `{settings.get('command', '')}`")
+
+
+def write_json(path: str, record: Dict[str, Any]) -> str:
+    """Writes a results record (with "settings") as JSON at `path`, after
+    checking its provenance and adding `dependencies`; returns the path."""
+    check_provenance(record.get("settings"))
+    record = dict(record, dependencies=dependencies())
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
+    return path
 
 
 def device_slug(info: Dict[str, Any] = None) -> str:
@@ -122,20 +203,103 @@ def markdown_table(columns: Sequence[str], rows: List[Dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def save(name: str, rows: List[Dict[str, Any]], settings: Dict[str, Any]) -> str:
-    """Writes results/<name>-<backend>.json with the machine description."""
-    os.makedirs(RESULTS_DIR, exist_ok=True)
+def save(name: str, rows: List[Dict[str, Any]], settings: Dict[str, Any],
+         **tables: List[Dict[str, Any]]) -> str:
+    """Writes results/<name>-<backend>.json: the machine description, the
+    settings (which must carry `provenance()`), the rows and any further
+    named `tables` (lists of rows)."""
+    check_provenance(settings)
     info = machine_info()
     path = os.path.join(RESULTS_DIR, f"{name}-{info['backend']}.json")
-    with open(path, "w") as f:
-        json.dump(dict(benchmark=name, machine=info, settings=settings, rows=rows), f, indent=2)
-    return path
+    return write_json(path, dict(benchmark=name, machine=info, settings=settings, rows=rows,
+                                 **tables))
 
 
 def report(name: str, title: str, columns: Sequence[str], rows: List[Dict[str, Any]],
-           settings: Dict[str, Any], save_results: bool = True) -> None:
-    """Prints the table under `title` and, unless told not to, saves the JSON."""
+           settings: Dict[str, Any], save_results: bool = True,
+           **tables: List[Dict[str, Any]]) -> None:
+    """Prints the provenance line and the table under `title` and, unless
+    told not to, saves the JSON (refused without provenance in `settings`)."""
+    check_provenance(settings)
     print(f"\n{title}")
+    print(provenance_line(settings))
     print(markdown_table(columns, rows))
     if save_results:
-        print("saved", save(name, rows, settings))
+        print("saved", save(name, rows, settings, **tables))
+
+
+# ---- interleaved measurement of the sides of one cell -----------------------------
+def _spread(values: Sequence[float]) -> Dict[str, float]:
+    return dict(median=statistics.median(values), min=min(values), max=max(values))
+
+
+def interleaved_rounds(sides: Dict[str, Callable[[], Any]], rounds: int,
+                       pairs: Sequence[Tuple[str, str]] = (),
+                       work: Optional[Dict[str, float]] = None, calls_per_round: int = 1,
+                       sequential: bool = False) -> Dict[str, Any]:
+    """Times the sides of one cell against each other.
+
+    sides: name -> a call running one side's whole work (e.g. one batched
+      search); each is called twice first (compilation, timed as
+      `compile_s`, and a warm-up), then once per round.
+    rounds: how many rounds (ROUNDS: 3 quick, 5 full). Round r times every
+      side `calls_per_round` times back to back (its per-round figure is the
+      median of those), in the order of `sides`, reversed when r is odd.
+      With `sequential`, all rounds of the first side, then all of the next
+      (the old way, to show what interleaving changes).
+    pairs: (ours, peer) names; for each, the per-round ratio of throughputs
+      ours / peer = (work[ours] / t_ours) / (work[peer] / t_peer), so > 1
+      means ours does more work per second.
+    work: name -> units of work per call (e.g. B x simulations); default 1
+      for every side (then the ratio is t_peer / t_ours).
+
+    Returns {"sides": {name: {compile_s, seconds: [rounds], median_s, min_s,
+    max_s}}, "ratios": {"ours/peer": {median, min, max, values: [rounds]}},
+    "rounds", "order": "interleaved" or "sequential"}.
+    """
+    if rounds < 1:
+        raise ValueError(f"rounds must be >= 1, got {rounds}")
+    work = work or {}
+    compile_s = {}
+    for name, fn in sides.items():
+        start = time.perf_counter()
+        block(fn())
+        compile_s[name] = time.perf_counter() - start
+        block(fn())
+    seconds = {name: [] for name in sides}
+
+    def one_round(name):
+        times = []
+        for _ in range(calls_per_round):
+            start = time.perf_counter()
+            block(sides[name]())
+            times.append(time.perf_counter() - start)
+        seconds[name].append(statistics.median(times))
+
+    names = list(sides)
+    if sequential:
+        for name in names:
+            for _ in range(rounds):
+                one_round(name)
+    else:
+        for index in range(rounds):
+            for name in (names if index % 2 == 0 else names[::-1]):
+                one_round(name)
+    out_sides = {}
+    for name in names:
+        spread = _spread(seconds[name])
+        out_sides[name] = dict(compile_s=compile_s[name], seconds=seconds[name],
+                               median_s=spread["median"], min_s=spread["min"],
+                               max_s=spread["max"])
+    ratios = {}
+    for ours, peer in pairs:
+        values = [(work.get(ours, 1.0) / a) / (work.get(peer, 1.0) / b)
+                  for a, b in zip(seconds[ours], seconds[peer])]
+        ratios[f"{ours}/{peer}"] = dict(_spread(values), values=values)
+    return dict(sides=out_sides, ratios=ratios, rounds=rounds,
+                order="sequential" if sequential else "interleaved")
+
+
+def ratio_text(ratio: Dict[str, float]) -> str:
+    """"4.42 (4.10-4.61)": a ratio's median and range over the rounds."""
+    return f"{ratio['median']:.3g} ({ratio['min']:.3g}-{ratio['max']:.3g})"

@@ -313,7 +313,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.paths is None:
         args.paths = [1, 4, 16] if args.section == "games" else [1, 4, 16, 64]
-    settings = dict(seed=0, **harness.provenance())
+    settings = harness.provenance(seed=0)
     if args.section == "quality":
         trees = [tuple(int(x) for x in tree.split("x")) for tree in args.trees]
         rows = quality(trees, args.simulations, args.paths, args.roots)

@@ -16,6 +16,7 @@ from benchmarks import harness
 RUNNER_STYLE = {  # colour, line style: ours solid, mctx dashed, same colour per rule
     "ours_uct": ("tab:green", "-"),
     "ours_alphazero": ("tab:blue", "-"),
+    "ours_alphazero_dense": ("tab:cyan", "-."),
     "ours_gumbel": ("tab:red", "-"),
     "mctx_muzero": ("tab:blue", "--"),
     "mctx_gumbel": ("tab:red", "--"),
@@ -25,7 +26,8 @@ PROBLEM_TITLES = {
     "synthetic": "synthetic tree (free recurrent_fn), A=9",
     "tic_tac_toe": "tic-tac-toe, pgx simulator, uniform priors",
     "tic_tac_toe_net": "tic-tac-toe, pgx + small network (MLP 3x128)",
-    "chess": "chess, pgx simulator, uniform priors (ours compact K=218)",
+    "chess": "chess, pgx simulator, uniform priors, our lean states for both (ours_alphazero "
+             "compact K=218, ours_alphazero_dense and mctx dense)",
 }
 PLOTS = ("throughput-batch", "throughput-simulations", "quality", "memory", "baselines")
 
@@ -58,6 +60,30 @@ def _table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+def _ratio_cell(rows, key, theirs: str) -> str:
+    """ours / `theirs` for the ours row matching `key`: the median of the
+    per-round ratios and their range, "4.42 (4.10-4.61)" (files without
+    per-round ratios: the ratio of the medians)."""
+    for row in rows:
+        if all(row.get(k) == v for k, v in key.items()):
+            if "ratio" in row:
+                return (f"{_fmt(row['ratio'])} ({_fmt(row['ratio_min'])}-"
+                        f"{_fmt(row['ratio_max'])})")
+            b = _figure(rows, dict(key, runner=theirs))
+            if isinstance(row.get("sims_per_s"), float) and isinstance(b, float):
+                return _fmt(row["sims_per_s"] / b)
+    return ""
+
+
+def _rounds_note(rows) -> str:
+    rounds = sorted({r["rounds"] for r in rows if "rounds" in r})
+    if not rounds:
+        return ""
+    return (f"Figures: median over {'/'.join(map(str, rounds))} interleaved rounds (every "
+            "runner of a cell once per round, the order reversed every other round); "
+            "ratios: median (range) of the ratio formed within each round.")
+
+
 def throughput_tables(rows: Sequence[Dict[str, Any]], axis: str) -> str:
     """One table per problem: `axis` ("B" or "simulations") down, runners across,
     then ours/mctx ratios of the same cells."""
@@ -69,19 +95,25 @@ def throughput_tables(rows: Sequence[Dict[str, Any]], axis: str) -> str:
         pairs = [(o, t) for o, t in COUNTERPARTS.items() if o in runners and t in runners]
         fixed = "simulations" if axis == "B" else "B"
         values = sorted({r[axis] for r in mine})
+        layout = any("layout_ratio" in r for r in mine)
         fixed_value = mine[0][fixed]
         body = []
         for value in values:
             key = {"problem": problem, axis: value}
             cells = [_figure(mine, dict(key, runner=name)) for name in runners]
-            ratios = []
-            for ours, theirs in pairs:
-                a, b = _figure(mine, dict(key, runner=ours)), _figure(mine, dict(key, runner=theirs))
-                ratios.append(a / b if isinstance(a, float) and isinstance(b, float) else "")
+            ratios = [_ratio_cell(mine, dict(key, runner=ours), theirs)
+                      for ours, theirs in pairs]
+            if layout:
+                compact = [r for r in mine if r["runner"] == "ours_alphazero" and r[axis] == value]
+                ratios.append(_ratio_text(compact[0], "layout_ratio") if compact else "")
             body.append([value] + cells + ratios)
         columns = [axis] + runners + [f"{o[5:]}/{t[5:]}" for o, t in pairs]
+        if layout:
+            columns.append("alphazero compact/dense")
         out.append(f"**{PROBLEM_TITLES.get(problem, problem)}**, {fixed} = {fixed_value}; "
                    f"simulations per second:\n\n" + _table(columns, body))
+        if _rounds_note(mine):
+            out.append(_rounds_note(mine))
         compile_s = [f"{name} {_figure(mine, dict(problem=problem, runner=name, **{axis: values[-1]}), 'compile_s'):.1f} s"
                      for name in runners
                      if isinstance(_figure(mine, dict(problem=problem, runner=name,
@@ -105,9 +137,13 @@ def headlines(rows: Sequence[Dict[str, Any]], min_batch: int = 256) -> str:
             best.append(f"{runner} {top['sims_per_s']:,.0f} (B={top['B']:,})")
         ratios = []
         for ours, theirs in COUNTERPARTS.items():
-            values = [_figure(mine, dict(runner=ours, B=r["B"])) / r["sims_per_s"]
-                      for r in mine if r["runner"] == theirs and r["B"] >= min_batch
-                      and isinstance(_figure(mine, dict(runner=ours, B=r["B"])), float)]
+            values = []
+            for r in mine:
+                ours_figure = _figure(mine, dict(runner=ours, B=r["B"]))
+                if r["runner"] == theirs and r["B"] >= min_batch and isinstance(ours_figure,
+                                                                                float):
+                    values.append(_figure(mine, dict(runner=ours, B=r["B"]), "ratio")
+                                  or ours_figure / r["sims_per_s"])
             if values:
                 ratios.append(f"{ours}/{theirs} {min(values):.2f}x to {max(values):.2f}x")
         line = f"- {problem}: best simulations/s: " + ", ".join(best) + "."
@@ -133,8 +169,27 @@ def quality_tables(rows) -> str:
     return "\n\n".join(out)
 
 
+def _ratio_text(row, key: str) -> str:
+    """"median (min-max)" of the ratio `key` of a row, or ""."""
+    if key not in row:
+        return ""
+    return f"{_fmt(row[key])} ({_fmt(row[key + '_min'])}-{_fmt(row[key + '_max'])})"
+
+
 def simple_table(rows, columns) -> str:
     return _table(columns, [[row.get(c, "") for c in columns] for row in rows])
+
+
+def provenance_lines(sections: Dict[str, Dict[str, Any]]) -> str:
+    """Which commit, tree state, command and seed produced each section file,
+    sections with the same provenance grouped."""
+    groups: Dict[str, List[str]] = {}
+    for name, data in sections.items():
+        settings = data.get("settings", {})
+        line = (harness.provenance_line(settings) if "commit" in settings
+                else "no provenance recorded (a file from before provenance was required)")
+        groups.setdefault(line, []).append(name)
+    return "\n".join(f"- {', '.join(names)}: {line}" for line, names in groups.items())
 
 
 def machine_line(info: Dict[str, Any]) -> str:
@@ -152,7 +207,8 @@ def markdown(sections: Dict[str, Dict[str, Any]], tag: str, image_prefix: str = 
              machine_line(first["machine"]),
              f"Sections and their wall time: " + ", ".join(
                  f"{name} {data.get('seconds', 0):.0f} s" for name, data in sections.items())
-             + "."]
+             + ".",
+             "Produced by:\n\n" + provenance_lines(sections)]
 
     def image(name):
         return f"![{name}]({image_prefix}plots/{tag}-{name}.png)"
@@ -169,19 +225,33 @@ def markdown(sections: Dict[str, Dict[str, Any]], tag: str, image_prefix: str = 
         parts += ["### Search quality at a fixed budget", image("quality"),
                   quality_tables(sections["quality"]["rows"])]
     if "memory" in sections:
+        from benchmarks.memory import factor_rows
+        rows = sections["memory"]["rows"]
         parts += ["### Memory per node (exact, B=1024 searches of 801 nodes)", image("memory"),
-                  simple_table(sections["memory"]["rows"],
-                               ["game", "layout", "bytes_per_node", "embedding_bytes_per_node",
-                                "GiB_for_B1024_N801"])]
+                  simple_table(rows, ["game", "layout", "stores", "bytes_per_node",
+                                      "embedding_bytes_per_node", "GiB_for_B1024_N801"])]
+        if all("stores" in row for row in rows):
+            parts += ["The comparison as separate factors (bytes per node, first over second):",
+                      simple_table(factor_rows(rows), ["game", "factor", "ratio"])]
     if "features" in sections:
         from benchmarks.feature_costs import COLUMNS
+        rows = [dict(row, **{key: _ratio_text(row, key) for key in
+                             ("solver/plain time", "get_subtree/search") if key + "_min" in row})
+                for row in sections["features"]["rows"]]
         parts += ["### Cost of the solver and of subtree reuse (alphazero_policy)",
-                  simple_table(sections["features"]["rows"], COLUMNS)]
+                  simple_table(rows, COLUMNS)]
+        if _rounds_note(rows):
+            parts.append(_rounds_note(rows).replace("runner", "call"))
     if "baselines" in sections:
+        rows = sections["baselines"]["rows"]
+        columns = ["baseline", "B", "simulations", "sims_per_s"]
+        if any("ratio_vs_openspiel" in row for row in rows):
+            rows = [dict(row, vs_openspiel=_ratio_text(row, "ratio_vs_openspiel")) for row in rows]
+            columns.append("vs_openspiel")
         parts += ["### What people use without us: UCT with random playouts on tic-tac-toe",
-                  image("baselines"),
-                  simple_table(sections["baselines"]["rows"],
-                               ["baseline", "B", "simulations", "sims_per_s"])]
+                  image("baselines"), simple_table(rows, columns)]
+        if _rounds_note(rows):
+            parts.append(_rounds_note(rows).replace("runner", "side"))
     if "self_play_devices" in sections:
         parts += ["### Self-play against device count",
                   "See `results/self_play_devices-*.json` (benchmarks/self_play_devices.py): "

@@ -12,10 +12,13 @@ commands. Then the report is rebuilt from every section file of that mode and
 device: `results/report-<mode>-<device>.md`, `results/plots/<mode>-<device>-*.png`,
 and the block of that mode and device in `benchmarks/README.md`.
 
-Timing (`harness.time_call`): the first call is compilation, timed
-separately; one warm-up call; the median of `repeats` timed calls, each
-synchronised with `block_until_ready`. Ratios are only formed between
-figures of one section file (one process, one after the other).
+Timing (`harness.interleaved_rounds`): in a cell, every runner (ours,
+mctx, OpenSpiel, ...) is compiled (timed separately) and warmed up once, then
+timed in rounds (3 quick, 5 full), each round calling every runner once, the
+order reversed every other round; a figure is the median over the rounds,
+with its range, and a ratio ours / peer is formed within each round (median
+and range). Every section file names the commit, whether the tree was dirty,
+the command line and the seed (`harness.provenance`).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ NEW_BLOCKS_ANCHOR = "<!-- suite:new blocks go here -->"
 class Config:
     """The sizes of one suite mode.
 
+    rounds: interleaved rounds per cell (`harness.interleaved_rounds`).
     batch_*: throughput against batch size, at `batch_simulations` per search.
     sims_*: throughput against num_simulations, at `sims_batch_size` searches.
     chess_*: throughput against batch size on pgx chess (compact tree).
@@ -48,7 +52,7 @@ class Config:
     call_budget_s: a runner whose call took longer is skipped for larger cells.
     """
 
-    repeats: int
+    rounds: int
     call_budget_s: float
     runners: Tuple[str, ...]
     batch_problems: Tuple[str, ...]
@@ -73,7 +77,7 @@ class Config:
 ALL_RUNNERS = ("ours_uct", "ours_alphazero", "ours_gumbel", "mctx_muzero", "mctx_gumbel")
 CONFIGS = {
     "quick": Config(
-        repeats=3, call_budget_s=5.0, runners=ALL_RUNNERS,
+        rounds=harness.ROUNDS["quick"], call_budget_s=5.0, runners=ALL_RUNNERS,
         batch_problems=("synthetic", "tic_tac_toe_net"), batch_sizes=(1, 16, 256),
         batch_simulations=32,
         sims_problems=("tic_tac_toe",), sims_batch_size=16, simulations=(8, 32, 128),
@@ -83,7 +87,7 @@ CONFIGS = {
         feature_batch_sizes=(64,), feature_simulations=64,
         baseline_simulations=1024, baseline_batch_sizes=(1, 256)),
     "full": Config(
-        repeats=5, call_budget_s=20.0, runners=ALL_RUNNERS,
+        rounds=harness.ROUNDS["full"], call_budget_s=20.0, runners=ALL_RUNNERS,
         batch_problems=("synthetic", "tic_tac_toe", "tic_tac_toe_net"),
         batch_sizes=(1, 4, 16, 64, 256, 1024, 4096, 16384), batch_simulations=64,
         sims_problems=("synthetic", "tic_tac_toe", "tic_tac_toe_net"), sims_batch_size=1024,
@@ -96,7 +100,7 @@ CONFIGS = {
         baseline_simulations=4096, baseline_batch_sizes=(1, 256, 4096)),
     # For tests/test_benchmarks.py: every section, tiny shapes.
     "tiny": Config(
-        repeats=1, call_budget_s=5.0, runners=("ours_alphazero", "mctx_muzero"),
+        rounds=2, call_budget_s=5.0, runners=("ours_alphazero", "mctx_muzero"),
         batch_problems=("synthetic",), batch_sizes=(4,), batch_simulations=8,
         sims_problems=("synthetic",), sims_batch_size=4, simulations=(8,),
         chess_batch_sizes=(), chess_simulations=8,
@@ -110,10 +114,10 @@ CONFIGS = {
 # ---- sections: each returns (rows, settings) ------------------------------------
 def _throughput(problems, cells, config, log):
     from benchmarks import sweeps
-    rows = sweeps.sweep(problems, config.runners, cells, config.repeats, config.call_budget_s,
+    rows = sweeps.sweep(problems, config.runners, cells, config.rounds, config.call_budget_s,
                         log=log)
     return rows, dict(problems=list(problems), cells=[list(c) for c in cells],
-                      runners=list(config.runners), repeats=config.repeats)
+                      runners=list(config.runners), rounds=config.rounds, order="interleaved")
 
 
 def section_batch(problem: str) -> Callable:
@@ -147,42 +151,23 @@ def section_memory(config: Config, log):
 def section_features(config: Config, log):
     from benchmarks import feature_costs
     rows = feature_costs.measure(config.feature_batch_sizes, config.feature_simulations,
-                                 config.repeats, config.feature_problems, log=log)
+                                 config.rounds, config.feature_problems, log=log)
     return rows, dict(batch_sizes=list(config.feature_batch_sizes),
-                      simulations=config.feature_simulations)
+                      simulations=config.feature_simulations, rounds=config.rounds)
 
 
 def section_baselines(config: Config, log):
     """Tic-tac-toe UCT with one random playout per leaf, from the empty board:
-    plain Python, OpenSpiel C++ (B=1, sequential), ours (uct_policy, B searches)."""
-    import jax
-    import envs
-    import mcts_jax
-    from benchmarks.baselines import openspiel_mcts, python_uct
-    from mcts_jax import evaluators
-
-    sims = config.baseline_simulations
-    rows = [dict(baseline="plain Python UCT (tutorial style)", B=1, simulations=sims,
-                 sims_per_s=python_uct.simulations_per_second(sims, config.repeats))]
-    spiel = openspiel_mcts.simulations_per_second(sims, config.repeats)
-    rows.append(dict(baseline="OpenSpiel C++ MCTSBot", B=1, simulations=sims,
-                     sims_per_s=spiel if spiel is not None else "not installed"))
-    game = envs.make("tic_tac_toe")
-    evaluator = evaluators.RandomPlayouts(num_playouts=1)
-    recurrent_fn = game.recurrent_fn(evaluator)
-    search = jax.jit(lambda k, r, i: mcts_jax.uct_policy(None, k, r, recurrent_fn, sims,
-                                                         invalid_actions=i).action)
-    for batch_size in (1,) + tuple(b for b in config.baseline_batch_sizes if b != 1):
-        states = game.init(jax.random.key(0), batch_size)
-        root, invalid = game.root(None, jax.random.key(1), states, evaluator)
-        timing = harness.time_call(lambda: search(jax.random.key(2), root, invalid),
-                                   config.repeats)
-        rows.append(dict(baseline="mcts_jax uct_policy + pgx playouts", B=batch_size,
-                         simulations=sims, sims_per_s=batch_size * sims / timing["median_s"],
-                         compile_s=timing["compile_s"]))
+    plain Python and OpenSpiel C++ (one search at a time), ours (uct_policy,
+    B searches per call), all in the same interleaved rounds; each row gives
+    the ratio of our B = 1 search to it (median and range over the rounds)."""
+    from benchmarks.baselines import compare
+    rows = compare.measure(config.baseline_simulations, config.baseline_batch_sizes,
+                             config.rounds)
     for row in rows:
         log(str(row))
-    return rows, dict(simulations=sims)
+    return rows, dict(simulations=config.baseline_simulations, rounds=config.rounds,
+                      order="interleaved")
 
 
 def section_self_play_devices(config: Config, log):
@@ -247,9 +232,10 @@ def run_sections(mode: str, config: Config, sections: Sequence[str], results_dir
         log(f"== {section} ({tag})")
         start = time.perf_counter()
         rows, settings = SECTIONS[section](config, log)
-        with open(section_path(results_dir, section, tag), "w") as f:
-            json.dump(dict(benchmark=section, mode=mode, machine=info, settings=settings,
-                           seconds=time.perf_counter() - start, rows=rows), f, indent=1)
+        settings = dict(harness.provenance(seed=0), **settings)
+        harness.write_json(section_path(results_dir, section, tag),
+                           dict(benchmark=section, mode=mode, machine=info, settings=settings,
+                                seconds=time.perf_counter() - start, rows=rows))
     return tag
 
 

@@ -2,11 +2,21 @@
 
 The recurrent_fn is a synthetic hashed game tree (`mcts_jax.synthetic`) that
 costs almost nothing, so the figures measure the tree search: selection,
-expansion bookkeeping and backup. Both libraries get identical inputs and run
-in this process, one after the other.
+expansion bookkeeping and backup. Both libraries get identical inputs (the
+same roots, key and recurrent_fn; mctx through `harness.mctx_recurrent_fn`)
+and compute the same thing: our alphazero_policy (no root noise) and
+mctx.muzero_policy give identical visit counts; both store the same
+embedding (a uint32 code per node) in a dense tree. Every cell's runners are
+timed in the same interleaved rounds (`harness.interleaved_rounds`) and
+puct/mctx is the median (and range) of the ratio formed within each round
+(round i of ours over round i of mctx). `--orders interleaved sequential`
+also measures every cell the old way (all rounds of one runner, then the
+next), to show what interleaving changes to the spread.
 
     python -m benchmarks.search_throughput            # the issue's grid
     python -m benchmarks.search_throughput --batch-sizes 64 --simulations 32 128
+    python -m benchmarks.search_throughput --batch-sizes 64 --num-actions 9 \
+        --simulations 128 --orders interleaved sequential --name search_throughput-orders
 """
 
 from __future__ import annotations
@@ -14,21 +24,22 @@ from __future__ import annotations
 import argparse
 
 import jax
-import numpy as np
 
 import mcts_jax
 from benchmarks import harness
 from mcts_jax.synthetic import HashedProblem, random_root_codes
 
 
-COLUMNS = ["B", "A", "simulations", "ours_puct", "ours_uct", "mctx_muzero", "puct/mctx",
-           "ours_puct_us_per_sim", "mctx_muzero_us_per_sim"]
+COLUMNS = ["order", "B", "A", "simulations", "ours_puct", "ours_uct", "mctx_muzero", "puct/mctx",
+           "puct/mctx range", "ours_puct_us_per_sim", "mctx_muzero_us_per_sim"]
 
 
-def make_runners(batch_size, num_actions, num_simulations, max_depth=None):
+def make_runners(batch_size, num_actions, num_simulations, max_depth=None, seed=0):
+    """{name: a call running one batched search} for ours_puct, ours_uct and
+    (if installed) mctx_muzero; roots: `random_root_codes(seed + B, B)`."""
     problem = HashedProblem(num_actions=num_actions)
-    root, _ = problem.root(random_root_codes(batch_size, batch_size))
-    key = jax.random.key(0)
+    root, _ = problem.root(random_root_codes(seed + batch_size, batch_size))
+    key = jax.random.key(seed)
     runners = {}
 
     @jax.jit
@@ -66,47 +77,68 @@ def main(argv=None):
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 64, 1024])
     parser.add_argument("--num-actions", type=int, nargs="+", default=[9, 82])
     parser.add_argument("--simulations", type=int, nargs="+", default=[32, 128, 512])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=harness.ROUNDS["full"],
+                        help="interleaved rounds per cell")
+    parser.add_argument("--orders", nargs="+", default=["interleaved"],
+                        choices=["interleaved", "sequential"],
+                        help="interleaved: every runner once per round; sequential: all "
+                             "rounds of one runner, then the next (the old way); both: each "
+                             "cell measured both ways, one after the other")
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--mctx-budget-s", type=float, default=60.0,
                         help="skip an mctx cell whose estimated time per call exceeds this")
     parser.add_argument("--max-depth", type=int, default=None,
                         help="depth limit for both libraries: PUCT on these random trees "
                              "dives deeper as simulations grow, and a simulation costs "
                              "O(depth); a limit isolates the cost of tree size")
+    parser.add_argument("--name", default=None,
+                        help="results file: results/<name>-<device>.json (default "
+                             "search_throughput[-max_depthD])")
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
 
     rows = []
     mctx_seconds_per_sim = {}  # (B, A) -> seconds per simulation, to skip hopeless cells
-    for num_actions in args.num_actions:
-        for batch_size in args.batch_sizes:
-            for num_simulations in sorted(args.simulations):
-                runners = make_runners(batch_size, num_actions, num_simulations,
-                                       args.max_depth)
-                row = dict(B=batch_size, A=num_actions, simulations=num_simulations)
-                for name, fn in runners.items():
-                    estimate = mctx_seconds_per_sim.get((batch_size, num_actions), 0) * \
-                        num_simulations * num_simulations  # mctx's cost grows with the tree
-                    if name.startswith("mctx") and estimate > args.mctx_budget_s:
-                        row[name] = "skipped"
-                        continue
-                    timing = harness.time_call(fn, args.repeats)
-                    row[name] = batch_size * num_simulations / timing["median_s"]
-                    row[f"{name}_us_per_sim"] = 1e6 * timing["median_s"] / num_simulations
-                    row[f"{name}_compile_s"] = timing["compile_s"]
-                    if name.startswith("mctx"):
-                        mctx_seconds_per_sim[(batch_size, num_actions)] = \
-                            timing["median_s"] / num_simulations / num_simulations
-                if isinstance(row.get("mctx_muzero"), float):
-                    row["puct/mctx"] = row["ours_puct"] / row["mctx_muzero"]
-                rows.append(row)
-                print(harness.markdown_table(COLUMNS, [row]).splitlines()[-1], flush=True)
+    cells = [(num_actions, batch_size, num_simulations) for num_actions in args.num_actions
+             for batch_size in args.batch_sizes for num_simulations in sorted(args.simulations)]
+    for num_actions, batch_size, num_simulations in cells:
+        runners = make_runners(batch_size, num_actions, num_simulations, args.max_depth,
+                               args.seed)
+        skipped = {}
+        estimate = mctx_seconds_per_sim.get((batch_size, num_actions), 0) * \
+            num_simulations * num_simulations  # mctx's cost grows with the tree
+        if "mctx_muzero" in runners and estimate > args.mctx_budget_s:
+            del runners["mctx_muzero"]
+            skipped["mctx_muzero"] = "skipped"
+        pairs = [("ours_puct", "mctx_muzero")] if "mctx_muzero" in runners else []
+        for order in args.orders:
+            row = dict(order=order, B=batch_size, A=num_actions, simulations=num_simulations,
+                       rounds=args.rounds, **skipped)
+            result = harness.interleaved_rounds(runners, args.rounds, pairs,
+                                                sequential=order == "sequential")
+            for name, side in result["sides"].items():
+                row[name] = batch_size * num_simulations / side["median_s"]
+                row[f"{name}_us_per_sim"] = 1e6 * side["median_s"] / num_simulations
+                if order == args.orders[0]:  # later orders find the runner compiled
+                    row[f"{name}_compile_s"] = side["compile_s"]
+                row[f"{name}_seconds"] = side["seconds"]
+            if "mctx_muzero" in result["sides"]:
+                mctx_seconds_per_sim[(batch_size, num_actions)] = \
+                    result["sides"]["mctx_muzero"]["median_s"] / num_simulations ** 2
+                ratio = result["ratios"]["ours_puct/mctx_muzero"]
+                row.update({"puct/mctx": ratio["median"], "puct/mctx_min": ratio["min"],
+                            "puct/mctx_max": ratio["max"],
+                            "puct/mctx range": f"{ratio['min']:.3g}-{ratio['max']:.3g}"})
+            rows.append(row)
+            print(harness.markdown_table(COLUMNS, [row]).splitlines()[-1], flush=True)
 
-    name = "search_throughput" if args.max_depth is None else \
-        f"search_throughput-max_depth{args.max_depth}"
+    name = args.name or ("search_throughput"
+                         + ("" if args.max_depth is None else f"-max_depth{args.max_depth}"))
     harness.report(name,
                    "Simulations per second (B x simulations / median wall time of one search "
-                   "call)", COLUMNS, rows, vars(args), not args.no_save)
+                   f"call over {args.rounds} rounds; puct/mctx: median and range of the "
+                   "per-round ratio)", COLUMNS, rows,
+                   dict(harness.provenance(seed=args.seed), **vars(args)), not args.no_save)
     return rows
 
 

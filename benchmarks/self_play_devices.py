@@ -111,7 +111,8 @@ def main(argv=None) -> int:
         for row in mode_rows:
             row["speedup"] = row["moves_per_s"] / mode_rows[0]["moves_per_s"]
         rows += mode_rows
-    settings = dict(game="tic_tac_toe", network="game default (train.py)",
+    settings = dict(harness.provenance(seed=0), game="tic_tac_toe",
+                    network="game default (train.py)", keys="config seed 0; moves: key(1)",
                     policy="gumbel", num_games=args.num_games, simulations=args.simulations,
                     repeats=args.repeats, platform=args.platform,
                     devices_kind="fake CPU devices (--xla_force_host_platform_device_count) "

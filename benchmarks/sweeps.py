@@ -12,19 +12,25 @@ below the root):
   value 0 (lean pgx states as embeddings, for both libraries);
 - `tic_tac_toe_net`: the same with priors and value from a small network
   (the default tic-tac-toe MLP of `mcts_jax.networks`, 3 x 128 units);
-- `chess`: pgx chess, uniform priors, value 0; ours with the compact layout
-  (`max_children=218`), mctx dense.
+- `chess`: pgx chess, uniform priors, value 0, our lean states for both
+  libraries; ours with the compact layout (`max_children=218`) and, as
+  `ours_alphazero_dense`, with the dense one, mctx dense: the library factor
+  (alphazero_dense/muzero, same layout) and the layout factor (compact /
+  dense, `layout_ratio`) are reported apart, not only their product.
 
 Runners (`RUNNERS`): ours `uct`, `alphazero` (no root noise) and `gumbel`;
 mctx `muzero` (the counterpart of alphazero: identical visit counts) and
 `gumbel_muzero`. A cell is one jitted search of B roots; its figure is
-B x num_simulations / the median wall time of a call (`harness.time_call`).
+B x num_simulations / the median wall time of a call over interleaved
+rounds (`harness.interleaved_rounds`: every runner of the cell once per
+round, the order reversed every other round), and the ratio ours / mctx is
+formed within each round (median and range reported).
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -38,8 +44,21 @@ from mcts_jax.synthetic import HashedProblem, random_root_codes
 PROBLEMS = ("synthetic", "tic_tac_toe", "tic_tac_toe_net", "chess")
 RUNNERS = ("ours_uct", "ours_alphazero", "ours_gumbel", "mctx_muzero", "mctx_gumbel")
 # ours -> the mctx runner it is compared with (identical visit counts / rules).
-COUNTERPARTS = {"ours_alphazero": "mctx_muzero", "ours_gumbel": "mctx_gumbel"}
+COUNTERPARTS = {"ours_alphazero": "mctx_muzero", "ours_gumbel": "mctx_gumbel",
+                "ours_alphazero_dense": "mctx_muzero"}
+# Problems where ours runs the compact layout with K child slots; there
+# "ours_alphazero_dense" (the dense layout) joins ours_alphazero.
 MAX_CHILDREN = {"chess": 218}
+# compact runner -> the same runner dense (the layout factor, `layout_ratio`).
+LAYOUT_PAIRS = {"ours_alphazero": "ours_alphazero_dense"}
+
+
+def runners_for(problem: str, runners: Sequence[str]) -> List[str]:
+    """`runners`, plus ours_alphazero_dense on a compact-layout problem when
+    ours_alphazero is among them."""
+    extra = [dense for compact, dense in LAYOUT_PAIRS.items()
+             if problem in MAX_CHILDREN and compact in runners and dense not in runners]
+    return list(runners) + extra
 
 
 @functools.lru_cache(maxsize=None)
@@ -68,12 +87,12 @@ def problem_setup(problem: str, batch_size: int) -> Dict[str, Any]:
 def compiled_search(problem: str, runner: str, num_simulations: int) -> Callable:
     """A jitted fn(params, key, root, invalid) -> action [B] for one cell."""
     recurrent_fn = problem_setup(problem, 1)["recurrent_fn"]
-    max_children = MAX_CHILDREN.get(problem)
+    max_children = None if runner.endswith("_dense") else MAX_CHILDREN.get(problem)
     if runner.startswith("ours_"):
         common = dict(invalid_actions=None, max_children=max_children)
-        policy = {"ours_uct": mcts_jax.uct_policy,
-                  "ours_alphazero": functools.partial(mcts_jax.alphazero_policy,
-                                                      dirichlet_fraction=0.0),
+        alphazero = functools.partial(mcts_jax.alphazero_policy, dirichlet_fraction=0.0)
+        policy = {"ours_uct": mcts_jax.uct_policy, "ours_alphazero": alphazero,
+                  "ours_alphazero_dense": alphazero,
                   "ours_gumbel": mcts_jax.gumbel_policy}[runner]
 
         def search(params, key, root, invalid):
@@ -102,62 +121,71 @@ def available_runners(runners: Sequence[str]) -> List[str]:
         return [r for r in runners if not r.startswith("mctx")]
 
 
-def measure_cell(problem: str, runner: str, batch_size: int, num_simulations: int,
-                 repeats: int) -> Dict[str, Any]:
-    """One row: sims_per_s, us_per_sim (per batch), compile_s for one cell."""
+def measure_cell(problem: str, runners: Sequence[str], batch_size: int, num_simulations: int,
+                 rounds: int) -> List[Dict[str, Any]]:
+    """One row per runner for one cell, all runners timed in the same
+    interleaved rounds (`harness.interleaved_rounds`): sims_per_s (median
+    over rounds) and its range, us_per_sim (per batch), compile_s, the
+    per-round seconds, and for ours with a counterpart in `runners` the
+    per-round ratio ours / mctx (`ratio`, `ratio_min`, `ratio_max`)."""
     setup = problem_setup(problem, batch_size)
-    search = compiled_search(problem, runner, num_simulations)
     key = jax.random.key(3)
-    timing = harness.time_call(
-        lambda: search(setup["params"], key, setup["root"], setup["invalid"]), repeats)
-    return dict(problem=problem, runner=runner, B=batch_size, simulations=num_simulations,
-                sims_per_s=batch_size * num_simulations / timing["median_s"],
-                us_per_sim=1e6 * timing["median_s"] / num_simulations,
-                compile_s=timing["compile_s"], median_s=timing["median_s"])
-
-
-def sweep(problems: Sequence[str], runners: Sequence[str], cells: Sequence[tuple],
-          repeats: int, call_budget_s: float, done: Optional[Dict[tuple, dict]] = None,
-          log: Callable[[str], None] = print) -> List[Dict[str, Any]]:
-    """Measures every (problem, runner, B, simulations) with (B, simulations)
-    in `cells`. A runner whose previous call on this problem took more than
-    `call_budget_s` is skipped for the larger cells (recorded as skipped).
-    `done` caches measured cells between sweeps of one run."""
-    done = {} if done is None else done
+    sides = {runner: functools.partial(compiled_search(problem, runner, num_simulations),
+                                       setup["params"], key, setup["root"], setup["invalid"])
+             for runner in runners}
+    pairs = [(ours, theirs) for ours, theirs in list(COUNTERPARTS.items())
+             + list(LAYOUT_PAIRS.items()) if ours in runners and theirs in runners]
+    result = harness.interleaved_rounds(sides, rounds, pairs)
+    work = batch_size * num_simulations
     rows = []
-    for problem in problems:
-        for runner in available_runners(runners):
-            too_slow_at = None
-            for batch_size, num_simulations in sorted(cells):
-                cell = (problem, runner, batch_size, num_simulations)
-                if cell not in done:
-                    if too_slow_at is not None and (batch_size >= too_slow_at[0] and
-                                                     num_simulations >= too_slow_at[1]):
-                        done[cell] = dict(problem=problem, runner=runner, B=batch_size,
-                                          simulations=num_simulations,
-                                          skipped=f"a smaller cell took > {call_budget_s} s")
-                    else:
-                        done[cell] = measure_cell(problem, runner, batch_size,
-                                                  num_simulations, repeats)
-                        log(f"{problem:16s} {runner:15s} B={batch_size:<6d} "
-                            f"sims={num_simulations:<5d} "
-                            f"{done[cell]['sims_per_s']:14,.0f} sims/s "
-                            f"(compile {done[cell]['compile_s']:.1f} s)")
-                row = done[cell]
-                if row.get("median_s", 0.0) > call_budget_s and too_slow_at is None:
-                    too_slow_at = (batch_size, num_simulations)
-                rows.append(row)
+    for runner in runners:
+        side = result["sides"][runner]
+        row = dict(problem=problem, runner=runner, B=batch_size, simulations=num_simulations,
+                   sims_per_s=work / side["median_s"], sims_per_s_min=work / side["max_s"],
+                   sims_per_s_max=work / side["min_s"],
+                   us_per_sim=1e6 * side["median_s"] / num_simulations,
+                   compile_s=side["compile_s"], median_s=side["median_s"],
+                   seconds=side["seconds"], rounds=rounds)
+        ratio = result["ratios"].get(f"{runner}/{COUNTERPARTS.get(runner)}")
+        if ratio is not None:
+            row.update(ratio_vs=COUNTERPARTS[runner], ratio=ratio["median"],
+                       ratio_min=ratio["min"], ratio_max=ratio["max"])
+        layout = result["ratios"].get(f"{runner}/{LAYOUT_PAIRS.get(runner)}")
+        if layout is not None:
+            row.update(layout_ratio=layout["median"], layout_ratio_min=layout["min"],
+                       layout_ratio_max=layout["max"])
+        rows.append(row)
     return rows
 
 
-def ratio_rows(rows: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """ours / mctx throughput for every cell where both ran (same run)."""
-    figures = {(r["problem"], r["runner"], r["B"], r["simulations"]): r.get("sims_per_s")
-               for r in rows}
-    out = []
-    for (problem, runner, batch_size, sims), value in sorted(figures.items()):
-        theirs = figures.get((problem, COUNTERPARTS.get(runner), batch_size, sims))
-        if runner in COUNTERPARTS and value and theirs:
-            out.append(dict(problem=problem, ours=runner, mctx=COUNTERPARTS[runner],
-                            B=batch_size, simulations=sims, ratio=value / theirs))
-    return out
+def sweep(problems: Sequence[str], runners: Sequence[str], cells: Sequence[tuple],
+          rounds: int, call_budget_s: float,
+          log: Callable[[str], None] = print) -> List[Dict[str, Any]]:
+    """Measures every (problem, runner, B, simulations) with (B, simulations)
+    in `cells`, the runners of a cell in the same interleaved rounds. A
+    runner whose median call on this problem took more than `call_budget_s`
+    is skipped for the cells at least as large (recorded as skipped)."""
+    rows = []
+    for problem in problems:
+        too_slow_at: Dict[str, tuple] = {}
+        for batch_size, num_simulations in sorted(cells):
+            names = available_runners(runners_for(problem, runners))
+            active = [name for name in names if name not in too_slow_at or not (
+                batch_size >= too_slow_at[name][0] and num_simulations >= too_slow_at[name][1])]
+            measured = {row["runner"]: row for row in measure_cell(
+                problem, active, batch_size, num_simulations, rounds)} if active else {}
+            for name in names:
+                if name not in measured:
+                    rows.append(dict(problem=problem, runner=name, B=batch_size,
+                                     simulations=num_simulations,
+                                     skipped=f"a smaller cell took > {call_budget_s} s"))
+                    continue
+                row = measured[name]
+                log(f"{problem:16s} {name:15s} B={batch_size:<6d} sims={num_simulations:<5d} "
+                    f"{row['sims_per_s']:14,.0f} sims/s (compile {row['compile_s']:.1f} s)"
+                    + (f" ratio {row['ratio']:.3g} ({row['ratio_min']:.3g}-"
+                       f"{row['ratio_max']:.3g})" if "ratio" in row else ""))
+                if row["median_s"] > call_budget_s:
+                    too_slow_at.setdefault(name, (batch_size, num_simulations))
+                rows.append(row)
+    return rows

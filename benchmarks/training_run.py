@@ -72,7 +72,8 @@ def results(run_dir: str, note: str = "") -> Dict[str, Any]:
         os.path.join(run_dir, "sessions.jsonl"))
     records = checkpoint_lib.read_metrics(os.path.join(run_dir, "metrics.jsonl"))
     return dict(benchmark="training_run", machine=harness.machine_info(),
-                settings=dict(harness.provenance(), run_dir=run_dir, note=note, config=config),
+                settings=dict(harness.provenance(seed=config.get("seed")), run_dir=run_dir,
+                              note=note, config=config),
                 sessions=sessions, timing=timing(records), curve=curve(records), final=final)
 
 
@@ -84,10 +85,7 @@ def main(argv=None) -> None:
     parser.add_argument("--note", default="", help="free text kept in the file")
     args = parser.parse_args(argv)
     record = results(args.run_dir, args.note)
-    path = os.path.join(harness.RESULTS_DIR, args.name + ".json")
-    with open(path, "w") as f:
-        json.dump(record, f, indent=1)
-        f.write("\n")
+    path = harness.write_json(os.path.join(harness.RESULTS_DIR, args.name + ".json"), record)
     print(f"wrote {path}: {len(record['curve'])} evaluations, sessions at commits "
           f"{sorted({s.get('commit', '')[:7] for s in record['sessions']})}; timing "
           f"{record['timing']}")

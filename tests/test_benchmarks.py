@@ -52,6 +52,10 @@ def check_writes_every_section_with_the_device(tiny_run):
             data = json.load(f)
         machine = data["machine"]
         assert machine["device"] == jax.devices()[0].device_kind
+        settings = data["settings"]
+        assert len(settings["commit"]) == 40 and isinstance(settings["dirty"], bool)
+        assert settings["command"] and settings["seed"] == 0  # the process command line
+        assert "mcts_jax/tree_search.py" in data["dependencies"]
         assert machine["versions"]["jax"] == jax.__version__
         assert machine["versions"]["mcts_jax"] != "not installed"
         assert data["rows"], section
@@ -66,6 +70,10 @@ def check_figures_are_positive_and_finite(tiny_run):
         for column in ("sims_per_s", "us_per_sim", "compile_s", "median_s"):
             assert _finite_positive(row[column]), (column, row)
         assert math.isclose(row["sims_per_s"], row["B"] * row["simulations"] / row["median_s"])
+        assert len(row["seconds"]) == row["rounds"] == 2
+        assert row["sims_per_s_min"] <= row["sims_per_s"] <= row["sims_per_s_max"]
+        if row["runner"] == "ours_alphazero":
+            assert row["ratio_min"] <= row["ratio"] <= row["ratio_max"]
     quality = sections["quality"]["rows"]
     assert {r["runner"] for r in quality} == {"random", "ours_alphazero", "mctx_muzero"}
     for row in quality:
@@ -94,6 +102,8 @@ def check_markdown_lists_the_figures(tiny_run):
         text = f.read()
     assert jax.devices()[0].device_kind in text
     sections = out["sections"]
+    commit = sections["quality"]["settings"]["commit"]
+    assert "Produced by" in text and f"commit {commit[:10]}" in text
     for row in sections["batch-synthetic"]["rows"] + sections["simulations"]["rows"]:
         assert report._fmt(row["sims_per_s"]) in text, row
     for row in sections["quality"]["rows"]:
@@ -102,9 +112,10 @@ def check_markdown_lists_the_figures(tiny_run):
     for row in sections["memory"]["rows"] + sections["baselines"]["rows"]:
         figure = row.get("bytes_per_node", row.get("sims_per_s"))
         assert report._fmt(figure) in text, row
-    ratio = (sections["batch-synthetic"]["rows"][0]["sims_per_s"]
-             / sections["batch-synthetic"]["rows"][1]["sims_per_s"])
-    assert "alphazero/muzero" in text and report._fmt(ratio) in text
+    ours = sections["batch-synthetic"]["rows"][0]
+    assert ours["runner"] == "ours_alphazero" and ours["ratio_vs"] == "mctx_muzero"
+    assert "alphazero/muzero" in text and (f"{report._fmt(ours['ratio'])} "
+                                           f"({report._fmt(ours['ratio_min'])}-") in text
     for name in report.PLOTS:
         assert f"plots/{tag}-{name}.png" in text
 
@@ -122,6 +133,78 @@ def check_plots_are_images(tiny_run):
         pixels = image.imread(path)
         assert pixels.ndim == 3 and pixels.shape[0] >= 200 and pixels.shape[1] >= 400
         assert pixels[..., :3].std() > 0.05  # not a blank canvas
+
+
+def test_interleaved_rounds_alternate_the_sides_and_pair_the_rounds():
+    from benchmarks import harness
+    calls = []
+    sides = {name: (lambda name=name: calls.append(name)) for name in ("ours", "peer")}
+    result = harness.interleaved_rounds(sides, 3, pairs=[("ours", "peer")],
+                                        work={"ours": 4, "peer": 1})
+    # compile and warm-up of each side, then ours/peer in reversed order every other round
+    assert calls == ["ours", "ours", "peer", "peer"] + ["ours", "peer", "peer", "ours",
+                                                        "ours", "peer"]
+    seconds = {name: side["seconds"] for name, side in result["sides"].items()}
+    ratio = result["ratios"]["ours/peer"]
+    assert ratio["values"] == pytest.approx([4 * p / o for o, p in zip(seconds["ours"],
+                                                                         seconds["peer"])])
+    assert ratio["min"] <= ratio["median"] <= ratio["max"]
+    calls.clear()
+    harness.interleaved_rounds(sides, 2, sequential=True)
+    assert calls[4:] == ["ours", "ours", "peer", "peer"]
+
+
+def test_results_are_refused_without_provenance(tmp_path, monkeypatch):
+    from benchmarks import harness
+    monkeypatch.setattr(harness, "RESULTS_DIR", str(tmp_path))
+    with pytest.raises(ValueError, match="provenance"):
+        harness.save("nothing", [dict(a=1)], dict(repeats=3))
+    with pytest.raises(ValueError, match="provenance"):
+        harness.report("nothing", "title", ["a"], [dict(a=1)], dict(repeats=3))
+    path = harness.save("something", [dict(a=1)], dict(harness.provenance(seed=7), repeats=3))
+    with open(path) as f:
+        saved = json.load(f)
+    assert saved["settings"]["seed"] == 7 and saved["settings"]["commit"]
+    assert "benchmarks" not in " ".join(saved["dependencies"])
+
+
+def test_openspiel_baseline_in_the_same_rounds():
+    """The OpenSpiel C++ MCTSBot side on a tiny cell, when open_spiel is
+    installed (the `bench` extra): its speed and our ratio to it per round."""
+    pytest.importorskip("pyspiel")
+    from benchmarks.baselines import compare
+    rows = {(r["baseline"], r["B"]): r for r in compare.measure(32, [2], rounds=2)}
+    spiel = rows[(compare.OPENSPIEL, 1)]
+    assert _finite_positive(spiel["sims_per_s"]) and len(spiel["seconds"]) == 2
+    assert "ratio_vs_openspiel" not in spiel
+    for key in ((compare.PYTHON, 1), (compare.OURS, 1), (compare.OURS, 2)):
+        row = rows[key]
+        assert row["ratio_vs_openspiel_min"] <= row["ratio_vs_openspiel"] <= \
+            row["ratio_vs_openspiel_max"]
+
+
+def test_tree_steps_counts_the_same_edges_on_both_sides():
+    """Ours and mctx make identical trees here, so both walk the same edges;
+    a simulation walks at least the edge to its new leaf."""
+    from benchmarks import tree_steps
+    rows = {row["side"]: row for row in tree_steps.measure(2, 4, [8], rounds=1, log=str)}
+    assert set(rows) == {"ours", "mctx"}
+    assert rows["ours"]["edges_walked"] == rows["mctx"]["edges_walked"] >= 2 * 8
+    assert rows["ours"]["mean_depth"] == rows["ours"]["edges_walked"] / 16
+    for row in rows.values():
+        assert row["ns_per_edge_min"] <= row["ns_per_edge"] <= row["ns_per_edge_max"]
+    assert _finite_positive(rows["ours"]["ratio"])
+
+
+def test_memory_runs_fit_describes_the_measured_points():
+    from benchmarks import memory
+    runs = [dict(B=b, simulations=s, peak_rss_GiB=1.0 + b / 1024) for b in (1024, 4096)
+            for s in (32, 800)] + [dict(B=5120, simulations=32, error="killed")]
+    fits = {fit["simulations"]: fit for fit in memory.fit_rows(runs)}
+    assert set(fits) == {32, 800} and fits[32]["batch_sizes"] == [1024, 4096]
+    assert fits[800]["intercept_GiB"] == pytest.approx(1.0)
+    assert fits[800]["MiB_per_search"] == pytest.approx(1.0)
+    assert memory.parse_run("5120x32") == (5120, 32)
 
 
 def test_readme_block_is_replaced_not_duplicated(tmp_path):

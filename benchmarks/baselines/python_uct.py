@@ -8,10 +8,11 @@ without us" baseline of the benchmark suite, not a library component.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import time
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8),
          (2, 4, 6))
@@ -81,6 +82,14 @@ def search(board: List[int], to_move: int, num_simulations: int, c: float = 1.4,
             node.total += result * mover
             node = node.parent
     return max(root.children, key=lambda ch: ch.visits).move
+
+
+def search_fn(num_simulations: int, seed: int = 0) -> Callable[[], int]:
+    """A call running one search of `num_simulations` from the empty board
+    (a new random stream per call: seed, seed + 1, ...), for
+    `harness.interleaved_rounds`."""
+    calls = itertools.count(seed)
+    return lambda: search([0] * 9, 1, num_simulations, rng=random.Random(next(calls)))
 
 
 def simulations_per_second(num_simulations: int, repeats: int = 3) -> float:
