@@ -12,7 +12,10 @@ games advance together, so a move's time covers G searches).
 
 Backgammon: the same search (two players, dice as chance nodes) against a
 uniformly random player, half the games on each side; the win rate and the
-mean points (+-1, 2 for a gammon, 3 for a backgammon) per game.
+mean points (+-1, 2 for a gammon, 3 for a backgammon) per game. Each ply,
+only the games where the search is to move are searched (gathered into one
+batch), and the time per searched position is the search's time over the
+positions searched (batched, so it falls as the batch grows).
 
 Results: results/stochastic_games_<section>-<device>.json with commit and
 command.
@@ -54,6 +57,11 @@ def search_player(game, num_simulations: int, playout_length: int, value_range,
         return out.action
 
     return act
+
+
+# Backgammon: the positions searched in one step are padded to a multiple of
+# this many rows (a compilation per padded size; with 500 games, at most 16).
+SEARCH_BUCKET = 32
 
 
 def random_actions(key, game, states):
@@ -107,19 +115,29 @@ def play_backgammon(num_simulations: int, num_games: int, playout_length: int,
     # Games 0 .. G/2 - 1: the search is player 0; the others: player 1.
     search_player_id = (np.arange(num_games) >= num_games // 2).astype(np.int32)
     points = np.zeros(num_games)
-    plies, search_seconds, searches = 0, 0.0, 0
-    jax.block_until_ready(act(key, states))
+    plies, search_seconds, searched_positions = 0, 0.0, 0
+    compiled: Dict[int, Any] = {}
     while plies < max_plies and not bool(np.all(np.asarray(game.is_terminal(states)))):
         key, act_key, random_key, step_key = jax.random.split(key, 4)
-        to_move = np.asarray(game.current_player(states))
-        start = time.perf_counter()
-        searched = jax.block_until_ready(act(act_key, states))
-        search_seconds += time.perf_counter() - start
-        searches += 1
-        actions = jnp.where(jnp.asarray(to_move == search_player_id), searched,
-                            random_act(random_key, states))
         playing = ~np.asarray(game.is_terminal(states))
-        states = step(states, actions, step_key)
+        actions = np.array(random_act(random_key, states))
+        # Only the games where the search is to move are searched, gathered
+        # into a batch padded to a multiple of SEARCH_BUCKET rows (one
+        # compilation per padded size, not per count).
+        rows = np.flatnonzero(playing & (np.asarray(game.current_player(states))
+                                         == search_player_id))
+        if rows.size:
+            padded = min(-(-rows.size // SEARCH_BUCKET) * SEARCH_BUCKET, num_games)
+            gather = jnp.asarray(np.resize(rows, padded))
+            batch = jax.tree.map(lambda x: x[gather], states)
+            if padded not in compiled:  # compiled outside the timed search
+                compiled[padded] = act.lower(act_key, batch).compile()
+            start = time.perf_counter()
+            searched = np.asarray(compiled[padded](act_key, batch))
+            search_seconds += time.perf_counter() - start
+            searched_positions += rows.size
+            actions[rows] = searched[:rows.size]
+        states = step(states, jnp.asarray(actions), step_key)
         rewards = np.asarray(states.rewards)
         points += np.where(playing, rewards[np.arange(num_games), search_player_id], 0.0)
         plies += 1
@@ -130,7 +148,9 @@ def play_backgammon(num_simulations: int, num_games: int, playout_length: int,
                 search_wins_second_half=round(float((points[num_games // 2:] > 0).mean()), 3),
                 mean_points=round(float(points.mean()), 3),
                 unfinished=int((~finished).sum()), plies=plies,
-                ms_per_search_step=round(1e3 * search_seconds / max(searches, 1), 1),
+                searched_positions=searched_positions,
+                ms_per_searched_position=round(1e3 * search_seconds / max(searched_positions, 1),
+                                               2),
                 playout_length=playout_length, heuristic_at_cutoff=heuristic_at_cutoff)
 
 
@@ -169,7 +189,8 @@ def main(argv=None) -> None:
             print(rows[-1], flush=True)
         columns = ["simulations", "games", "search_win_rate", "search_wins_first_half",
                    "search_wins_second_half", "mean_points", "unfinished", "plies",
-                   "ms_per_search_step", "playout_length", "heuristic_at_cutoff"]
+                   "searched_positions", "ms_per_searched_position", "playout_length",
+                   "heuristic_at_cutoff"]
         title = "Backgammon: stochastic search with random playouts against a random player"
     settings = dict(**harness.provenance(), **vars(args))
     harness.report(f"stochastic_games_{args.section}", title, columns, rows, settings,

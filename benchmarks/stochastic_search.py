@@ -1,15 +1,25 @@
 """Stochastic search (chance nodes): ours against mctx on identical inputs.
 
-    python -m benchmarks.stochastic_search                       # B = 1 .. 1024
-    python -m benchmarks.stochastic_search --batch-sizes 1 64 --rounds 3
+    python -m benchmarks.stochastic_search                       # both problems, B = 1 .. 1024
+    python -m benchmarks.stochastic_search --problems synthetic --batch-sizes 1 64 --rounds 3
 
 Both libraries run `stochastic_muzero_policy` with the same root, the same
-decision and chance functions (`ChanceTree(informed=True)`: hashed priors,
-values, outcome probabilities and rewards, so the functions cost almost
-nothing and the figures measure the search), the same key and the same
-settings (mctx's defaults), and store the same embeddings. Each round times
-ours then mctx once per cell (interleaved); the report gives the median over
-rounds of each and the median and spread (min-max) of the per-round ratio.
+decision and chance functions, the same key and the same settings (mctx's
+defaults; the root's invalid actions given to both), and store the same
+embeddings. Two problems:
+
+- synthetic: `ChanceTree(informed=True)`, hashed priors, values, outcome
+  probabilities and rewards, so the functions cost almost nothing and the
+  figures measure the search itself;
+- 2048: pgx's 2048 stepped in the loop (`envs.make_chance_game("2048")`:
+  the slide as decision, the tile as chance outcome, lean stored states on
+  both sides) with uniform priors and value 0 (`evaluators.Uniform`), so
+  both sides do the same simulator work and the ratio shows what is left of
+  the search's own cost beside it. Roots are fresh 2048 boards.
+
+Each round times ours and mctx once per cell, the order reversed every other
+round (interleaved); the report gives the median over rounds of each and the
+median and spread (min-max) of the per-round ratio.
 
 Results: results/stochastic_search-<device>.json with commit and command.
 """
@@ -28,18 +38,37 @@ from benchmarks import harness
 from mcts_jax.chance_trees import ChanceTree
 from mcts_jax.synthetic import random_root_codes
 
-COLUMNS = ["B", "simulations", "ours_sims_per_s", "mctx_sims_per_s", "ours/mctx",
+COLUMNS = ["problem", "B", "simulations", "ours_sims_per_s", "mctx_sims_per_s", "ours/mctx",
            "ratio_min", "ratio_max", "rounds"]
 
 
-def runners(batch_size: int, num_simulations: int, tree: ChanceTree):
-    """{"ours": () -> None, "mctx": () -> None}, compiled."""
+def synthetic_problem(batch_size: int, tree: ChanceTree):
+    """(root, invalid_actions None, (decision_fn, chance_fn)) of `tree`."""
     root = tree.root(random_root_codes(batch_size, batch_size))
-    functions = (tree.decision_recurrent_fn, tree.chance_recurrent_fn)
+    return root, None, (tree.decision_recurrent_fn, tree.chance_recurrent_fn)
+
+
+def game_2048_problem(batch_size: int, seed: int = 0):
+    """(root, invalid_actions [B, 4], (decision_fn, chance_fn)): fresh 2048
+    boards, pgx stepped in the loop, uniform priors and value 0."""
+    import envs
+    from mcts_jax import evaluators
+    game = envs.make_chance_game("2048")
+    evaluator = evaluators.Uniform()
+    key = jax.random.key(seed)
+    states = game.init(jax.random.fold_in(key, 0), batch_size)
+    root, invalid = game.root(None, jax.random.fold_in(key, 1), states, evaluator)
+    return root, invalid, (game.decision_recurrent_fn(evaluator),
+                           game.chance_recurrent_fn(evaluator))
+
+
+def runners(num_simulations: int, root, invalid_actions, functions):
+    """{"ours": () -> None, "mctx": () -> None}, compiled."""
     counter = iter(range(10 ** 9))
 
     ours = jax.jit(lambda key: mcts_jax.stochastic_muzero_policy(
-        None, key, root, *functions, num_simulations, checks="off").action)
+        None, key, root, *functions, num_simulations, invalid_actions=invalid_actions,
+        checks="off").action)
     out = {"ours": ours}
     try:
         import mctx
@@ -49,27 +78,35 @@ def runners(batch_size: int, num_simulations: int, tree: ChanceTree):
         mctx_root = mctx.RootFnOutput(prior_logits=root.prior_logits, value=root.value,
                                       embedding=root.embedding)
         out["mctx"] = jax.jit(lambda key: mctx.stochastic_muzero_policy(
-            None, key, mctx_root, *functions, num_simulations).action)
+            None, key, mctx_root, *functions, num_simulations,
+            invalid_actions=invalid_actions).action)
     for fn in out.values():
         jax.block_until_ready(fn(jax.random.key(0)))  # compile
     return {name: (lambda fn=fn: jax.block_until_ready(fn(jax.random.key(next(counter)))))
             for name, fn in out.items()}
 
 
-def measure(batch_sizes, simulations, rounds: int, tree: ChanceTree,
+def measure(problem: str, batch_sizes, simulations, rounds: int, tree: ChanceTree,
             log=print) -> List[Dict[str, Any]]:
+    """One row per (simulations, B) of `problem` ("synthetic" or "2048")."""
     rows = []
     for num_simulations in simulations:
         for batch_size in batch_sizes:
-            run = runners(batch_size, num_simulations, tree)
+            if problem == "synthetic":
+                inputs = synthetic_problem(batch_size, tree)
+            else:
+                inputs = game_2048_problem(batch_size)
+            run = runners(num_simulations, *inputs)
             seconds: Dict[str, List[float]] = {name: [] for name in run}
-            for _ in range(rounds):
-                for name, fn in run.items():  # interleaved: ours, mctx, ours, mctx, ...
+            for round_index in range(rounds):
+                # interleaved: ours, mctx; then mctx, ours; ...
+                order = list(run) if round_index % 2 == 0 else list(run)[::-1]
+                for name in order:
                     start = time.perf_counter()
-                    fn()
+                    run[name]()
                     seconds[name].append(time.perf_counter() - start)
             work = batch_size * num_simulations
-            row = dict(B=batch_size, simulations=num_simulations,
+            row = dict(problem=problem, B=batch_size, simulations=num_simulations,
                        ours_sims_per_s=round(work / statistics.median(seconds["ours"])),
                        rounds=rounds)
             if "mctx" in seconds:
@@ -85,8 +122,13 @@ def measure(batch_sizes, simulations, rounds: int, tree: ChanceTree,
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--problems", nargs="+", choices=["synthetic", "2048"],
+                        default=["synthetic", "2048"])
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 16, 128, 1024])
-    parser.add_argument("--simulations", type=int, nargs="+", default=[64, 256])
+    parser.add_argument("--simulations", type=int, nargs="+", default=[64, 256],
+                        help="synthetic problem's budgets")
+    parser.add_argument("--simulations-2048", type=int, nargs="+", default=[64],
+                        help="2048's budgets (pgx is stepped twice a simulation)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--depth", type=int, default=12)
     parser.add_argument("--branching", type=int, default=4)
@@ -95,7 +137,10 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     tree = ChanceTree(depth=args.depth, branching=args.branching, outcomes=args.outcomes,
                       informed=True)
-    rows = measure(args.batch_sizes, args.simulations, args.rounds, tree)
+    rows = []
+    for problem in args.problems:
+        simulations = args.simulations if problem == "synthetic" else args.simulations_2048
+        rows += measure(problem, args.batch_sizes, simulations, args.rounds, tree)
     settings = dict(seed=0, problem=repr(tree), **harness.provenance(), **vars(args))
     harness.report("stochastic_search", "Stochastic MuZero search, simulations per second "
                    "(identical inputs, interleaved rounds)", COLUMNS, rows, settings,

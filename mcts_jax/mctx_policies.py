@@ -284,7 +284,10 @@ def stochastic_muzero_policy(params: base.Params, rng_key: chex.PRNGKey,
     the root's visit counts at `temperature`; `action_weights` [B, A].
 
     The search tree has A + C edge ids (decisions, then outcomes) and
-    `num_chance_outcomes` = C; `summary()` answers over the A decisions. To
+    `num_chance_outcomes` = C; `summary()` answers over the A decisions.
+    Unlike mctx's (cut to the A decisions), its mctx-named per-edge arrays
+    (`children_visits`, `children_values`, ...) are [B, N, A + C]; their
+    first A columns are mctx's. To
     reuse it after a move, `mcts_jax.get_subtree(tree, action)` then
     `get_subtree(tree, A + outcome)` with the outcome that happened (or
     `stochastic_subtree`).

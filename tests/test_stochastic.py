@@ -76,6 +76,13 @@ def test_matches_mctx_stochastic_muzero_policy(tree):
     our_children = np.asarray(our_tree.children_index)[..., :tree.branching]
     np.testing.assert_array_equal(our_children[same_nodes],
                                   np.asarray(their_tree.children_index)[same_nodes])
+    for name in ("children_visits", "children_values", "children_rewards",
+                 "children_discounts"):
+        ours_a = np.asarray(getattr(our_tree, name))
+        assert ours_a.shape[-1] == tree.branching + tree.outcomes, name
+        np.testing.assert_allclose(ours_a[..., :tree.branching][same_nodes],
+                                   np.asarray(getattr(their_tree, name))[same_nodes],
+                                   atol=1e-5, err_msg=name)
     assert our_tree.num_chance_outcomes == tree.outcomes
 
 
