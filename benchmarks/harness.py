@@ -22,6 +22,7 @@ tests/test_results_provenance.py compares with HEAD).
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import os
 import platform
@@ -156,11 +157,22 @@ def provenance_line(settings: Dict[str, Any]) -> str:
             f"command: `{settings.get('command', '')}`")
 
 
+def file_sha256(relative_path: str) -> str:
+    """The sha256 (hex) of a repository file's bytes."""
+    with open(os.path.join(REPOSITORY, relative_path), "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
 def write_json(path: str, record: Dict[str, Any]) -> str:
     """Writes a results record (with "settings") as JSON at `path`, after
-    checking its provenance and adding `dependencies`; returns the path."""
+    checking its provenance and adding `dependencies` (the imported
+    `mcts_jax/` and `envs/` files) and `dependency_sha256` ({path: sha256 of
+    its bytes when measured}: what tests/test_results_provenance.py compares
+    with today's files, no git history needed); returns the path."""
     check_provenance(record.get("settings"))
-    record = dict(record, dependencies=dependencies())
+    paths = dependencies()
+    record = dict(record, dependencies=paths,
+                  dependency_sha256={path: file_sha256(path) for path in paths})
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         json.dump(record, f, indent=1)

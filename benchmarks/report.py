@@ -252,6 +252,15 @@ def markdown(sections: Dict[str, Dict[str, Any]], tag: str, image_prefix: str = 
                   image("baselines"), simple_table(rows, columns)]
         if _rounds_note(rows):
             parts.append(_rounds_note(rows).replace("runner", "side"))
+    if "stochastic" in sections:
+        from benchmarks.stochastic_search import PROBLEM_TITLES as STOCHASTIC_TITLES
+        rows = [dict(row, problem=STOCHASTIC_TITLES[row["problem"]],
+                     ratio=(f"{_fmt(row['ours/mctx'])} ({_fmt(row['ratio_min'])}-"
+                            f"{_fmt(row['ratio_max'])})" if "ours/mctx" in row else ""))
+                for row in sections["stochastic"]["rows"]]
+        parts += ["### Chance nodes: stochastic_muzero_policy, ours vs mctx on identical inputs",
+                  simple_table(rows, ["problem", "B", "simulations", "ours_sims_per_s",
+                                      "mctx_sims_per_s", "ratio"])]
     if "self_play_devices" in sections:
         parts += ["### Self-play against device count",
                   "See `results/self_play_devices-*.json` (benchmarks/self_play_devices.py): "

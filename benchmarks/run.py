@@ -72,6 +72,9 @@ class Config:
     feature_simulations: int
     baseline_simulations: int
     baseline_batch_sizes: Tuple[int, ...]
+    stochastic_problems: Tuple[str, ...]
+    stochastic_batch_sizes: Tuple[int, ...]
+    stochastic_simulations: int
 
 
 ALL_RUNNERS = ("ours_uct", "ours_alphazero", "ours_gumbel", "mctx_muzero", "mctx_gumbel")
@@ -85,7 +88,9 @@ CONFIGS = {
         quality_trees=((4, 8), (6, 4)), quality_simulations=(8, 32, 128), quality_roots=256,
         memory_games=None, feature_problems=("synthetic", "tic_tac_toe"),
         feature_batch_sizes=(64,), feature_simulations=64,
-        baseline_simulations=1024, baseline_batch_sizes=(1, 256)),
+        baseline_simulations=1024, baseline_batch_sizes=(1, 256),
+        stochastic_problems=("synthetic", "2048"), stochastic_batch_sizes=(1, 16, 128),
+        stochastic_simulations=64),
     "full": Config(
         rounds=harness.ROUNDS["full"], call_budget_s=20.0, runners=ALL_RUNNERS,
         batch_problems=("synthetic", "tic_tac_toe", "tic_tac_toe_net"),
@@ -97,7 +102,9 @@ CONFIGS = {
         quality_simulations=(8, 32, 128, 512), quality_roots=1024,
         memory_games=None, feature_problems=("synthetic", "tic_tac_toe"),
         feature_batch_sizes=(64, 1024), feature_simulations=256,
-        baseline_simulations=4096, baseline_batch_sizes=(1, 256, 4096)),
+        baseline_simulations=4096, baseline_batch_sizes=(1, 256, 4096),
+        stochastic_problems=("synthetic", "2048"), stochastic_batch_sizes=(1, 16, 128, 1024),
+        stochastic_simulations=64),
     # For tests/test_benchmarks.py: every section, tiny shapes.
     "tiny": Config(
         rounds=2, call_budget_s=5.0, runners=("ours_alphazero", "mctx_muzero"),
@@ -107,7 +114,9 @@ CONFIGS = {
         quality_trees=((3, 3),), quality_simulations=(8,), quality_roots=32,
         memory_games=("tic_tac_toe",), feature_problems=("synthetic",),
         feature_batch_sizes=(4,), feature_simulations=8,
-        baseline_simulations=64, baseline_batch_sizes=(1,)),
+        baseline_simulations=64, baseline_batch_sizes=(1,),
+        stochastic_problems=("synthetic",), stochastic_batch_sizes=(2,),
+        stochastic_simulations=8),
 }
 
 
@@ -170,6 +179,23 @@ def section_baselines(config: Config, log):
                       order="interleaved")
 
 
+def section_stochastic(config: Config, log):
+    """Chance nodes: both libraries' stochastic_muzero_policy on identical
+    inputs (benchmarks/stochastic_search.py), in interleaved rounds."""
+    from benchmarks import stochastic_search
+    from mcts_jax.chance_trees import ChanceTree
+    tree = ChanceTree(depth=12, branching=4, outcomes=6, informed=True)
+    rows = []
+    for problem in config.stochastic_problems:
+        rows += stochastic_search.measure(problem, config.stochastic_batch_sizes,
+                                          [config.stochastic_simulations], config.rounds, tree,
+                                          log=lambda row: log(str(row)))
+    return rows, dict(problems=list(config.stochastic_problems), tree=repr(tree),
+                      batch_sizes=list(config.stochastic_batch_sizes),
+                      simulations=config.stochastic_simulations, rounds=config.rounds,
+                      order="interleaved")
+
+
 def section_self_play_devices(config: Config, log):
     """Runs benchmarks/self_play_devices.py (another engineer's) when it exists;
     its own JSON stays its own (results/self_play_devices-*.json)."""
@@ -193,6 +219,7 @@ SECTIONS: Dict[str, Callable] = {
     "memory": section_memory,
     "features": section_features,
     "baselines": section_baselines,
+    "stochastic": section_stochastic,
     "self_play_devices": section_self_play_devices,
 }
 

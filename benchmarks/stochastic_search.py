@@ -38,6 +38,10 @@ from benchmarks import harness
 from mcts_jax.chance_trees import ChanceTree
 from mcts_jax.synthetic import random_root_codes
 
+PROBLEM_TITLES = {
+    "synthetic": "synthetic chance tree (free functions)",
+    "2048": "2048, pgx stepped in the loop, uniform evaluator",
+}
 COLUMNS = ["problem", "B", "simulations", "ours_sims_per_s", "mctx_sims_per_s", "ours/mctx",
            "ratio_min", "ratio_max", "rounds"]
 

@@ -1,6 +1,7 @@
 """The benchmark suite's runner at a tiny size, and the random game trees
 with exact minimax values used by its search-quality sweep."""
 
+import hashlib
 import itertools
 import json
 import math
@@ -45,7 +46,8 @@ def check_writes_every_section_with_the_device(tiny_run):
     results_dir, out = tiny_run
     tag = out["tag"]
     assert tag == "tiny-" + harness.device_slug()
-    expected = {"batch-synthetic", "simulations", "quality", "memory", "features", "baselines"}
+    expected = {"batch-synthetic", "simulations", "quality", "memory", "features", "baselines",
+                "stochastic"}
     assert set(out["sections"]) == expected
     for section in expected:
         with open(os.path.join(results_dir, f"{section}-{tag}.json")) as f:
@@ -112,6 +114,11 @@ def check_markdown_lists_the_figures(tiny_run):
     for row in sections["memory"]["rows"] + sections["baselines"]["rows"]:
         figure = row.get("bytes_per_node", row.get("sims_per_s"))
         assert report._fmt(figure) in text, row
+    (stochastic,) = sections["stochastic"]["rows"]
+    assert (stochastic["problem"], stochastic["B"]) == ("synthetic", 2)
+    assert f"| {report._fmt(stochastic['ours_sims_per_s'])} | " \
+           f"{report._fmt(stochastic['mctx_sims_per_s'])} | " \
+           f"{report._fmt(stochastic['ours/mctx'])} (" in text
     ours = sections["batch-synthetic"]["rows"][0]
     assert ours["runner"] == "ours_alphazero" and ours["ratio_vs"] == "mctx_muzero"
     assert "alphazero/muzero" in text and (f"{report._fmt(ours['ratio'])} "
@@ -166,6 +173,11 @@ def test_results_are_refused_without_provenance(tmp_path, monkeypatch):
         saved = json.load(f)
     assert saved["settings"]["seed"] == 7 and saved["settings"]["commit"]
     assert "benchmarks" not in " ".join(saved["dependencies"])
+    assert "mcts_jax/tree.py" in saved["dependencies"]
+    assert set(saved["dependency_sha256"]) == set(saved["dependencies"])
+    with open(os.path.join(harness.REPOSITORY, "mcts_jax", "tree.py"), "rb") as f:
+        assert saved["dependency_sha256"]["mcts_jax/tree.py"] == \
+            hashlib.sha256(f.read()).hexdigest()
 
 
 def test_openspiel_baseline_in_the_same_rounds():
