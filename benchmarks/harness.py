@@ -149,6 +149,17 @@ def dependencies() -> List[str]:
     return sorted(paths)
 
 
+def library_files() -> List[str]:
+    """Every `mcts_jax/` and `envs/` source file (sorted): the dependencies of
+    a process that did its work in subprocesses and imported none itself."""
+    paths = []
+    for top in ("mcts_jax", "envs"):
+        for folder, _, names in os.walk(os.path.join(REPOSITORY, top)):
+            paths += [os.path.relpath(os.path.join(folder, name), REPOSITORY).replace(os.sep, "/")
+                      for name in names if name.endswith(".py")]
+    return sorted(paths)
+
+
 def provenance_line(settings: Dict[str, Any]) -> str:
     """One line naming a results file's commit, tree state, command and seed."""
     commit = str(settings.get("commit") or "unknown")[:10]
@@ -170,7 +181,7 @@ def write_json(path: str, record: Dict[str, Any]) -> str:
     its bytes when measured}: what tests/test_results_provenance.py compares
     with today's files, no git history needed); returns the path."""
     check_provenance(record.get("settings"))
-    paths = dependencies()
+    paths = dependencies() or library_files()  # subprocess workers: the whole trees
     record = dict(record, dependencies=paths,
                   dependency_sha256={path: file_sha256(path) for path in paths})
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
