@@ -38,6 +38,8 @@ import jax
 
 RESULTS_DIR = os.path.join(os.path.dirname(__file__), "results")
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The source trees a results file depends on (what its figures measure).
+LIBRARY_TREES = ("mcts_jax", "envs")
 # What a results file must carry (in its "settings") to be traced to code;
 # runners with random inputs add "seed".
 PROVENANCE_KEYS = ("commit", "dirty", "command")
@@ -144,7 +146,7 @@ def dependencies() -> List[str]:
         if not path:
             continue
         relative = os.path.relpath(os.path.abspath(path), REPOSITORY)
-        if relative.split(os.sep)[0] in ("mcts_jax", "envs") and relative.endswith(".py"):
+        if relative.split(os.sep)[0] in LIBRARY_TREES and relative.endswith(".py"):
             paths.add(relative.replace(os.sep, "/"))
     return sorted(paths)
 
@@ -153,7 +155,7 @@ def library_files() -> List[str]:
     """Every `mcts_jax/` and `envs/` source file (sorted): the dependencies of
     a process that did its work in subprocesses and imported none itself."""
     paths = []
-    for top in ("mcts_jax", "envs"):
+    for top in LIBRARY_TREES:
         for folder, _, names in os.walk(os.path.join(REPOSITORY, top)):
             paths += [os.path.relpath(os.path.join(folder, name), REPOSITORY).replace(os.sep, "/")
                       for name in names if name.endswith(".py")]

@@ -19,13 +19,14 @@ nothing more.
 """
 
 import glob
-import hashlib
 import json
 import os
 import re
 import subprocess
 
 import pytest
+
+from benchmarks.harness import file_sha256
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = sorted(glob.glob(os.path.join(ROOT, "benchmarks", "results", "*.json")))
@@ -38,11 +39,10 @@ def _load(path):
 
 
 def _sha256(relative_path):
-    path = os.path.join(ROOT, relative_path)
-    if not os.path.exists(path):
+    """harness.file_sha256 of the file today, or "missing" if it is gone."""
+    if not os.path.exists(os.path.join(ROOT, relative_path)):
         return "missing"
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
+    return file_sha256(relative_path)
 
 
 def _commit_known(commit):
