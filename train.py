@@ -20,8 +20,8 @@ again continues the run from its last checkpoint.
 import sys
 
 from mcts_jax import sharding
-from mcts_jax.training import config as config_lib
-from mcts_jax.training import loop
+from training import config as config_lib
+from training import loop
 
 
 def main(argv=None) -> int:

@@ -32,9 +32,10 @@ import numpy as np
 
 from benchmarks import harness
 from envs import connect_four_solver as solver
-from mcts_jax import arena, evaluators
-from mcts_jax.agent import Agent
-from mcts_jax.training import checkpoint as checkpoint_lib
+from mcts_jax import evaluators
+from training import arena
+from training.agent import Agent
+from training import checkpoint as checkpoint_lib
 
 
 def value_one_ply(agent: Agent, states, legal: np.ndarray) -> np.ndarray:

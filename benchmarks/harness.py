@@ -15,7 +15,7 @@ Provenance (`provenance`, `write_json`): every results file names the git
 commit of the working tree, whether it had uncommitted changes, the command
 line and the seed (where the runner has one); `save` and `write_json`
 refuse a record without the first three, and add the source files of
-`mcts_jax/` and `envs/` that the process had imported (`dependencies`, what
+`mcts_jax/`, `envs/` and `training/` that the process had imported (`dependencies`, what
 tests/test_results_provenance.py compares with HEAD).
 """
 
@@ -39,7 +39,7 @@ import jax
 RESULTS_DIR = os.path.join(os.path.dirname(__file__), "results")
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The source trees a results file depends on (what its figures measure).
-LIBRARY_TREES = ("mcts_jax", "envs")
+LIBRARY_TREES = ("mcts_jax", "envs", "training")
 # What a results file must carry (in its "settings") to be traced to code;
 # runners with random inputs add "seed".
 PROVENANCE_KEYS = ("commit", "dirty", "command")
@@ -138,7 +138,7 @@ def check_provenance(settings: Dict[str, Any]) -> None:
 
 
 def dependencies() -> List[str]:
-    """Repository paths of the `mcts_jax/` and `envs/` source files this
+    """Repository paths of the `mcts_jax/`, `envs/` and `training/` source files this
     process has imported (sorted): the code a results file depends on."""
     paths = set()
     for module in list(sys.modules.values()):
@@ -152,7 +152,7 @@ def dependencies() -> List[str]:
 
 
 def library_files() -> List[str]:
-    """Every `mcts_jax/` and `envs/` source file (sorted): the dependencies of
+    """Every `mcts_jax/`, `envs/` and `training/` source file (sorted): the dependencies of
     a process that did its work in subprocesses and imported none itself."""
     paths = []
     for top in LIBRARY_TREES:
@@ -179,7 +179,7 @@ def file_sha256(relative_path: str) -> str:
 def write_json(path: str, record: Dict[str, Any]) -> str:
     """Writes a results record (with "settings") as JSON at `path`, after
     checking its provenance and adding `dependencies` (the imported
-    `mcts_jax/` and `envs/` files) and `dependency_sha256` ({path: sha256 of
+    `mcts_jax/`, `envs/` and `training/` files) and `dependency_sha256` ({path: sha256 of
     its bytes when measured}: what tests/test_results_provenance.py compares
     with today's files, no git history needed); returns the path."""
     check_provenance(record.get("settings"))

@@ -1,6 +1,6 @@
 """Self-play throughput against the number of devices (data-parallel self-play).
 
-The training's self-play step (`mcts_jax.training.self_play`: the network
+The training's self-play step (`training.self_play`: the network
 search of every game, the replay write, the moves and auto-reset) with its B
 games split over a 1-D "data" mesh of D devices (`mcts_jax.sharding`). Each
 device count runs in its own subprocess; on a CPU the D devices are fake ones
@@ -41,7 +41,7 @@ def measure(devices: int, num_games: int, simulations: int, repeats: int,
 
     from benchmarks import harness
     from mcts_jax import sharding
-    from mcts_jax.training import loop
+    from training import loop
 
     config = loop.config_lib.resolve(dict(game="tic_tac_toe", num_games=num_games,
                                           num_simulations=simulations, devices=devices,

@@ -11,7 +11,7 @@ below the root):
 - `tic_tac_toe`: pgx tic-tac-toe stepped at every expansion, uniform priors,
   value 0 (lean pgx states as embeddings, for both libraries);
 - `tic_tac_toe_net`: the same with priors and value from a small network
-  (the default tic-tac-toe MLP of `mcts_jax.networks`, 3 x 128 units);
+  (the default tic-tac-toe MLP of `training.networks`, 3 x 128 units);
 - `chess`: pgx chess, uniform priors, value 0, our lean states for both
   libraries; ours with the compact layout (`max_children=218`) and, as
   `ours_alphazero_dense`, with the dense one, mctx dense: the library factor
@@ -38,7 +38,8 @@ import jax.numpy as jnp
 import envs
 import mcts_jax
 from benchmarks import harness
-from mcts_jax import evaluators, networks
+from mcts_jax import evaluators
+from training import networks
 from mcts_jax.synthetic import HashedProblem, random_root_codes
 
 PROBLEMS = ("synthetic", "tic_tac_toe", "tic_tac_toe_net", "chess")

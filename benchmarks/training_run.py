@@ -21,7 +21,7 @@ import statistics
 from typing import Any, Dict, List
 
 from benchmarks import harness
-from mcts_jax.training import checkpoint as checkpoint_lib
+from training import checkpoint as checkpoint_lib
 
 # Keys of an iteration record that belong to its evaluation.
 EVALUATION_PREFIXES = ("solver_", "vs_", "policy_optimal", "elo")

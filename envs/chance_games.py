@@ -91,7 +91,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 import chex
 import jax
@@ -103,8 +103,7 @@ from pgx import play2048 as pgx_2048
 
 from mcts_jax import base
 from envs.pgx_game import Evaluator, PgxGame
-from envs.registry import GAMES, LeanLayout, network_settings
-from mcts_jax.networks import NetworkConfig
+from envs.registry import GAMES, LeanLayout
 
 
 @chex.dataclass(frozen=True)
@@ -138,12 +137,12 @@ class ChanceSpec:
     value_scale: the size of a value: backgammon 3, the largest |reward|;
       2048 1000, a random game's score (points have no bound).
     lean: the lean-state layout (as `GameSpec.lean`).
-    default_network, train_defaults, presets: for train.py, as in
-      `GameSpec` (the network's `value_scale` is the unit of its value head,
-      see `mcts_jax.networks`).
+    (How the game is trained, its network and presets, is
+    `training.presets`'s; a network's `value_scale` is the unit of its value
+    head, see `training.networks`.)
     alternating_turns: False: a player may move several times in a row
       (backgammon: one checker per action), so matches go by
-      `current_player` (`mcts_jax.arena`).
+      `current_player` (`training.arena`).
     deterministic_part: (state, action) -> (state, chance) for one state,
       not terminal, step count already advanced.
     outcome_probabilities: afterstate -> [C] probabilities for one afterstate.
@@ -163,9 +162,6 @@ class ChanceSpec:
     deterministic_part: Callable
     outcome_probabilities: Callable
     chance_part: Callable
-    default_network: Optional[NetworkConfig] = None
-    train_defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    presets: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     alternating_turns: bool = False
     actions: str = ""
     outcomes: str = ""
@@ -176,10 +172,6 @@ class ChanceSpec:
 
     def symmetry_tables(self):
         return None
-
-    def network_settings(self) -> Dict[str, Any]:
-        """The default network as TrainConfig fields."""
-        return network_settings(self.default_network)
 
 
 # ---- 2048 ----------------------------------------------------------------------------
@@ -275,24 +267,6 @@ CHANCE_SPECS = (
         longest_game=8192,
         value_scale=1000.0,  # a random game's score; rewards are points
         lean=LeanLayout(narrow=(("_board", _INT8), ("current_player", _INT8))),
-        # A network's value is the points still to come, with no bound (a
-        # game reaching the 2048 tile scores about 20,000): a linear value
-        # head in units of 1,000 points.
-        default_network=NetworkConfig(kind="mlp", hidden=256, num_layers=3, value_hidden=64,
-                                      value_head="linear", value_scale=1000.0),
-        train_defaults=dict(iterations=100, policy="alphazero", num_simulations=32,
-                            num_games=128, moves_per_iteration=32, temperature_moves=0,
-                            dirichlet_fraction=0.1, replay_size=65536, min_replay=4096,
-                            train_batch_size=256, updates_per_iteration=32, elo_every=0,
-                            eval_every=10, eval_games=16, eval_simulations=32,
-                            final_games=32, final_simulations=64, augment=False),
-        # tiny: a smoke test; games cut at 8 moves so that samples are ready
-        # and updates run in the first iterations.
-        presets={"tiny": dict(iterations=2, num_simulations=4, num_games=8,
-                              moves_per_iteration=8, replay_size=256, min_replay=8,
-                              train_batch_size=16, updates_per_iteration=2, hidden=16, layers=1,
-                              value_hidden=8, eval_every=2, eval_games=2, eval_simulations=4,
-                              final_games=2, final_simulations=4, max_game_length=8)},
         deterministic_part=_slide, outcome_probabilities=_tile_probabilities,
         chance_part=_place_tile,
         actions="4 ids: slide left, up, right, down (legal when the slide moves a tile).",
@@ -312,23 +286,6 @@ CHANCE_SPECS = (
         lean=LeanLayout(narrow=tuple((field, _INT8) for field in (
             "_board", "_dice", "_playable_dice", "_played_dice_num", "_turn",
             "current_player"))),
-        default_network=NetworkConfig(kind="mlp", hidden=128, num_layers=3, value_hidden=64,
-                                      value_scale=3.0),
-        # Random playouts run 90-700 plies: the UCT opponent cuts them at 32
-        # and scores the pip-count race there (`--uct-playout-length`).
-        train_defaults=dict(iterations=100, policy="alphazero", num_simulations=32,
-                            num_games=128, moves_per_iteration=32, temperature_moves=0,
-                            replay_size=65536, min_replay=4096, train_batch_size=256,
-                            updates_per_iteration=32, eval_every=10, eval_games=32,
-                            eval_simulations=32, uct_playout_length=32, elo_every=10,
-                            final_games=100, final_simulations=32, augment=False),
-        presets={"tiny": dict(iterations=2, num_simulations=4, num_games=8,
-                              moves_per_iteration=8, replay_size=256, min_replay=8,
-                              train_batch_size=16, updates_per_iteration=2, hidden=16, layers=1,
-                              value_hidden=8, eval_every=2, eval_games=2, eval_simulations=4,
-                              uct_simulations=4, uct_playout_length=4, elo_every=1,
-                              elo_opponents=1, final_games=2, final_simulations=4,
-                              max_game_length=8)},
         deterministic_part=_move_checker, outcome_probabilities=_roll_probabilities,
         chance_part=_roll, heuristic=_pip_race,
         actions="156 ids: `6 * source + die`, source 0 a no-op, 1 the bar, 2..25 the points "

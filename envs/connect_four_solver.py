@@ -8,7 +8,7 @@ Connect Four states and move lists to it and answers in the library's terms:
     value = connect_four_solver.solve("3344")              # +1 / 0 / -1, player to move
     connect_four_solver.optimal_moves("3344")              # [3]: the columns keeping it
     values, optimal = connect_four_solver.solve_states(states)   # pgx states [B]: [B], [B, 7]
-    player = connect_four_solver.SolverPlayer()            # for mcts_jax.arena.play_match
+    player = connect_four_solver.SolverPlayer()            # for training.arena.play_match
 
 Values are for the player to move: +1 win, 0 draw, -1 loss under perfect
 play. A move is optimal when it keeps that value (the fastest win is not
@@ -259,7 +259,7 @@ def solve_states_jax(states) -> Tuple[jax.Array, jax.Array]:
 
 @dataclasses.dataclass(frozen=True)
 class SolverPlayer:
-    """A perfect Connect Four player for `mcts_jax.arena`: a uniformly random
+    """A perfect Connect Four player for `training.arena`: a uniformly random
     move among the optimal ones (the solver runs on the host through
     `jax.pure_callback`). `params` is unused. As the first player it always
     wins."""

@@ -173,7 +173,7 @@ def policy_optimality(logits: np.ndarray, positions: Dict[str, np.ndarray]) -> f
 
 @dataclasses.dataclass(frozen=True)
 class PerfectPlayer:
-    """A perfect tic-tac-toe player for `mcts_jax.arena`: a uniformly random
+    """A perfect tic-tac-toe player for `training.arena`: a uniformly random
     move among the optimal ones. `params` is unused."""
 
     def __call__(self, params, rng_key, game, states) -> jax.Array:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import chex
 import jax
@@ -45,11 +45,8 @@ import jax.numpy as jnp
 import pgx
 
 import mcts_jax
+from mcts_jax.evaluators import Evaluator  # the evaluator type, re-exported as envs.Evaluator
 
-# evaluator(params, rng_key, game, states [B]) -> (prior_logits [B, A], value [B]);
-# value is for the player to move in `states`; `states` are full pgx states
-# (observation and legal mask present) that are not terminal.
-Evaluator = Callable[[Any, chex.PRNGKey, "PgxGame", pgx.State], Tuple[chex.Array, chex.Array]]
 
 # Always dropped from a lean state (pgx recomputes both on every step).
 _ALWAYS_DROPPED = ("observation", "legal_action_mask")
@@ -94,11 +91,6 @@ class PgxGame:
     def longest_game(self) -> int:
         """An upper bound on a game's length in plies (chess: 512)."""
         return self.spec.longest_game
-
-    @property
-    def default_network(self):
-        """The `mcts_jax.networks.NetworkConfig` used when none is given."""
-        return self.spec.default_network
 
     def symmetry_tables(self):
         """This game's `envs.symmetry` tables, or None."""

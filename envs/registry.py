@@ -10,11 +10,13 @@ count of a compact search tree); the longest game in plies (the match loop's
 cap); the board symmetries used for data augmentation (a builder of
 `envs.symmetry` tables, each checked in tests by playing symmetric games
 through pgx); the static evaluation at a minimax horizon; how a state is kept
-lean in the search tree (`LeanLayout`); the default network; the training
-defaults and presets (TrainConfig field names); and a short description of
-the observation planes and action ids.
+lean in the search tree (`LeanLayout`); and a short description of the
+observation planes and action ids: what the game is. How it is trained (the
+default network, the training defaults and presets) is the application's,
+`training/presets.py`, keyed by the game's name.
 
-Adding a game is one entry in `_SPECS`. A pgx id with no entry still works if
+Adding a game is one entry in `_SPECS` (and, to train it with settings of
+its own, one in `training.presets`). A pgx id with no entry still works if
 it fits the contract (two players, deterministic steps, rewards in [-1, 1]):
 `spec(name)` then derives generic defaults from the env (`generic_spec`).
 Other pgx ids and unknown names raise ValueError listing the known games.
@@ -40,7 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -48,7 +50,6 @@ import numpy as np
 import pgx
 
 from envs import symmetry
-from mcts_jax.networks import NetworkConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,9 +86,6 @@ class GameSpec:
     heuristic: states [B] -> [B] float32 in (-1, 1) for the player to move, at
       a minimax horizon; None: 0.
     lean: the lean-state layout.
-    default_network: the network when none is given.
-    train_defaults: TrainConfig fields on top of its defaults for this game.
-    presets: {preset name: TrainConfig fields}; every game has "tiny".
     observation, actions: what the observation planes and action ids mean.
     registered: False for a spec derived generically from an env.
     """
@@ -96,9 +94,6 @@ class GameSpec:
     env_id: str
     max_legal_moves: int
     longest_game: int
-    default_network: NetworkConfig
-    train_defaults: Mapping[str, Any]
-    presets: Mapping[str, Mapping[str, Any]]
     observation: str
     actions: str
     symmetries: Optional[Callable[[], Dict[str, np.ndarray]]] = None
@@ -116,17 +111,6 @@ class GameSpec:
     def num_symmetries(self) -> int:
         tables = self.symmetry_tables()
         return 1 if tables is None else int(tables["observation"].shape[0])
-
-    def network_settings(self) -> Dict[str, Any]:
-        """The default network as TrainConfig fields."""
-        return network_settings(self.default_network)
-
-
-def network_settings(net: NetworkConfig) -> Dict[str, Any]:
-    """A NetworkConfig as TrainConfig fields."""
-    return dict(network=net.kind, channels=net.channels, blocks=net.num_blocks,
-                hidden=net.hidden, layers=net.num_layers, value_hidden=net.value_hidden,
-                value_head=net.value_head, value_scale=net.value_scale)
 
 
 @functools.lru_cache(maxsize=None)
@@ -148,43 +132,6 @@ def _gardner_material(states):
     return chess_tools.board_material(states._board)
 
 
-# ---- training settings --------------------------------------------------------------
-
-# A smoke test of the whole pipeline (self-play, learner, evaluation, Elo,
-# final match, checkpoints) at the smallest shapes, for any game.
-_TINY_RESNET = dict(network="resnet", channels=8, blocks=1, value_hidden=8)
-_TINY = dict(iterations=2, num_simulations=4, num_games=4, moves_per_iteration=4, replay_size=64,
-             min_replay=4, train_batch_size=8, updates_per_iteration=2, eval_every=2,
-             elo_every=2, eval_games=2, eval_simulations=2, uct_simulations=2, uct_playouts=1,
-             final_games=2, final_simulations=2, elo_opponents=1, max_num_considered_actions=4,
-             max_game_length=8)
-
-# The tiny presets of the first five games, as they were in training/config.py.
-_C4_TINY = dict(iterations=2, network="resnet", channels=8, blocks=1, value_hidden=8,
-                num_simulations=8, num_games=8, moves_per_iteration=4, replay_size=256,
-                min_replay=8, train_batch_size=16, updates_per_iteration=2,
-                eval_every=2, elo_every=1, eval_games=4, eval_simulations=4,
-                final_games=4, final_simulations=4, elo_opponents=1,
-                solver_positions=16, solver_games=4, final_solver_positions=16)
-_BOARD_TINY = dict(_C4_TINY, iterations=3, max_game_length=6, eval_every=3, elo_every=3)
-
-_LARGE_BOARD = dict(iterations=400, num_simulations=64, num_games=512, moves_per_iteration=64,
-                    replay_size=524288, min_replay=32768, train_batch_size=1024,
-                    updates_per_iteration=64, eval_simulations=64)
-
-
-# Chess (as it was in training/config.py) and the other chess-like games.
-_CHESS_LIKE = dict(iterations=400, num_simulations=64, num_games=512, moves_per_iteration=64,
-                   replay_size=262144, min_replay=32768, train_batch_size=1024,
-                   updates_per_iteration=64, eval_simulations=64, max_num_considered_actions=16)
-_TINY_BOARD_GAME = dict(_TINY, **_TINY_RESNET)
-
-
-def _resnet(channels: int, blocks: int, value_hidden: int) -> NetworkConfig:
-    return NetworkConfig(kind="resnet", channels=channels, num_blocks=blocks,
-                         value_hidden=value_hidden)
-
-
 # ---- the entries --------------------------------------------------------------------
 
 def _go(size: int) -> GameSpec:
@@ -197,11 +144,6 @@ def _go(size: int) -> GameSpec:
         # holds -1 / 0 / 1 stones and 2 before the game's start.
         lean=LeanLayout(narrow=(("_x.board", "int8" if points < 128 else "int16"),
                                 ("_x.board_history", "int8"))),
-        default_network=_resnet(128, 6, 128),
-        train_defaults=(dict(_LARGE_BOARD, uct_playouts=1) if size == 9 else
-                        dict(_LARGE_BOARD, num_games=256, moves_per_iteration=128)),
-        presets={"tiny": _BOARD_TINY if size == 9 else
-                 _TINY_BOARD_GAME},
         observation=(
             f"[{size}, {size}, 17] bool. Planes 2k and 2k+1 (k = 0..7) are the stones "
             "of the player to move and of the opponent k plies ago (k = 0: now; "
@@ -220,20 +162,6 @@ _SPECS: Tuple[GameSpec, ...] = (
         name="tic_tac_toe", env_id="tic_tac_toe", max_legal_moves=9, longest_game=9,
         symmetries=functools.partial(symmetry.dihedral, 3, 0),
         lean=LeanLayout(narrow=(("_x.board", "int8"),)),          # -1 empty, 0 / 1
-        default_network=NetworkConfig(kind="mlp", hidden=128, num_layers=3, value_hidden=64),
-        # Tic-tac-toe is the default job: perfect play in a few minutes on a laptop CPU.
-        train_defaults=dict(iterations=60, policy="gumbel", num_simulations=32, num_games=256,
-                            random_opening_plies=6,
-                            moves_per_iteration=18, replay_size=32768, min_replay=2048,
-                            train_batch_size=256, updates_per_iteration=48,
-                            learning_rate=2e-3, checkpoint_every=1, eval_every=3,
-                            elo_every=3, eval_games=200, eval_simulations=64,
-                            final_games=200, final_simulations=64),
-        presets={"tiny": dict(iterations=3, num_simulations=8, num_games=16, moves_per_iteration=4,
-                              replay_size=512, min_replay=16, train_batch_size=32,
-                              updates_per_iteration=2, hidden=16, layers=1, value_hidden=8,
-                              eval_every=2, elo_every=1, eval_games=8, eval_simulations=8,
-                              final_games=8, final_simulations=8, elo_opponents=2)},
         observation="[3, 3, 2] bool: plane 0 the marks of the player to move, plane 1 "
                     "the opponent's.",
         actions="9 ids: `row * 3 + column`, the square to mark.",
@@ -242,37 +170,6 @@ _SPECS: Tuple[GameSpec, ...] = (
         name="connect_four", env_id="connect_four", max_legal_moves=7, longest_game=42,
         symmetries=functools.partial(symmetry.mirror_columns, 6, 7),
         lean=LeanLayout(narrow=(("_x.board", "int8"),)),          # -1 empty, 0 / 1
-        default_network=_resnet(64, 5, 64),
-        train_defaults=dict(iterations=200, num_simulations=64, num_games=512,
-                            moves_per_iteration=42, replay_size=262144, min_replay=16384,
-                            train_batch_size=512, updates_per_iteration=64,
-                            eval_simulations=64, eval_every=10),
-        presets={
-            # About 55 minutes on a 2-core CPU (docs/training.md has its curve
-            # against the perfect solver).
-            "cpu": dict(iterations=660, network="resnet", channels=32, blocks=3,
-                        value_hidden=32, policy="gumbel", num_simulations=32,
-                        fast_simulations=8, full_search_fraction=0.25,
-                        search_value_weight=0.5, overlap_phases=True, num_games=128,
-                        moves_per_iteration=32, replay_size=262144, min_replay=4096,
-                        train_batch_size=256, updates_per_iteration=48, learning_rate=2e-3,
-                        eval_every=110, elo_every=220, elo_opponents=2, eval_games=40,
-                        eval_simulations=200, uct_simulations=32, solver_positions=500,
-                        solver_games=40, final_games=200, final_simulations=200,
-                        checkpoint_every=5),
-            # An accelerator run (not yet measured: no device has been lent to this
-            # project; see docs/training.md for the expected cost).
-            "gpu": dict(iterations=400, network="resnet", channels=64, blocks=6,
-                        value_hidden=64, policy="gumbel", num_simulations=64,
-                        fast_simulations=16, full_search_fraction=0.25,
-                        search_value_weight=0.5, num_games=1024, moves_per_iteration=32,
-                        replay_size=524288, min_replay=32768, train_batch_size=1024,
-                        updates_per_iteration=64, learning_rate=2e-3, eval_every=25,
-                        elo_every=50, eval_games=100, eval_simulations=200,
-                        uct_simulations=200, solver_positions=1000, solver_games=100,
-                        final_games=200, final_simulations=200),
-            "tiny": _C4_TINY,
-        },
         observation="[6, 7, 2] bool: plane 0 the discs of the player to move, plane 1 the "
                     "opponent's; row 0 is the top row.",
         actions="7 ids: the column to drop a disc into (legal while it has room).",
@@ -281,12 +178,6 @@ _SPECS: Tuple[GameSpec, ...] = (
         name="othello", env_id="othello", max_legal_moves=60, longest_game=120,
         symmetries=functools.partial(symmetry.dihedral, 8, 1),
         lean=LeanLayout(narrow=(("_x.board", "int8"),)),          # -1 / 0 / 1
-        default_network=_resnet(128, 6, 128),
-        train_defaults=dict(iterations=300, num_simulations=64, num_games=512,
-                            moves_per_iteration=64, replay_size=524288, min_replay=32768,
-                            train_batch_size=1024, updates_per_iteration=64,
-                            eval_simulations=64),
-        presets={"tiny": _BOARD_TINY},
         observation="[8, 8, 2] bool: plane 0 the discs of the player to move, plane 1 the "
                     "opponent's.",
         actions="65 ids: `row * 8 + column` places a disc there; 64 passes (legal only "
@@ -305,15 +196,6 @@ _SPECS: Tuple[GameSpec, ...] = (
         lean=LeanLayout(narrow=(("_x.board", "int8"), ("_x.board_history", "int8")),  # -6..6
                         windows=(("_x.hash_history", 108),),
                         masks=("_x.legal_action_mask",)),
-        default_network=_resnet(128, 6, 128),
-        train_defaults=_CHESS_LIKE,
-        presets={"tiny": dict(iterations=3, network="resnet", channels=8, blocks=1,
-                              value_hidden=8, num_simulations=4, num_games=4,
-                              moves_per_iteration=4, replay_size=64, min_replay=4,
-                              train_batch_size=8, updates_per_iteration=2, eval_every=3,
-                              elo_every=3, eval_games=2, eval_simulations=2,
-                              uct_simulations=2, final_games=2, final_simulations=2,
-                              elo_opponents=1, max_game_length=6)},
         observation=(
             "[8, 8, 119] float32, from the side of the player to move (its pieces "
             "move up the board). For each of the newest 8 positions (k = 0..7), 14 "
@@ -337,9 +219,6 @@ _SPECS: Tuple[GameSpec, ...] = (
         # 8 + 100 position hashes only (no castling or en passant here).
         lean=LeanLayout(narrow=(("_board", "int8"), ("_board_history", "int8")),  # -6..6
                         windows=(("_hash_history", 108),)),
-        default_network=_resnet(64, 5, 64),
-        train_defaults=dict(_CHESS_LIKE, iterations=300),
-        presets={"tiny": _TINY_BOARD_GAME},
         observation=(
             "[5, 5, 115] float32, from the side of the player to move. For each of "
             "the newest 8 positions, 14 planes as in chess (6 own piece kinds, 6 "
@@ -358,12 +237,6 @@ _SPECS: Tuple[GameSpec, ...] = (
         # No window: with drops almost every move can be undone, so any earlier
         # position may repeat. Pieces are -1 (empty) .. 9.
         lean=LeanLayout(narrow=(("_board", "int8"), ("_board_history", "int8"))),
-        default_network=_resnet(64, 4, 64),
-        train_defaults=dict(iterations=200, num_simulations=64, num_games=512,
-                            moves_per_iteration=32, replay_size=262144, min_replay=16384,
-                            train_batch_size=512, updates_per_iteration=64,
-                            eval_simulations=64),
-        presets={"tiny": _TINY_BOARD_GAME},
         observation=(
             "[4, 3, 194] float32 (4 rows, 3 columns), from the side of the player to "
             "move. For each of the newest 8 positions, 24 planes: 5 for the mover's "
@@ -383,9 +256,6 @@ _SPECS: Tuple[GameSpec, ...] = (
         name="shogi", env_id="shogi", max_legal_moves=593, longest_game=512,
         # Pieces are -1 (empty) .. 27; the step recomputes its inner legal mask.
         lean=LeanLayout(narrow=(("_x.board", "int8"),), masks=("_x.legal_action_mask",)),
-        default_network=_resnet(128, 6, 128),
-        train_defaults=_CHESS_LIKE,
-        presets={"tiny": _TINY_BOARD_GAME},
         observation=(
             "[9, 9, 119] bool, from the side of the player to move. For the mover: 14 "
             "planes of its piece kinds (pawn, lance, knight, silver, bishop, rook, "
@@ -407,12 +277,6 @@ _SPECS: Tuple[GameSpec, ...] = (
         symmetries=functools.partial(symmetry.rotation_180, 11, 1),
         # Cells hold +-(chain id + 1), chain ids < 121.
         lean=LeanLayout(narrow=(("_x.board", "int8"),)),
-        default_network=_resnet(128, 6, 128),
-        train_defaults=dict(iterations=300, num_simulations=64, num_games=512,
-                            moves_per_iteration=64, replay_size=524288, min_replay=32768,
-                            train_batch_size=1024, updates_per_iteration=64,
-                            eval_simulations=64),
-        presets={"tiny": _TINY_BOARD_GAME},
         observation=(
             "[11, 11, 4] bool: the stones of the player to move, the opponent's, a "
             "plane of the mover's colour (1 for the second player) and a plane set "
@@ -513,23 +377,28 @@ def check_contract(name: str, env: pgx.Env, num_games: int = 8, plies: int = 64)
 def generic_spec(name: str, env: Optional[pgx.Env] = None) -> GameSpec:
     """A spec with generic defaults derived from the pgx env `name` (no
     contract check; `spec` checks first): the action count as the legal-move
-    bound, `GENERIC_LONGEST_GAME` plies, no symmetries, no heuristic, a lean
-    state without the observation and legal mask, a ResNet for [H, W, C]
-    observations and an MLP otherwise, and a tiny preset."""
+    bound, `GENERIC_LONGEST_GAME` plies, no symmetries, no heuristic and a
+    lean state without the observation and legal mask (its training
+    defaults: `training.presets.generic`)."""
     env = pgx.make(name) if env is None else env
-    if len(env.observation_shape) == 3:
-        network = _resnet(64, 4, 64)
-        tiny_network = _TINY_RESNET
-    else:
-        network = NetworkConfig(kind="mlp", hidden=128, num_layers=3, value_hidden=64)
-        tiny_network = dict(network="mlp", hidden=16, layers=1, value_hidden=8)
     return GameSpec(
         name=name, env_id=name, max_legal_moves=int(env.num_actions),
-        longest_game=GENERIC_LONGEST_GAME, default_network=network, train_defaults={},
-        presets={"tiny": dict(_TINY, **tiny_network)},
+        longest_game=GENERIC_LONGEST_GAME,
         observation=f"{tuple(env.observation_shape)}: see pgx's documentation of {name!r}.",
         actions=f"{env.num_actions} ids: see pgx's documentation of {name!r}.",
         registered=False)
+
+
+def symmetry_tables(name: str) -> Optional[Dict[str, np.ndarray]]:
+    """The `envs.symmetry` permutation tables of game `name` (from its entry:
+    `spec(name).symmetry_tables()`), or None when it has none declared
+    (chess: castling and pawn direction break them)."""
+    return spec(name).symmetry_tables()
+
+
+def num_symmetries(name: str) -> int:
+    """How many symmetries game `name` has (1: only the identity)."""
+    return spec(name).num_symmetries()
 
 
 def _symmetry_names(game_spec: GameSpec) -> str:
@@ -539,12 +408,6 @@ def _symmetry_names(game_spec: GameSpec) -> str:
              "rotation_180": "2 (half turn)"}
     return names.get(getattr(game_spec.symmetries, "func", None).__name__,
                      str(game_spec.num_symmetries()))
-
-
-def _network_name(net: NetworkConfig) -> str:
-    if net.kind == "mlp":
-        return f"MLP {net.num_layers}x{net.hidden}"
-    return f"ResNet {net.num_blocks}x{net.channels}"
 
 
 def markdown() -> str:
@@ -561,11 +424,13 @@ def markdown() -> str:
         "(`game.full_bytes()`). The registry's docstring says where each bound",
         "comes from; the conformance test (tests/test_game_conformance.py) checks",
         "the legal-move bound on random games, and tests/test_symmetry.py plays",
-        "symmetric games through pgx for every symmetry listed.",
+        "symmetric games through pgx for every symmetry listed. How each game is",
+        "trained (its default network, training defaults and presets) is in",
+        "[presets.md](presets.md), generated from `training/presets.py`.",
         "",
         "| game (pgx id) | A | most legal moves | longest game (plies) | symmetries "
-        "| default network | lean / full bytes |",
-        "|---|---|---|---|---|---|---|",
+        "| lean / full bytes |",
+        "|---|---|---|---|---|---|",
     ]
     for name in GAMES:
         game = envs.make(name)
@@ -573,7 +438,6 @@ def markdown() -> str:
         lines.append(
             f"| `{name}` | {game.num_actions} | {game_spec.max_legal_moves} | "
             f"{game_spec.longest_game} | {_symmetry_names(game_spec)} | "
-            f"{_network_name(game_spec.default_network)} | "
             f"{game.lean_bytes():,} / {game.full_bytes():,} |")
     lines += ["", "Every observation is from the point of view of the player to move; "
               "rewards are 1 / 0 / -1 for a win, draw, loss.", ""]
@@ -589,4 +453,4 @@ if __name__ == "__main__":
 
 
 __all__ = ["GAMES", "GENERIC_LONGEST_GAME", "GameSpec", "LeanLayout", "NOT_FITTING", "STOCHASTIC",
-           "check_contract", "generic_spec", "spec"]
+           "check_contract", "generic_spec", "num_symmetries", "spec", "symmetry_tables"]

@@ -4,10 +4,12 @@ A symmetry maps a position to an equivalent one: the game value is the same
 and the move on square s becomes the move on square g(s). For a batch of
 training samples, each with its own symmetry index:
 
-    tables = symmetry.tables("tic_tac_toe")   # = envs.spec(name).symmetry_tables(); None: none
+    tables = envs.spec("tic_tac_toe").symmetry_tables()   # None: none
     obs, policy = symmetry.apply(tables, index, obs, policy)
 
-Each game's registry entry (envs/registry.py) names its builder below:
+(`envs.registry.symmetry_tables(name)` is the same lookup by name.) Each
+game's registry entry (envs/registry.py) names its builder below (this
+module imports nothing from the registry):
 `dihedral` (tic-tac-toe, Othello, Go), `mirror_columns` (Connect Four),
 `rotation_180` (Hex). Layout assumed (checked in tests by playing symmetric
 games through pgx and comparing observations, legal masks and results):
@@ -22,7 +24,7 @@ identity.
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict
 
 import jax
 import jax.numpy as jnp
@@ -70,20 +72,12 @@ def rotation_180(size: int, extra_actions: int = 0) -> Dict[str, np.ndarray]:
     return dict(observation=observation, action=np.concatenate([observation, extra], axis=1))
 
 
-def tables(name: str) -> Optional[Dict[str, np.ndarray]]:
-    """Permutation tables of game `name` (from its registry entry,
-    `envs.spec(name).symmetry_tables()`), or None when it has none declared
-    (chess: castling and pawn direction break them)."""
-    from envs import registry
-    return registry.spec(name).symmetry_tables()
-
-
 def apply(sym_tables: Dict[str, np.ndarray], index: jax.Array, observation: jax.Array,
           policy: jax.Array):
     """Transforms each sample by its own symmetry.
 
     Args:
-      sym_tables: from `tables`.
+      sym_tables: the game's tables (`envs.spec(name).symmetry_tables()`).
       index: [N] int, the symmetry of each sample (0 = identity).
       observation: [N, H, W, C]. policy: [N, A] (any per-action array).
     Returns:
@@ -96,7 +90,3 @@ def apply(sym_tables: Dict[str, np.ndarray], index: jax.Array, observation: jax.
     flat = jnp.take_along_axis(flat, obs_perm[:, :, None], axis=1)
     return flat.reshape(observation.shape), jnp.take_along_axis(policy, act_perm, axis=1)
 
-
-def num_symmetries(name: str) -> int:
-    t = tables(name)
-    return 1 if t is None else int(t["observation"].shape[0])

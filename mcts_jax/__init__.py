@@ -4,9 +4,11 @@ from mcts_jax import memory, visualize
 from mcts_jax.base import (ChanceRecurrentFn, ChanceRecurrentFnOutput, DecisionRecurrentFn,
                            DecisionRecurrentFnOutput, PolicyOutput, RecurrentFn,
                            RecurrentFnOutput, RootFnOutput, SearchSummary)
-from mcts_jax.mctx_policies import gumbel_muzero_policy, muzero_policy, stochastic_muzero_policy
+from mcts_jax.mctx_policies import (MuZeroPolicy, StochasticMuZeroPolicy, gumbel_muzero_policy,
+                                    muzero_policy, stochastic_muzero_policy)
 from mcts_jax.options import SearchOptions
-from mcts_jax.policies import RulePolicy, alphazero_policy, gumbel_policy, rule_policy, uct_policy
+from mcts_jax.policies import (AlphaZeroPolicy, GumbelPolicy, Policy, RulePolicy, UCTPolicy,
+                               alphazero_policy, gumbel_policy, rule_policy, uct_policy)
 from mcts_jax.qtransforms import (mixed_value, qtransform_by_min_max,
                                   qtransform_by_parent_and_siblings,
                                   qtransform_completed_by_mix_value, qtransform_raw)
@@ -18,6 +20,20 @@ from mcts_jax.selection import (GumbelExtraData, Rules, gumbel_interior_scores,
 from mcts_jax.tree import ILLEGAL, UNEXPANDED, ChildrenStats, Tree, children_stats
 from mcts_jax.tree_search import search
 from mcts_jax import sharding
+from mcts_jax import moved as _moved
+
+# The application moved to the top-level package `training` (mcts_jax/moved.py):
+# the old module names still import, with a DeprecationWarning.
+_moved.install()
+
+
+def __getattr__(name):
+    if f"{__name__}.{name}" in _moved.MOVED:
+        module = _moved.load(f"{__name__}.{name}")
+        globals()[name] = module  # warned once, as `import mcts_jax.<name>` does
+        return module
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # mctx's name for the Gumbel extra data (its `root_gumbel` field is the same).
 GumbelMuZeroExtraData = GumbelExtraData
@@ -36,7 +52,9 @@ __all__ = [
     "GumbelExtraData", "GumbelMuZeroExtraData", "qtransform_by_min_max", "qtransform_by_parent_and_siblings",
     "qtransform_completed_by_mix_value", "qtransform_raw", "mixed_value",
     # policies (ours, then mctx's signatures)
-    "uct_policy", "alphazero_policy", "gumbel_policy", "rule_policy", "RulePolicy", "muzero_policy",
+    "Policy", "UCTPolicy", "AlphaZeroPolicy", "GumbelPolicy", "RulePolicy", "MuZeroPolicy",
+    "StochasticMuZeroPolicy",
+    "uct_policy", "alphazero_policy", "gumbel_policy", "rule_policy", "muzero_policy",
     "gumbel_muzero_policy", "stochastic_muzero_policy",
     # chance nodes
     "StochasticEmbedding", "is_chance_node", "stochastic_subtree",

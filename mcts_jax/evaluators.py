@@ -6,7 +6,7 @@ An evaluator is a callable `(params, rng_key, game, states) -> (prior_logits
 points for 2048, +-3 for backgammon: `envs.make_chance_game`). `game` is an
 `envs` game (batched `step`, `legal_actions`, `current_player`,
 `is_terminal`, `reward_for`; a stochastic game's `step` draws the chance
-outcome from the key). Evaluators
+outcome from the key); `Evaluator` is its type. Evaluators
 are frozen dataclasses, so equal settings compare equal and share one compiled
 search.
 """
@@ -14,10 +14,16 @@ search.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
+
+# evaluator(params, rng_key, game, states [B]) -> (prior_logits [B, A], value [B]);
+# value is for the player to move in `states`; `game` is an `envs` game and
+# `states` are its full pgx states (observation and legal mask present), not
+# terminal. (`envs.Evaluator` is this type.)
+Evaluator = Callable[[Any, jax.Array, Any, Any], Tuple[jax.Array, jax.Array]]
 
 
 def _uniform_logits(game, states):

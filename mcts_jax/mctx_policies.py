@@ -23,7 +23,8 @@ Our own options are accepted too (`max_nodes`, `max_children`, `tree`,
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Optional, Tuple
+import functools
+from typing import Any, Callable, ClassVar, Optional, Tuple
 
 import chex
 import jax
@@ -34,22 +35,15 @@ from mcts_jax import selection
 from mcts_jax import stochastic
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
-from mcts_jax.options import SearchOptions, Static, make_options
-from mcts_jax.policies import (gumbel_policy, play_proven, puct_rule, resolve_qtransform,
-                               run_policy, static_number)
+from mcts_jax.options import SearchOptions, Static
+from mcts_jax.policies import (GumbelPolicy, Policy, as_static, play_proven, puct_rule,
+                               resolve_qtransform, static_number)
 from mcts_jax.qtransforms import (qtransform_by_parent_and_siblings,
                                   qtransform_completed_by_mix_value)
 from mcts_jax.tree_search import search_body
 
 # mctx's PUCT adds `TIE_BREAK * U[0, 1)` to every score before its argmax.
 MCTX_TIE_BREAK = 1e-7
-
-
-@dataclasses.dataclass(frozen=True)
-class MuZeroSettings:
-    rule: Static
-    dirichlet_fraction: Any
-    dirichlet_alpha: Any
 
 
 def mctx_root_logits(rng_key: chex.PRNGKey, prior_logits: chex.Array,
@@ -98,20 +92,56 @@ def sample_from_visits(rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     return jax.random.categorical(rng_key, logits).astype(jnp.int32), action_weights
 
 
-def muzero_body(params, rng_key, root, invalid_actions, temperature, tree, extra_data, *,
-                recurrent_fn, options: SearchOptions,
-                settings: MuZeroSettings) -> base.PolicyOutput:
-    """mctx's MuZero policy: keys, noise, search and sampled action as mctx."""
-    del extra_data
-    rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
-    root = root.replace(prior_logits=mctx_root_logits(
-        dirichlet_key, root.prior_logits, invalid_actions, settings.dirichlet_fraction,
-        settings.dirichlet_alpha))
-    tree = search_body(params, search_key, root, invalid_actions, tree, None,
-                       recurrent_fn=recurrent_fn, rules=selection.everywhere(settings.rule),
-                       options=options)
-    action, action_weights = sample_from_visits(rng_key, tree, temperature)
-    return base.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
+def mctx_options(**keywords) -> SearchOptions:
+    """mctx's semantics as our options: discount 0 only a factor, node i + 1
+    written by simulation i."""
+    return SearchOptions(stop_at_terminal=False, node_per_simulation=True, **keywords)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MuZeroPolicy(Policy):
+    """mctx's MuZero policy as a value: Dirichlet noise drawn over every
+    action, PUCT with mctx's 1e-7 tie-breaking noise, the action sampled
+    from the visit counts at `temperature`; keys split as mctx splits them.
+    Its default options are mctx's semantics (`mctx_options()`)."""
+
+    pb_c_init: Any = 1.25
+    pb_c_base: Any = 19652
+    dirichlet_fraction: Any = 0.25
+    dirichlet_alpha: Any = 0.3
+    qtransform: Callable = qtransform_by_parent_and_siblings
+
+    def __post_init__(self):
+        super().__post_init__()
+        set_field = functools.partial(object.__setattr__, self)
+        set_field("dirichlet_fraction", static_number(
+            "dirichlet_fraction", self.dirichlet_fraction, low=0.0, high=1.0))
+        set_field("dirichlet_alpha", static_number("dirichlet_alpha", self.dirichlet_alpha,
+                                                   low=0.0, low_inclusive=False))
+        set_field("qtransform", as_static(resolve_qtransform(self.qtransform, None,
+                                                             qtransform_by_parent_and_siblings)))
+        self.rules(None)  # checks pb_c_init and pb_c_base
+
+    @classmethod
+    def default_options(cls) -> SearchOptions:
+        return mctx_options()
+
+    def rules(self, options) -> selection.Rules:
+        return selection.everywhere(puct_rule(self.pb_c_init, self.pb_c_base, self.qtransform,
+                                              tie_break=MCTX_TIE_BREAK))
+
+    def body(self, params, rng_key, root, invalid_actions, temperature, tree, *,
+             recurrent_fn, options: SearchOptions) -> base.PolicyOutput:
+        """Keys, noise, search and sampled action as mctx."""
+        rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
+        root = root.replace(prior_logits=mctx_root_logits(
+            dirichlet_key, root.prior_logits, invalid_actions, self.dirichlet_fraction,
+            self.dirichlet_alpha))
+        tree = search_body(params, search_key, root, invalid_actions, tree, None,
+                           recurrent_fn=recurrent_fn, rules=self.rules(options), options=options)
+        action, action_weights = sample_from_visits(rng_key, tree, temperature)
+        return base.PolicyOutput(action=action, action_weights=action_weights,
+                                 search_tree=tree)
 
 
 def muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
@@ -125,15 +155,8 @@ def muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnO
                   pb_c_init: chex.Numeric = 1.25,
                   pb_c_base: chex.Numeric = 19652,
                   temperature: chex.Numeric = 1.0,
-                  max_nodes: Optional[int] = None,
-                  max_children: Optional[int] = None,
                   tree: Optional[tree_lib.Tree] = None,
-                  value_range: Tuple[float, float] = (-1.0, 1.0),
-                  stop_at_terminal: bool = False,
-                  node_per_simulation: Optional[bool] = None,
-                  simulations_per_step: int = 1,
-                  steering: str = "unobserved",
-                  checks: str = "host") -> base.PolicyOutput:
+                  **options) -> base.PolicyOutput:
     """mctx.muzero_policy: PUCT search with Dirichlet root noise, the action
     sampled from the visit counts at `temperature`.
 
@@ -147,24 +170,12 @@ def muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnO
     per step, ours with `simulations_per_step` > 1 (several paths per step
     have no mctx counterpart).
     """
-    qtransform = resolve_qtransform(qtransform, None, qtransform_by_parent_and_siblings)
-    invalid_actions = as_bool_mask(invalid_actions)
-    options = make_options(root, invalid_actions, num_simulations, tree=tree,
-                           max_depth=max_depth, max_nodes=max_nodes, max_children=max_children,
-                           value_range=value_range, stop_at_terminal=stop_at_terminal,
-                           node_per_simulation=mctx_numbering(node_per_simulation,
-                                                              simulations_per_step),
-                           loop_fn=loop_fn, simulations_per_step=simulations_per_step,
-                           steering=steering, checks=checks)
-    validation.check_final_action("sampled", temperature, values=checks == "host")
-    settings = MuZeroSettings(
-        rule=puct_rule(pb_c_init, pb_c_base, qtransform, tie_break=MCTX_TIE_BREAK),
-        dirichlet_fraction=static_number("dirichlet_fraction", dirichlet_fraction, low=0.0,
-                                         high=1.0),
-        dirichlet_alpha=static_number("dirichlet_alpha", dirichlet_alpha, low=0.0,
-                                      low_inclusive=False))
-    return run_policy(muzero_body, params, rng_key, root, recurrent_fn, invalid_actions,
-                      temperature, tree, options, settings, checks)
+    policy = MuZeroPolicy(
+        pb_c_init=pb_c_init, pb_c_base=pb_c_base, dirichlet_fraction=dirichlet_fraction,
+        dirichlet_alpha=dirichlet_alpha, qtransform=qtransform, temperature=temperature,
+        options=mctx_options_from(max_depth=max_depth, loop_fn=loop_fn, **options))
+    return policy(params, rng_key, root, recurrent_fn, num_simulations,
+                  invalid_actions=as_bool_mask(invalid_actions), tree=tree)
 
 
 def gumbel_muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
@@ -175,15 +186,8 @@ def gumbel_muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.
                          qtransform: Callable = qtransform_completed_by_mix_value,
                          max_num_considered_actions: int = 16,
                          gumbel_scale: chex.Numeric = 1.,
-                         max_nodes: Optional[int] = None,
-                         max_children: Optional[int] = None,
                          tree: Optional[tree_lib.Tree] = None,
-                         value_range: Tuple[float, float] = (-1.0, 1.0),
-                         stop_at_terminal: bool = False,
-                         node_per_simulation: Optional[bool] = None,
-                         simulations_per_step: int = 1,
-                         steering: str = "unobserved",
-                         checks: str = "host") -> base.PolicyOutput:
+                         **options) -> base.PolicyOutput:
     """mctx.gumbel_muzero_policy: Gumbel MuZero with mctx's signature,
     defaults, random numbers and semantics (see the module docstring).
 
@@ -192,58 +196,84 @@ def gumbel_muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.
     `node_per_simulation=True` (None: True with one simulation per step);
     the extra keyword arguments are our tree options.
     """
-    return gumbel_policy(params, rng_key, root, recurrent_fn, num_simulations,
-                         invalid_actions=as_bool_mask(invalid_actions), max_depth=max_depth,
-                         max_nodes=max_nodes, max_num_considered_actions=max_num_considered_actions,
-                         gumbel_scale=gumbel_scale, qtransform=qtransform,
-                         value_range=value_range, tree=tree, max_children=max_children,
-                         checks=checks, stop_at_terminal=stop_at_terminal,
-                         node_per_simulation=mctx_numbering(node_per_simulation,
-                                                            simulations_per_step),
-                         loop_fn=loop_fn, simulations_per_step=simulations_per_step,
-                         steering=steering)
+    policy = GumbelPolicy(
+        max_num_considered_actions=max_num_considered_actions, gumbel_scale=gumbel_scale,
+        qtransform=qtransform,
+        options=mctx_options_from(max_depth=max_depth, loop_fn=loop_fn, **options))
+    return policy(params, rng_key, root, recurrent_fn, num_simulations,
+                  invalid_actions=as_bool_mask(invalid_actions), tree=tree)
 
 
-def mctx_numbering(node_per_simulation: Optional[bool], simulations_per_step: int) -> bool:
-    """mctx's node numbering unless asked otherwise or several paths run per
-    step (where it has no meaning)."""
+def mctx_options_from(**keywords) -> SearchOptions:
+    """The one translation of the mctx-signature keywords (mctx's
+    `max_depth` and `loop_fn`, and any of our `SearchOptions` fields) to the
+    record: mctx's semantics by default (`mctx_options`: discount 0 only a
+    factor, `stop_at_terminal=True` for ours), and mctx's node numbering
+    unless asked otherwise (`node_per_simulation` None or absent) or several
+    paths run per step (where it has no meaning)."""
+    node_per_simulation = keywords.pop("node_per_simulation", None)
     if node_per_simulation is None:
-        return simulations_per_step == 1
-    return node_per_simulation
+        node_per_simulation = keywords.get("simulations_per_step", 1) == 1
+    return SearchOptions.from_keywords(mctx_options(), node_per_simulation=node_per_simulation,
+                                       **keywords)
 
 
-@dataclasses.dataclass(frozen=True)
-class StochasticSettings:
-    rule: Static
-    dirichlet_fraction: Any
-    dirichlet_alpha: Any
-    num_decisions: int
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class StochasticMuZeroPolicy(MuZeroPolicy):
+    """mctx's Stochastic MuZero as a value (see `stochastic_muzero_policy`):
+    its `recurrent_fn` is the pair `(decision_recurrent_fn,
+    chance_recurrent_fn)`; PUCT at decision nodes, at chance nodes the
+    outcome whose visits lag its probability most, Dirichlet noise over the
+    A decisions, the action sampled from the root's decision visits."""
 
+    takes_chance_nodes: ClassVar[bool] = True
 
-def stochastic_body(params, rng_key, root, invalid_actions, temperature, tree, extra_data, *,
-                    recurrent_fn, options: SearchOptions,
-                    settings: StochasticSettings) -> base.PolicyOutput:
-    """mctx's Stochastic MuZero: Dirichlet noise over the A decisions (the
-    outcome ids stay impossible at the root), the search with PUCT at
-    decision nodes and the outcome rule at chance nodes, the action sampled
-    from the root's decision visits. Keys as mctx splits them."""
-    del extra_data
-    num_decisions = settings.num_decisions
-    rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
-    decision_logits = mctx_root_logits(
-        dirichlet_key, root.prior_logits[:, :num_decisions],
-        None if invalid_actions is None else invalid_actions[:, :num_decisions],
-        settings.dirichlet_fraction, settings.dirichlet_alpha)
-    root = root.replace(prior_logits=jnp.concatenate(
-        [decision_logits, root.prior_logits[:, num_decisions:]], axis=-1))
-    tree = search_body(params, search_key, root, invalid_actions, tree, None,
-                       recurrent_fn=recurrent_fn, rules=selection.everywhere(settings.rule),
-                       options=options)
-    action, action_weights = sample_from_visits(rng_key, tree, temperature)
-    if options.solver:  # a proven root plays a move realising its exact value
-        root_index = jnp.zeros((tree.batch_size,), jnp.int32)
-        action = play_proven(tree, tree_lib.children_stats(tree, root_index), action)
-    return base.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
+    def __call__(self, params, rng_key, root, recurrent_fn, num_simulations, *,
+                 invalid_actions=None, tree=None, temperature=None,
+                 **overrides) -> base.PolicyOutput:
+        if overrides:
+            return self.replace(**overrides)(params, rng_key, root, recurrent_fn,
+                                             num_simulations, invalid_actions=invalid_actions,
+                                             tree=tree, temperature=temperature)
+        if not (isinstance(recurrent_fn, tuple) and len(recurrent_fn) == 2):
+            raise TypeError(f"{type(self).__name__} takes recurrent_fn = (decision_recurrent_fn, "
+                            f"chance_recurrent_fn), got {type(recurrent_fn).__name__}")
+        decision_fn, chance_fn = recurrent_fn
+        checks = self.options.checks
+        validation.check_root(root, invalid_actions, values=checks == "host")
+        stochastic_root, mask, combined_fn = stochastic.stochastic_root(
+            params, rng_key, root, invalid_actions, decision_fn, chance_fn)
+        if checks == "host":
+            stochastic.check_chance_probabilities(decision_fn, params, rng_key, root,
+                                                  invalid_actions)
+        options = self.options.resolve(stochastic_root, mask, num_simulations, tree,
+                                       num_chance_outcomes=combined_fn.num_outcomes)
+        return self.run(params, rng_key, stochastic_root, combined_fn, mask, tree, options,
+                        temperature)
+
+    def rules(self, options) -> selection.Rules:
+        return selection.everywhere(Static(stochastic.ChanceAware(super().rules(options).at_root)))
+
+    def body(self, params, rng_key, root, invalid_actions, temperature, tree, *,
+             recurrent_fn, options: SearchOptions) -> base.PolicyOutput:
+        """Dirichlet noise over the A decisions (the outcome ids stay
+        impossible at the root), the search, the sampled action; keys as mctx."""
+        num_decisions = root.prior_logits.shape[-1] - options.num_chance_outcomes
+        rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
+        decision_logits = mctx_root_logits(
+            dirichlet_key, root.prior_logits[:, :num_decisions],
+            None if invalid_actions is None else invalid_actions[:, :num_decisions],
+            self.dirichlet_fraction, self.dirichlet_alpha)
+        root = root.replace(prior_logits=jnp.concatenate(
+            [decision_logits, root.prior_logits[:, num_decisions:]], axis=-1))
+        tree = search_body(params, search_key, root, invalid_actions, tree, None,
+                           recurrent_fn=recurrent_fn, rules=self.rules(options), options=options)
+        action, action_weights = sample_from_visits(rng_key, tree, temperature)
+        if options.solver:  # a proven root plays a move realising its exact value
+            root_index = jnp.zeros((tree.batch_size,), jnp.int32)
+            action = play_proven(tree, tree_lib.children_stats(tree, root_index), action)
+        return base.PolicyOutput(action=action, action_weights=action_weights,
+                                 search_tree=tree)
 
 
 def stochastic_muzero_policy(params: base.Params, rng_key: chex.PRNGKey,
@@ -260,17 +290,8 @@ def stochastic_muzero_policy(params: base.Params, rng_key: chex.PRNGKey,
                              pb_c_init: chex.Numeric = 1.25,
                              pb_c_base: chex.Numeric = 19652,
                              temperature: chex.Numeric = 1.0,
-                             max_nodes: Optional[int] = None,
-                             max_children: Optional[int] = None,
                              tree: Optional[tree_lib.Tree] = None,
-                             value_range: Optional[Tuple[float, float]] = (-1.0, 1.0),
-                             solver: bool = False,
-                             stop_at_terminal: bool = False,
-                             node_per_simulation: Optional[bool] = None,
-                             replay_embeddings: bool = False,
-                             simulations_per_step: int = 1,
-                             steering: str = "unobserved",
-                             checks: str = "host") -> base.PolicyOutput:
+                             **options) -> base.PolicyOutput:
     """mctx.stochastic_muzero_policy: search with chance nodes (stochastic.py).
 
     `decision_recurrent_fn(params, key, action [B], state) ->
@@ -304,32 +325,9 @@ def stochastic_muzero_policy(params: base.Params, rng_key: chex.PRNGKey,
     root is probed so that chance logits that are NaN or all impossible are
     reported before the search.
     """
-    invalid_actions = as_bool_mask(invalid_actions)
-    checks = validation.check_mode(checks)
-    validation.check_root(root, invalid_actions, values=checks == "host")
-    qtransform = resolve_qtransform(qtransform, None, qtransform_by_parent_and_siblings)
-    stochastic_root, mask, recurrent_fn = stochastic.stochastic_root(
-        params, rng_key, root, invalid_actions, decision_recurrent_fn, chance_recurrent_fn)
-    if checks == "host":
-        stochastic.check_chance_probabilities(decision_recurrent_fn, params, rng_key, root,
-                                              invalid_actions)
-    options = make_options(stochastic_root, mask, num_simulations, tree=tree,
-                           max_depth=max_depth, max_nodes=max_nodes, max_children=max_children,
-                           value_range=value_range, solver=solver,
-                           stop_at_terminal=stop_at_terminal,
-                           node_per_simulation=mctx_numbering(node_per_simulation,
-                                                              simulations_per_step),
-                           replay_embeddings=replay_embeddings, loop_fn=loop_fn,
-                           simulations_per_step=simulations_per_step, steering=steering,
-                           num_chance_outcomes=recurrent_fn.num_outcomes, checks=checks)
-    validation.check_final_action("sampled", temperature, values=checks == "host")
-    decision_rule = puct_rule(pb_c_init, pb_c_base, qtransform, tie_break=MCTX_TIE_BREAK)
-    settings = StochasticSettings(
-        rule=Static(stochastic.ChanceAware(decision_rule)),
-        dirichlet_fraction=static_number("dirichlet_fraction", dirichlet_fraction, low=0.0,
-                                         high=1.0),
-        dirichlet_alpha=static_number("dirichlet_alpha", dirichlet_alpha, low=0.0,
-                                      low_inclusive=False),
-        num_decisions=recurrent_fn.num_decisions)
-    return run_policy(stochastic_body, params, rng_key, stochastic_root, recurrent_fn, mask,
-                      temperature, tree, options, settings, checks)
+    policy = StochasticMuZeroPolicy(
+        pb_c_init=pb_c_init, pb_c_base=pb_c_base, dirichlet_fraction=dirichlet_fraction,
+        dirichlet_alpha=dirichlet_alpha, qtransform=qtransform, temperature=temperature,
+        options=mctx_options_from(max_depth=max_depth, loop_fn=loop_fn, **options))
+    return policy(params, rng_key, root, (decision_recurrent_fn, chance_recurrent_fn),
+                  num_simulations, invalid_actions=as_bool_mask(invalid_actions), tree=tree)

@@ -1,151 +1,234 @@
-"""The options every search shares, in one small static record.
+"""The options every search shares: one frozen, hashable record.
 
-`SearchOptions` holds what shapes the tree and the loop (capacity, depth,
-layout, solver, value scale, terminal semantics); it is hashable, so it is
-part of the compilation key of a jitted search. Selection rules and Q
-transforms are not options: they are functions, passed to `search` (their
-constants bound with `functools.partial`). `make_options` validates the
-keyword arguments of `search` and the policies and fills the defaults that
-depend on the root and on a continued tree.
+`SearchOptions` holds every option of a search once: its name, its default,
+its meaning (`SearchOptions.describe()` prints the table) and its check,
+run when the record is built, with an error that names the field. `search`,
+every policy value, `sharding`, the arena, self-play and training take the
+record (or its fields as keyword arguments, turned into the record in one
+place: `SearchOptions.from_keywords`). The record is hashable, so it is
+part of the compilation key of a jitted search.
+
+`resolve` completes a record for one search: the simulations, the
+capacity and layout that depend on the root and on a continued tree. The
+phases read that resolved record. Selection rules and Q transforms are not
+options: they belong to a policy (`policies.py`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import jax
+import numpy as np
 
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
 
+STEERINGS = ("unobserved", "virtual_loss")
+
+
+def option(default: Any, meaning: str) -> Any:
+    """A field of `SearchOptions`: its default and what it means."""
+    return dataclasses.field(default=default, metadata={"meaning": meaning})
+
+
+def _check_optional_count(name: str, value: Any, low: int) -> Optional[int]:
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be None or a Python int, got {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be None or an int >= {low}, got {value!r}")
+    return int(value)
+
 
 @dataclasses.dataclass(frozen=True)
 class SearchOptions:
-    """Static options of one search (hashable; part of the compilation key).
+    """Every option of a search, each checked when the record is built.
 
-    Attributes:
-      num_simulations: simulations per search (>= 1).
-      max_nodes: N, node capacity of each tree.
-      max_depth: deepest node depth that can be created (root = 0); None:
-        unlimited.
-      solver: MCTS-solver (proven values propagate; needs `stop_at_terminal`).
-      expand_all: a leaf's first expansion creates every legal child.
-      max_children: K for the compact layout, None for the dense one.
-      replay_embeddings: store the root's embedding only; replay paths.
-      value_range: the user's reward and value scale, (-1, 1) or (0, 1); None:
-        unbounded (scores, used as they are; see `tree.to_internal_scale`).
-      stop_at_terminal: a transition with discount 0 ends the game: the node
-        is terminal, never expanded, its value 0 (True, ours). False is
-        mctx's semantics: discount 0 is only a factor and the node is
-        searched below like any other.
-      node_per_simulation: simulation i writes node i + 1 (of a fresh tree),
-        as mctx numbers its nodes; a simulation that creates nothing leaves
-        its slot unused. False: nodes fill the free slots in order.
-      loop_fn: the simulation loop, `loop_fn(lower, upper, body, init)`
-        (mctx's argument; `jax.lax.fori_loop` by default; with P > 1 it
-        runs the steps).
-      simulations_per_step: P, paths descended in every tree per step and
-        evaluated in one recurrent_fn call of batch B * P (parallel.py);
-        1: one simulation per step, today's search bit for bit.
-      steering: how a step's in-flight paths steer the later ones (P > 1):
-        "unobserved" (WU-UCT) or "virtual_loss" (see parallel.py).
-      num_chance_outcomes: C of a stochastic tree (stochastic.py), whose edge
-        ids are the A decisions then the C outcomes; 0: no chance nodes.
+    Build it with keywords (`SearchOptions(max_children=32, solver=True)`),
+    change it with `replace`; `describe()` lists the fields with their
+    defaults and meanings. `num_simulations` and `num_chance_outcomes` are
+    filled in by `resolve` for one search (a policy call gives the first,
+    the stochastic policy the second).
     """
 
-    num_simulations: int
-    max_nodes: int
-    max_depth: Optional[int] = None
-    solver: bool = False
-    expand_all: bool = False
-    max_children: Optional[int] = None
-    replay_embeddings: bool = False
-    value_range: Tuple[float, float] = (-1.0, 1.0)
-    stop_at_terminal: bool = True
-    node_per_simulation: bool = False
-    loop_fn: Callable = jax.lax.fori_loop
-    simulations_per_step: int = 1
-    steering: str = "unobserved"
-    num_chance_outcomes: int = 0
+    max_nodes: Optional[int] = option(
+        None, "tree capacity N per search; None: num_simulations + 1 (x K with expand_all); "
+              "a full tree re-evaluates leaves, nothing is written past it")
+    max_depth: Optional[int] = option(
+        None, "deepest node depth that can be created (root = 0); None: unlimited")
+    max_children: Optional[int] = option(
+        None, "K child slots per node (compact layout: the K highest-prior legal actions); "
+              "None: dense, one slot per action")
+    solver: bool = option(
+        False, "MCTS-solver: proven wins, losses and draws propagate; proven subtrees are "
+               "never searched again")
+    expand_all: bool = option(
+        False, "a leaf's first expansion creates and evaluates every legal child "
+               "(Tiny-MCTS style)")
+    replay_embeddings: bool = option(
+        False, "store only the root's embedding; a leaf's state is recomputed by replaying "
+               "its path (deterministic transitions only)")
+    value_range: Optional[Tuple[float, float]] = option(
+        (-1.0, 1.0), "scale of rewards and values: (-1, 1), (0, 1) (mapped by x -> 2x - 1), "
+                     "or None for unbounded returns (Q min-max normalised for selection)")
+    stop_at_terminal: bool = option(
+        True, "discount 0 ends the game (terminal nodes are never expanded); False: mctx's "
+              "semantics, discount 0 is only a factor")
+    node_per_simulation: bool = option(
+        False, "simulation i writes node i + 1, mctx's node numbering")
+    loop_fn: Callable = option(
+        jax.lax.fori_loop, "the simulation loop, loop_fn(lower, upper, body, init) "
+                           "(mctx's argument)")
+    simulations_per_step: int = option(
+        1, "P paths per tree per step, their B x P leaves evaluated in one recurrent_fn "
+           "call; num_simulations stays the total")
+    steering: str = option(
+        "unobserved", "with P > 1, how in-flight paths steer later ones: 'unobserved' "
+                      "(WU-UCT) or 'virtual_loss'")
+    checks: str = option(
+        "host", "value checks: 'host' (root values checked on the host when concrete), "
+                "'off', or 'checkify' (compiled in, also recurrent_fn's outputs)")
+    num_simulations: Optional[int] = option(
+        None, "simulations of one search (set by resolve from the call)")
+    num_chance_outcomes: int = option(
+        0, "C of a stochastic tree, whose edge ids are A decisions then C outcomes (set by "
+           "the stochastic policy)")
+
+    def __post_init__(self):
+        set_field = functools.partial(object.__setattr__, self)
+        set_field("max_nodes", _check_optional_count("max_nodes", self.max_nodes, low=1))
+        if self.max_depth is not None and (
+                isinstance(self.max_depth, (bool, np.bool_))
+                or not isinstance(self.max_depth, (int, np.integer)) or self.max_depth < 1):
+            raise ValueError(f"max_depth must be None or an int >= 1, got {self.max_depth!r}")
+        set_field("max_depth", None if self.max_depth is None else int(self.max_depth))
+        set_field("max_children", _check_optional_count("max_children", self.max_children,
+                                                        low=1))
+        for name in ("solver", "expand_all", "replay_embeddings", "stop_at_terminal",
+                     "node_per_simulation"):
+            set_field(name, validation.check_flag(name, getattr(self, name)))
+        set_field("value_range", validation.check_value_range(self.value_range))
+        if not callable(self.loop_fn):
+            raise TypeError(f"loop_fn must be callable like jax.lax.fori_loop, got "
+                            f"{type(self.loop_fn).__name__}")
+        set_field("simulations_per_step", validation.check_count(
+            "simulations_per_step", self.simulations_per_step, low=1))
+        if self.steering not in STEERINGS:
+            raise ValueError(f"steering must be 'unobserved' or 'virtual_loss', got "
+                             f"{self.steering!r}")
+        set_field("checks", validation.check_mode(self.checks))
+        if self.num_simulations is not None:
+            set_field("num_simulations", validation.check_count(
+                "num_simulations", self.num_simulations, low=1))
+        set_field("num_chance_outcomes", validation.check_count(
+            "num_chance_outcomes", self.num_chance_outcomes, low=0))
+        self._check_combinations()
+
+    def _check_combinations(self) -> None:
+        if self.solver and not self.stop_at_terminal:
+            raise ValueError("solver=True needs stop_at_terminal=True: proofs start at "
+                             "terminal nodes")
+        if self.node_per_simulation and self.expand_all:
+            raise ValueError("node_per_simulation=True cannot be combined with expand_all=True "
+                             "(one simulation creates many nodes)")
+        if self.simulations_per_step > 1 and self.node_per_simulation:
+            raise ValueError("simulations_per_step > 1 cannot be combined with "
+                             "node_per_simulation=True (mctx's numbering writes one node per "
+                             "simulation; pass node_per_simulation=False)")
+        if self.simulations_per_step > 1 and self.expand_all:
+            raise ValueError("simulations_per_step > 1 cannot be combined with expand_all=True "
+                             "(each path of a step expands one edge)")
+
+    # ---- building and reading the record ---------------------------------------------------
+
+    @classmethod
+    def names(cls) -> Tuple[str, ...]:
+        """The fields a user sets (the two that `resolve` fills excluded)."""
+        return tuple(field.name for field in dataclasses.fields(cls)
+                     if field.name not in ("num_simulations", "num_chance_outcomes"))
+
+    @classmethod
+    def describe(cls) -> str:
+        """A markdown table of the options: name, default, meaning."""
+        rows = ["| option | default | meaning |", "|---|---|---|"]
+        for field in dataclasses.fields(cls):
+            default = getattr(field.default, "__name__", None) or repr(field.default)
+            rows.append(f"| `{field.name}` | `{default}` | {field.metadata['meaning']} |")
+        return "\n".join(rows)
+
+    @classmethod
+    def from_keywords(cls, base: Optional["SearchOptions"] = None, **keywords) -> "SearchOptions":
+        """`base` (default: the defaults) with the given fields replaced; an
+        unknown keyword raises TypeError naming it and the known ones."""
+        unknown = sorted(set(keywords) - set(cls.names()))
+        if unknown:
+            raise TypeError(f"unknown search option(s) {unknown}; the options are "
+                            f"{list(cls.names())} (see SearchOptions.describe())")
+        base = cls() if base is None else base
+        return dataclasses.replace(base, **keywords) if keywords else base
+
+    def replace(self, **changes) -> "SearchOptions":
+        """A copy with `changes` (checked again)."""
+        return dataclasses.replace(self, **changes)
 
     @property
     def depth_limit(self) -> int:
-        """max_depth, or N when unlimited (no path is longer)."""
+        """max_depth, or N when unlimited (no path is longer); resolved records."""
         return self.max_nodes if self.max_depth is None else self.max_depth
 
     @property
     def max_path_length(self) -> int:
-        """The longest root-to-leaf path a replay may walk."""
+        """The longest root-to-leaf path a replay may walk; resolved records."""
         return min(self.depth_limit, self.max_nodes)
 
+    # ---- one search -------------------------------------------------------------------------
 
-def make_options(root, invalid_actions, num_simulations, *, tree=None, max_depth=None,
-                 max_nodes=None, solver=False, expand_all=False, max_children=None,
-                 replay_embeddings=False, value_range=(-1.0, 1.0), stop_at_terminal=True,
-                 node_per_simulation=False, loop_fn=jax.lax.fori_loop,
-                 simulations_per_step=1, steering="unobserved", num_chance_outcomes=0,
-                 checks="host") -> SearchOptions:
-    """Validates the tree options of a search (clear errors naming each
-    argument) and returns the record. A continued `tree` supplies the
-    capacity and layout that are not given."""
-    checks = validation.check_mode(checks)
-    batch_size, num_actions = validation.check_root(root, invalid_actions,
-                                                    values=checks == "host")
-    if tree is not None and not isinstance(tree, tree_lib.Tree):
-        raise TypeError(f"tree must be a mcts_jax.Tree or None, got {type(tree).__name__}")
-    solver = validation.check_flag("solver", solver)
-    expand_all = validation.check_flag("expand_all", expand_all)
-    stop_at_terminal = validation.check_flag("stop_at_terminal", stop_at_terminal)
-    node_per_simulation = validation.check_flag("node_per_simulation", node_per_simulation)
-    if solver and not stop_at_terminal:
-        raise ValueError("solver=True needs stop_at_terminal=True: proofs start at terminal "
-                         "nodes")
-    if node_per_simulation and expand_all:
-        raise ValueError("node_per_simulation=True cannot be combined with expand_all=True "
-                         "(one simulation creates many nodes)")
-    simulations_per_step = validation.check_count("simulations_per_step",
-                                                  simulations_per_step, low=1)
-    if steering not in ("unobserved", "virtual_loss"):
-        raise ValueError(f"steering must be 'unobserved' or 'virtual_loss', got {steering!r}")
-    if simulations_per_step > 1 and node_per_simulation:
-        raise ValueError("simulations_per_step > 1 cannot be combined with "
-                         "node_per_simulation=True (mctx's numbering writes one node per "
-                         "simulation; pass node_per_simulation=False)")
-    if simulations_per_step > 1 and expand_all:
-        raise ValueError("simulations_per_step > 1 cannot be combined with expand_all=True "
-                         "(each path of a step expands one edge)")
-    if not callable(loop_fn):
-        raise TypeError(f"loop_fn must be callable like jax.lax.fori_loop, got "
-                        f"{type(loop_fn).__name__}")
-    if tree is not None and max_nodes is None:
-        max_nodes = tree.max_nodes
-    if tree is not None and max_children is None:
-        max_children = tree.max_children
-    if tree is not None and not replay_embeddings:
-        replay_embeddings = tree.replay_embeddings
-    max_children = validation.check_layout(max_children, replay_embeddings, num_actions)
-    if max_nodes is None and expand_all:
-        max_nodes = num_simulations * (max_children or num_actions) + 1
-    max_nodes = validation.check_search_args(num_simulations, max_nodes, max_depth,
-                                             value_range, continuing=tree is not None)
-    value_range = None if value_range is None else tuple(float(v) for v in value_range)
-    if tree is not None:
-        validation.check_tree(tree, root, batch_size, num_actions, max_nodes, value_range,
-                              max_children, bool(replay_embeddings))
-        if tree.num_chance_outcomes != num_chance_outcomes:
-            raise ValueError(f"tree has {tree.num_chance_outcomes} chance outcomes but the "
-                             f"search has {num_chance_outcomes}; continue a stochastic tree "
-                             f"with the stochastic policy that built it")
-    return SearchOptions(num_simulations=int(num_simulations), max_nodes=max_nodes,
-                         max_depth=None if max_depth is None else int(max_depth),
-                         solver=bool(solver), expand_all=bool(expand_all),
-                         max_children=max_children, replay_embeddings=bool(replay_embeddings),
-                         value_range=value_range, stop_at_terminal=bool(stop_at_terminal),
-                         node_per_simulation=bool(node_per_simulation), loop_fn=loop_fn,
-                         simulations_per_step=min(simulations_per_step, int(num_simulations)),
-                         steering=steering, num_chance_outcomes=int(num_chance_outcomes))
+    def resolve(self, root, invalid_actions, num_simulations: int,
+                tree: Optional[tree_lib.Tree] = None,
+                num_chance_outcomes: int = 0) -> "SearchOptions":
+        """The record of one search of `root` ([B, A] priors) with
+        `num_simulations`: checks the root (values too with checks="host")
+        and a continued `tree`, whose capacity and layout fill the options
+        not given, and fills the capacity's default."""
+        batch_size, num_actions = validation.check_root(root, invalid_actions,
+                                                        values=self.checks == "host")
+        if tree is not None and not isinstance(tree, tree_lib.Tree):
+            raise TypeError(f"tree must be a mcts_jax.Tree or None, got {type(tree).__name__}")
+        max_nodes, max_children = self.max_nodes, self.max_children
+        replay_embeddings = self.replay_embeddings
+        if tree is not None:
+            max_nodes = tree.max_nodes if max_nodes is None else max_nodes
+            max_children = tree.max_children if max_children is None else max_children
+            replay_embeddings = replay_embeddings or tree.replay_embeddings
+        max_children = validation.check_layout(max_children, replay_embeddings, num_actions)
+        if max_nodes is None and self.expand_all:
+            max_nodes = num_simulations * (max_children or num_actions) + 1
+        max_nodes = validation.check_search_args(num_simulations, max_nodes, self.max_depth,
+                                                 self.value_range, continuing=tree is not None)
+        if tree is not None:
+            validation.check_tree(tree, root, batch_size, num_actions, max_nodes,
+                                  self.value_range, max_children, bool(replay_embeddings))
+            if tree.num_chance_outcomes != num_chance_outcomes:
+                raise ValueError(f"tree has {tree.num_chance_outcomes} chance outcomes but the "
+                                 f"search has {num_chance_outcomes}; continue a stochastic "
+                                 f"tree with the stochastic policy that built it")
+        return self.replace(num_simulations=int(num_simulations), max_nodes=max_nodes,
+                            max_children=max_children, replay_embeddings=bool(replay_embeddings),
+                            simulations_per_step=min(self.simulations_per_step,
+                                                     int(num_simulations)),
+                            num_chance_outcomes=int(num_chance_outcomes))
+
+
+def make_options(root, invalid_actions, num_simulations, *, tree=None,
+                 num_chance_outcomes: int = 0, **keywords) -> SearchOptions:
+    """`SearchOptions.from_keywords(**keywords).resolve(...)`: the record of
+    one search from keyword options (kept for callers of the older name)."""
+    return SearchOptions.from_keywords(**keywords).resolve(
+        root, invalid_actions, num_simulations, tree, num_chance_outcomes)
 
 
 # ---- functions as static arguments --------------------------------------------------------

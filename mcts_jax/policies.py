@@ -1,24 +1,31 @@
-"""The public policies: a root setup, `search`, and a final action.
+"""Policies as values: a root setup, selection rules, a final action, options.
 
-    uct_policy        no root setup          UCB1 everywhere       most visited / sampled
-    alphazero_policy  Dirichlet root noise   PUCT everywhere       most visited / sampled
-    gumbel_policy     Gumbel noise           halving at the root,  Gumbel's choice
-                      (tree.extra_data)      deterministic below
+    UCTPolicy        no root setup          UCB1 everywhere       most visited / sampled
+    AlphaZeroPolicy  Dirichlet root noise   PUCT everywhere       most visited / sampled
+    GumbelPolicy     Gumbel noise           halving at the root,  Gumbel's choice
+                     (tree.extra_data)      deterministic below
+    RulePolicy       none                   the user's rules      most visited / sampled
 
-Each policy validates its arguments in Python, then runs one compiled function
-(`jax.jit` with the callbacks, the options record and the policy's settings
-static), so a second call with the same shapes, the same `recurrent_fn`
-object and equal options never recompiles. The policies can also be called
-inside the user's own `jit`. They are batched already: call them on
-[B, ...] inputs, do not `vmap` them. mctx's own signatures are in
-`mctx_policies.py`.
+A policy is a frozen, hashable `Policy` value; calling it,
+`policy(params, rng_key, root, recurrent_fn, num_simulations,
+invalid_actions=..., tree=..., temperature=...)`, runs one compiled search
+(the policy and its resolved `SearchOptions` are the static part of the
+compilation key), so equal policies share their compiled programs wherever
+they go: `search(policy=...)`, `sharding`, the arena, self-play, training.
+A new policy subclasses `Policy` and overrides `root_setup`, `rules` and
+`choose` (or `body`, for its own use of the key).
+
+The functions `uct_policy`, `alphazero_policy` and `gumbel_policy` are the
+same values built from keyword arguments and called at once. They are
+batched already: call them on [B, ...] inputs, do not `vmap` them. mctx's
+signatures are in `mctx_policies.py`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, ClassVar, Optional, Tuple
 
 import chex
 import jax
@@ -30,7 +37,7 @@ from mcts_jax import phases
 from mcts_jax import selection
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
-from mcts_jax.options import SearchOptions, Static, make_options
+from mcts_jax.options import SearchOptions, Static
 from mcts_jax.qtransforms import (check_tree_function, qtransform_by_parent_and_siblings,
                                   qtransform_completed_by_mix_value, qtransform_raw)
 from mcts_jax.tree_search import make_rules, run_body, search_body
@@ -146,103 +153,7 @@ def gumbel_action(tree: tree_lib.Tree, qtransform: Callable,
     return action.astype(jnp.int32), tree_lib.slots_to_actions(tree, root, improved, 0.0)
 
 
-# ---- the policies' settings and bodies ----------------------------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class RulesSettings:
-    rules: selection.Rules  # of Static functions
-    final_action: str
-
-
-@dataclasses.dataclass(frozen=True)
-class AlphaZeroSettings:
-    rule: Static
-    dirichlet_fraction: float
-    dirichlet_alpha: float
-    final_action: str
-
-
-@dataclasses.dataclass(frozen=True)
-class GumbelSettings:
-    max_num_considered_actions: int
-    gumbel_scale: float
-    qtransform: Static
-
-
-def search_then_choose(params, search_key, action_key, root, invalid_actions, temperature,
-                       tree, extra_data, recurrent_fn, options: SearchOptions,
-                       rules: selection.Rules, final_action: str) -> base.PolicyOutput:
-    """The search, then `choose_action`; `action_weights` are the root visit
-    distribution (UCT, PUCT and rule policies)."""
-    tree = search_body(params, search_key, root, invalid_actions, tree, extra_data,
-                       recurrent_fn=recurrent_fn, rules=rules, options=options)
-    action = choose_action(action_key, tree, final_action, temperature, options.solver)
-    return base.PolicyOutput(action=action, action_weights=tree.summary().visit_probs,
-                             search_tree=tree)
-
-
-def rules_body(params, rng_key, root, invalid_actions, temperature, tree, extra_data, *,
-               recurrent_fn, options: SearchOptions,
-               settings: RulesSettings) -> base.PolicyOutput:
-    """The search with the given rules (UCT, or a user's), then the final action."""
-    search_key, action_key = jax.random.split(rng_key)
-    return search_then_choose(params, search_key, action_key, root, invalid_actions,
-                              temperature, tree, extra_data, recurrent_fn, options,
-                              settings.rules, settings.final_action)
-
-
-def alphazero_body(params, rng_key, root, invalid_actions, temperature, tree, extra_data, *,
-                   recurrent_fn, options: SearchOptions,
-                   settings: AlphaZeroSettings) -> base.PolicyOutput:
-    """AlphaZero: Dirichlet noise over the legal root actions, the search,
-    then the final action."""
-    noise_key, search_key, action_key = jax.random.split(rng_key, 3)
-    if settings.dirichlet_fraction != 0.0:  # 0: the root is searched as given
-        legal = (jnp.ones(root.prior_logits.shape, jnp.bool_) if invalid_actions is None
-                 else ~invalid_actions)
-        priors = root_priors_with_noise(noise_key, root.prior_logits, legal,
-                                        settings.dirichlet_fraction, settings.dirichlet_alpha)
-        root = root.replace(prior_logits=tree_lib.log_probabilities(priors))
-    return search_then_choose(params, search_key, action_key, root, invalid_actions,
-                              temperature, tree, extra_data, recurrent_fn, options,
-                              selection.everywhere(settings.rule), settings.final_action)
-
-
-def gumbel_body(params, rng_key, root, invalid_actions, temperature, tree, extra_data, *,
-                recurrent_fn, options: SearchOptions,
-                settings: GumbelSettings) -> base.PolicyOutput:
-    """Gumbel MuZero: Gumbel noise into `extra_data`, halving at the root,
-    the deterministic rule below, Gumbel's choice. Keys as mctx splits them."""
-    del temperature, extra_data
-    search_key, gumbel_key = jax.random.split(rng_key)
-    gumbel = settings.gumbel_scale * jax.random.gumbel(gumbel_key, root.prior_logits.shape,
-                                                       root.prior_logits.dtype)
-    visits_before = jnp.zeros(root.prior_logits.shape, jnp.int32)
-    if tree is not None:
-        root_index = jnp.zeros((tree.batch_size,), jnp.int32)
-        earlier = tree_lib.slots_to_actions(
-            tree, root_index, tree_lib.children_stats(tree, root_index).visits, 0)
-        visits_before = jnp.where((tree.num_nodes > 0)[:, None], earlier, 0)
-    extra = selection.GumbelExtraData(root_gumbel=gumbel, root_visits_before=visits_before)
-    rules = selection.Rules(
-        at_root=functools.partial(selection.gumbel_root_scores, num_simulations=options.num_simulations,
-                                  max_num_considered_actions=settings.max_num_considered_actions,
-                                  qtransform=settings.qtransform),
-        below_root=functools.partial(selection.gumbel_interior_scores,
-                                     qtransform=settings.qtransform))
-    tree = search_body(params, search_key, root, invalid_actions, tree, extra,
-                       recurrent_fn=recurrent_fn, rules=rules, options=options)
-    action, action_weights = gumbel_action(tree, settings.qtransform, options.solver)
-    return base.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
-
-
-def run_policy(body: Callable, params, rng_key, root, recurrent_fn, invalid_actions,
-               temperature, tree, options: SearchOptions, settings, checks: str
-               ) -> base.PolicyOutput:
-    """Runs a policy body compiled (see `tree_search.run_body`)."""
-    return run_body(body, params, rng_key, root, recurrent_fn, invalid_actions, temperature,
-                    tree, None, options, settings, checks)
-
+# ---- the policy value ------------------------------------------------------------------
 
 def static_number(name: str, value: Any, **bounds) -> Any:
     """A policy constant: checked and made a Python float when concrete; a
@@ -250,6 +161,330 @@ def static_number(name: str, value: Any, **bounds) -> Any:
     if isinstance(value, jax.core.Tracer):
         return value
     return validation.check_number(name, value, **bounds)
+
+
+def as_static(fn: Any) -> Any:
+    """A function field of a policy, compared by value (`options.Static`)."""
+    return fn if fn is None or isinstance(fn, Static) else Static(fn)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Policy:
+    """A search policy as a value: root setup, selection rules, final action
+    and `SearchOptions`. Frozen and hashable; equal policies compile once.
+
+    Subclasses set their constants as fields (checked in `__post_init__`)
+    and override `rules` (required), `root_setup` and `choose`; the default
+    `body` splits the key as `search_key, action_key = split(rng_key)` and
+    gives `root_setup` `fold_in(rng_key, 1)`.
+
+    Attributes:
+      options: the search options (`SearchOptions`); the call's
+        `num_simulations`, root and continued tree complete them.
+      temperature: default temperature of the final action (the call's
+        `temperature=` overrides it).
+      takes_chance_nodes: class constant; True when `recurrent_fn` is the
+        pair `(decision_recurrent_fn, chance_recurrent_fn)`.
+    """
+
+    options: SearchOptions = SearchOptions()
+    temperature: Any = 1.0
+    takes_chance_nodes: ClassVar[bool] = False
+
+    def __post_init__(self):
+        if not isinstance(self.options, SearchOptions):
+            raise TypeError(f"options must be a mcts_jax.SearchOptions, got "
+                            f"{type(self.options).__name__}")
+
+    # ---- building ---------------------------------------------------------------------------
+
+    @classmethod
+    def make(cls, _caller: Optional[str] = None, **keywords) -> "Policy":
+        """The policy from keyword arguments: its own fields, `options=` (a
+        `SearchOptions`), and any field of `SearchOptions` (applied on top).
+        An unknown keyword raises TypeError naming it."""
+        own = {field.name for field in dataclasses.fields(cls)}
+        settings = {name: value for name, value in keywords.items() if name in own}
+        option_values = {name: value for name, value in keywords.items() if name not in own}
+        unknown = sorted(set(option_values) - set(SearchOptions.names()))
+        if unknown:
+            raise TypeError(f"{_caller or cls.__name__} got unknown keyword argument(s) "
+                            f"{unknown}; its settings are {sorted(own - {'options'})} and the "
+                            f"search options {list(SearchOptions.names())}")
+        settings["options"] = SearchOptions.from_keywords(
+            settings.get("options", cls.default_options()), **option_values)
+        return cls(**settings)
+
+    @classmethod
+    def default_options(cls) -> SearchOptions:
+        """The options a policy of this class starts from."""
+        return SearchOptions()
+
+    def replace(self, **changes) -> "Policy":
+        """A copy with `changes` (its own fields and search options)."""
+        kept = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)
+                if field.init}
+        return type(self).make(**{**kept, **changes})
+
+    # ---- calling ----------------------------------------------------------------------------
+
+    def __call__(self, params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
+                 recurrent_fn: base.RecurrentFn, num_simulations: int, *,
+                 invalid_actions: Optional[chex.Array] = None,
+                 tree: Optional[tree_lib.Tree] = None,
+                 temperature: Any = None, **overrides) -> base.PolicyOutput:
+        """One batched search of B roots; returns `PolicyOutput(action [B],
+        action_weights [B, A], search_tree)`. `root`: `RootFnOutput`
+        (prior_logits [B, A], value [B], embedding [B, ...]);
+        `invalid_actions` [B, A] bool (True = illegal) at the root; `tree`: a
+        `Tree` to continue (subtree reuse); `overrides`: fields or search
+        options for this call only (`self.replace(**overrides)`)."""
+        if overrides:
+            return self.replace(**overrides)(params, rng_key, root, recurrent_fn,
+                                             num_simulations, invalid_actions=invalid_actions,
+                                             tree=tree, temperature=temperature)
+        options = self.options.resolve(root, invalid_actions, num_simulations, tree)
+        return self.run(params, rng_key, root, recurrent_fn, invalid_actions, tree, options,
+                        temperature)
+
+    def run(self, params, rng_key, root, recurrent_fn, invalid_actions, tree,
+            options: SearchOptions, temperature: Any = None) -> base.PolicyOutput:
+        """`body` compiled (`tree_search.run_body`), with resolved options."""
+        temperature = self.temperature if temperature is None else temperature
+        self.check_call(options, temperature)
+        return run_body(policy_body, params, rng_key, root, recurrent_fn, invalid_actions,
+                        temperature, tree, None, options, self, options.checks)
+
+    def check_call(self, options: SearchOptions, temperature: Any) -> None:
+        """Checks of one call (the temperature, options this policy refuses)."""
+        validation.check_final_action(getattr(self, "final_action", "sampled"), temperature,
+                                      values=options.checks == "host")
+
+    # ---- what a policy is made of (traced) --------------------------------------------------
+
+    def body(self, params, rng_key, root, invalid_actions, temperature, tree, *,
+             recurrent_fn, options: SearchOptions) -> base.PolicyOutput:
+        """The whole policy, traceable: root setup, search, final action."""
+        search_key, action_key = jax.random.split(rng_key)
+        root, extra_data = self.root_setup(jax.random.fold_in(rng_key, 1), root,
+                                           invalid_actions, tree, options)
+        tree = search_body(params, search_key, root, invalid_actions, tree, extra_data,
+                           recurrent_fn=recurrent_fn, rules=self.rules(options), options=options)
+        action, action_weights = self.choose(action_key, tree, temperature, options)
+        return base.PolicyOutput(action=action, action_weights=action_weights,
+                                 search_tree=tree)
+
+    def root_setup(self, rng_key, root: base.RootFnOutput, invalid_actions, tree,
+                   options: SearchOptions) -> Tuple[base.RootFnOutput, Any]:
+        """(root with its priors as searched, extra_data stored in the tree
+        for the rules, leading [B] or None). Default: unchanged, None."""
+        del rng_key, invalid_actions, tree, options
+        return root, None
+
+    def rules(self, options: SearchOptions) -> selection.Rules:
+        """The selection rules, `Rules(at_root, below_root)`."""
+        raise NotImplementedError(f"{type(self).__name__} must define rules(options)")
+
+    def choose(self, rng_key, tree: tree_lib.Tree, temperature,
+               options: SearchOptions) -> Tuple[chex.Array, chex.Array]:
+        """(action [B], action_weights [B, A]); default: `choose_action` with
+        `self.final_action` and the root visit distribution."""
+        action = choose_action(rng_key, tree, getattr(self, "final_action", "most_visited"),
+                               temperature, options.solver)
+        return action, tree.summary().visit_probs
+
+
+def policy_body(params, rng_key, root, invalid_actions, temperature, tree, extra_data, *,
+                recurrent_fn, options: SearchOptions, settings: Policy) -> base.PolicyOutput:
+    """A policy's body in the shape `tree_search.run_body` compiles (the
+    policy value is the static `settings`)."""
+    del extra_data
+    return settings.body(params, rng_key, root, invalid_actions, temperature, tree,
+                         recurrent_fn=recurrent_fn, options=options)
+
+
+def check_final_action_name(final_action: Any) -> str:
+    validation.check_final_action(final_action, 1.0)
+    return final_action
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RulePolicy(Policy):
+    """A policy made of selection rules (see `rule_policy`): no root setup,
+    `rules.at_root` at the root, `rules.below_root` below, then
+    `final_action` ("most_visited", "highest_value" or "sampled")."""
+
+    selection_rules: Optional[selection.Rules] = None
+    final_action: str = "most_visited"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not isinstance(self.selection_rules, selection.Rules):
+            raise TypeError(f"RulePolicy needs selection_rules=mcts_jax.Rules(at_root, "
+                            f"below_root), got {type(self.selection_rules).__name__}")
+        check_final_action_name(self.final_action)
+
+    def rules(self, options: SearchOptions) -> selection.Rules:
+        return self.selection_rules
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class UCTPolicy(Policy):
+    """Classic UCT: UCB1 `Q + uct_c * sqrt(ln N / n)` everywhere, unvisited
+    legal children first (lowest action id first), priors stored but not
+    scored; values from `recurrent_fn` (e.g. random playouts)."""
+
+    uct_c: float = 1.4
+    final_action: str = "most_visited"
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "uct_c", validation.check_number("uct_c", self.uct_c, low=0.0))
+        check_final_action_name(self.final_action)
+
+    def rules(self, options: SearchOptions) -> selection.Rules:
+        return selection.everywhere(Static(functools.partial(selection.uct_scores,
+                                                             uct_c=self.uct_c)))
+
+
+def legal_mask(prior_logits: chex.Array, invalid_actions: Optional[chex.Array]) -> chex.Array:
+    """[B, A] bool, True = legal (every action when `invalid_actions` is None)."""
+    return (jnp.ones(prior_logits.shape, jnp.bool_) if invalid_actions is None
+            else ~invalid_actions)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AlphaZeroPolicy(Policy):
+    """AlphaZero: Dirichlet noise in the legal root priors, PUCT
+    `Q + c(N) * P * sqrt(N) / (1 + n)` with `c(N) = pb_c_init + log((N +
+    pb_c_base + 1) / pb_c_base)` everywhere, Q through `qtransform`, then
+    `final_action` (default: sampled from the visit counts at temperature 1,
+    as `mctx.muzero_policy`)."""
+
+    pb_c_init: Any = 1.25
+    pb_c_base: Any = 19652.0
+    dirichlet_fraction: Any = 0.25
+    dirichlet_alpha: Any = 0.3
+    qtransform: Callable = qtransform_by_parent_and_siblings
+    final_action: str = "sampled"
+
+    def __post_init__(self):
+        super().__post_init__()
+        set_field = functools.partial(object.__setattr__, self)
+        set_field("pb_c_init", static_number("pb_c_init", self.pb_c_init, low=0.0))
+        set_field("pb_c_base", static_number("pb_c_base", self.pb_c_base, low=0.0,
+                                             low_inclusive=False))
+        set_field("dirichlet_fraction", static_number(
+            "dirichlet_fraction", self.dirichlet_fraction, low=0.0, high=1.0))
+        set_field("dirichlet_alpha", static_number("dirichlet_alpha", self.dirichlet_alpha,
+                                                   low=0.0, low_inclusive=False))
+        set_field("qtransform", as_static(resolve_qtransform(self.qtransform, None,
+                                                             qtransform_by_parent_and_siblings)))
+        check_final_action_name(self.final_action)
+
+    def rules(self, options: SearchOptions) -> selection.Rules:
+        return selection.everywhere(puct_rule(self.pb_c_init, self.pb_c_base, self.qtransform))
+
+    def body(self, params, rng_key, root, invalid_actions, temperature, tree, *,
+             recurrent_fn, options: SearchOptions) -> base.PolicyOutput:
+        """Keys: `noise_key, search_key, action_key = split(rng_key, 3)`."""
+        noise_key, search_key, action_key = jax.random.split(rng_key, 3)
+        if self.dirichlet_fraction != 0.0:  # 0: the root is searched as given
+            priors = root_priors_with_noise(noise_key, root.prior_logits,
+                                            legal_mask(root.prior_logits, invalid_actions),
+                                            self.dirichlet_fraction, self.dirichlet_alpha)
+            root = root.replace(prior_logits=tree_lib.log_probabilities(priors))
+        tree = search_body(params, search_key, root, invalid_actions, tree, None,
+                           recurrent_fn=recurrent_fn, rules=self.rules(options), options=options)
+        action, action_weights = self.choose(action_key, tree, temperature, options)
+        return base.PolicyOutput(action=action, action_weights=action_weights,
+                                 search_tree=tree)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GumbelPolicy(Policy):
+    """Gumbel MuZero: Gumbel noise `g` for every legal root action;
+    sequential halving spends the budget on the `max_num_considered_actions`
+    best by `g + log P`, halving them by `g + log P + sigma(completed Q)`;
+    below the root the child whose visit share lags most behind
+    `softmax(log P + sigma(completed Q))` (deterministic). `action_weights`
+    is that improved policy at the root (the training target).
+    `sigma(completed Q)` is `qtransform` (None:
+    `qtransform_completed_by_mix_value(value_scale=, maxvisit_init=)`).
+    `gumbel_scale` plays the role of a temperature (0: deterministic).
+    `search_tree.extra_data` is `GumbelExtraData(root_gumbel [B, A], ...)`."""
+
+    max_num_considered_actions: int = 16
+    gumbel_scale: Any = 1.0
+    value_scale: float = 0.1
+    maxvisit_init: float = 50.0
+    qtransform: Optional[Callable] = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        set_field = functools.partial(object.__setattr__, self)
+        set_field("max_num_considered_actions", check_considered(
+            self.max_num_considered_actions))
+        set_field("gumbel_scale", static_number("gumbel_scale", self.gumbel_scale, low=0.0))
+        set_field("value_scale", validation.check_number("value_scale", self.value_scale,
+                                                         low=0.0))
+        set_field("maxvisit_init", validation.check_number("maxvisit_init", self.maxvisit_init,
+                                                           low=0.0))
+        if self.qtransform is not None:
+            set_field("qtransform", as_static(resolve_qtransform(self.qtransform, None, None)))
+        if self.options.expand_all:
+            raise ValueError("GumbelPolicy cannot use expand_all=True: sequential halving "
+                             "counts one root visit per simulation")
+
+    @property
+    def completed_qtransform(self) -> Static:
+        """sigma(completed Q): `qtransform`, or the mixed-value default."""
+        if self.qtransform is not None:
+            return self.qtransform
+        return Static(functools.partial(qtransform_completed_by_mix_value,
+                                        value_scale=self.value_scale,
+                                        maxvisit_init=self.maxvisit_init))
+
+    def check_call(self, options: SearchOptions, temperature: Any) -> None:
+        del options, temperature  # gumbel_scale is the temperature; no final_action
+
+    def rules(self, options: SearchOptions) -> selection.Rules:
+        return selection.Rules(
+            at_root=functools.partial(
+                selection.gumbel_root_scores, num_simulations=options.num_simulations,
+                max_num_considered_actions=self.max_num_considered_actions,
+                qtransform=self.completed_qtransform),
+            below_root=functools.partial(selection.gumbel_interior_scores,
+                                         qtransform=self.completed_qtransform))
+
+    def body(self, params, rng_key, root, invalid_actions, temperature, tree, *,
+             recurrent_fn, options: SearchOptions) -> base.PolicyOutput:
+        """Keys as mctx splits them: `search_key, gumbel_key = split(rng_key)`."""
+        del temperature
+        search_key, gumbel_key = jax.random.split(rng_key)
+        extra = gumbel_extra_data(gumbel_key, root, tree, self.gumbel_scale)
+        tree = search_body(params, search_key, root, invalid_actions, tree, extra,
+                           recurrent_fn=recurrent_fn, rules=self.rules(options), options=options)
+        action, action_weights = gumbel_action(tree, self.completed_qtransform,
+                                               options.solver)
+        return base.PolicyOutput(action=action, action_weights=action_weights,
+                                 search_tree=tree)
+
+
+def gumbel_extra_data(gumbel_key, root: base.RootFnOutput, tree: Optional[tree_lib.Tree],
+                      gumbel_scale) -> selection.GumbelExtraData:
+    """The root's Gumbel noise [B, A] and, for a continued tree, its root
+    visits before this search (sequential halving counts only this
+    search's)."""
+    gumbel = gumbel_scale * jax.random.gumbel(gumbel_key, root.prior_logits.shape,
+                                              root.prior_logits.dtype)
+    visits_before = jnp.zeros(root.prior_logits.shape, jnp.int32)
+    if tree is not None:
+        root_index = jnp.zeros((tree.batch_size,), jnp.int32)
+        earlier = tree_lib.slots_to_actions(
+            tree, root_index, tree_lib.children_stats(tree, root_index).visits, 0)
+        visits_before = jnp.where((tree.num_nodes > 0)[:, None], earlier, 0)
+    return selection.GumbelExtraData(root_gumbel=gumbel, root_visits_before=visits_before)
 
 
 def puct_rule(pb_c_init, pb_c_base, qtransform: Callable, tie_break: float = 0.0) -> Static:
@@ -275,6 +510,8 @@ def resolve_qtransform(qtransform: Optional[Callable], q_transform: Optional[str
                              f"{q_transform!r}; or pass qtransform=<function>")
         return Q_TRANSFORM_NAMES[q_transform]
     qtransform = default if qtransform is None else qtransform
+    if isinstance(qtransform, Static):
+        return qtransform
     check_tree_function(qtransform, "qtransform",
                         "functools.partial(mcts_jax.qtransform_by_min_max, min_value=-1.0, "
                         "max_value=1.0)")
@@ -289,289 +526,93 @@ def check_considered(max_num_considered_actions: Any) -> int:
     return int(max_num_considered_actions)
 
 
-# ---- the public policies -----------------------------------------------------------------
+# ---- the policies called at once (keyword arguments -> the value) ---------------------------
 
 def uct_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
                recurrent_fn: base.RecurrentFn, num_simulations: int, *,
                invalid_actions: Optional[chex.Array] = None,
-               max_depth: Optional[int] = None,
-               max_nodes: Optional[int] = None,
-               uct_c: float = 1.4,
-               final_action: str = "most_visited",
-               temperature: float = 1.0,
-               value_range: Tuple[float, float] = (-1.0, 1.0),
                tree: Optional[tree_lib.Tree] = None,
-               solver: bool = False,
-               expand_all: bool = False,
-               max_children: Optional[int] = None,
-               replay_embeddings: bool = False,
-               simulations_per_step: int = 1,
-               steering: str = "unobserved",
-               checks: str = "host") -> base.PolicyOutput:
-    """Classic UCT: UCB1 selection, values from `recurrent_fn` (e.g. playouts).
-
-    Selection scores each legal child with `Q + uct_c * sqrt(ln N / n)`, Q on
-    the user's `value_range` from the point of view of the player choosing;
-    unvisited legal children come first (lowest action id first), so every
-    legal child is tried once before any is tried twice. Priors are stored but
-    not used for scoring.
+               temperature: Any = None, **settings) -> base.PolicyOutput:
+    """`UCTPolicy(**settings)` called at once: classic UCT, values from
+    `recurrent_fn` (e.g. playouts).
 
     Args:
       params: passed to `recurrent_fn` unchanged.
       rng_key: PRNG key; the same key gives the same tree, bit for bit.
-      root: `RootFnOutput` with prior_logits [B, A], value [B], embedding.
+      root: `RootFnOutput` with prior_logits [B, A], value [B] (for the
+        player to move), embedding [B, ...].
       recurrent_fn: `(params, key, action [B], embedding) -> (RecurrentFnOutput,
         embedding)`, called once per simulation for the whole batch.
       num_simulations: simulations per search (Python int >= 1).
-      invalid_actions: [B, A] bool, True = illegal at the root. Below the root,
-        legality comes from `RecurrentFnOutput.invalid_actions`.
-      max_depth: deepest node depth that can be created (root = 0); a node at
-        that depth is re-evaluated with its stored value when reached again.
-        None: unlimited.
-      max_nodes: tree capacity N per search, >= num_simulations + 1 (default).
-      uct_c: exploration constant.
-      final_action: "most_visited", "highest_value" or "sampled".
-      temperature: for "sampled", `pi(a) ~ N(a) ** (1 / temperature)`; 0 is
-        greedy. Ignored by the other choices.
-      value_range: (-1, 1) or (0, 1), the scale of every reward and value that
-        `root` and `recurrent_fn` give. (0, 1) maps each of them with
-        `x -> 2 x - 1` (so a neutral reward is 0.5 and a draw is worth 0.5);
-        summaries answer in the same scale. None: unbounded returns (a
-        game score such as 2048's), used as they are; Q is then min-max
-        normalised over the node and its visited children before the
-        exploration term, and the solver proves only from fully proven
-        children.
-      tree: a `Tree` to continue (from `get_subtree`, `reset_tree`, or an
-        earlier search): non-empty rows keep their statistics and gain
-        `num_simulations` more; empty rows start from `root`. Its capacity is
-        `max_nodes`; once full, simulations re-evaluate leaves instead of
-        expanding (nothing is ever written past it).
-      solver: MCTS-solver. Terminal results propagate as proven values: a
-        node is proven when a child is proven to give its mover the best
-        possible value (a win), or when all legal children are proven (then
-        its value is their best). Proven children are never entered again; a
-        proven win is always played, proven losses are avoided while another
-        move remains; `summary()` reports `proven` / `proven_qvalues`.
-      expand_all: when a leaf is first expanded, create all its legal children
-        at once, evaluate each (one recurrent_fn call on B x A transitions, so
-        recurrent_fn must accept any batch size) and back up their summed
-        values, one visit each. Default capacity becomes
-        `num_simulations * K + 1` (K = max_children, or A).
-      max_children: K, the compact layout: each node keeps K child slots
-        holding its legal actions (the K highest priors when more are legal,
-        ties broken at random, the kept priors renormalised) with their
-        action ids, instead of one slot per action id. With K >= the most
-        legal moves a position can have (chess: 218) nothing is dropped and
-        the search is the same as the dense one, visit for visit. Summaries
-        and `action_weights` stay in action space [B, A]. None: dense.
-      replay_embeddings: store only the root's embedding; a leaf's state is
-        recomputed at expansion by replaying the actions from the root with
-        recurrent_fn's state transition (its priors and values are unused,
-        and XLA drops that work). Saves the per-node embedding memory at the
-        cost of `depth` extra transitions per simulation; needs transitions
-        that depend only on (embedding, action), not on the key. Bound the
-        path with `max_depth` for large `max_nodes` (the replay buffer is
-        [B, min(max_depth, max_nodes)] int32).
-      simulations_per_step: P, simulations per step in every tree (parallel
-        leaves, for one position or a few): each step descends P paths,
-        later ones steered away from earlier ones by virtual visits,
-        evaluates the B x P leaves in one recurrent_fn call (which must
-        accept any batch size) and backs up all P; `num_simulations` stays
-        the total. Two paths reaching one unexpanded edge create one node and
-        share its evaluation. 1 (default): one simulation per step. See
-        `mcts_jax/parallel.py`.
-      steering: with P > 1, "unobserved" (WU-UCT: in-flight paths count as
-        visits, Q-values unchanged) or "virtual_loss" (each also counts as a
-        loss for the player choosing).
-      checks: value checks (shape, dtype and option checks always run, at
-        trace time, for free). "host" (default): concrete root arrays are
-        copied to the host and checked for NaN / +inf logits, non-finite
-        values and all-illegal rows before the search (skipped inside the
-        caller's `jit`). "off": none (production runs: no host copy, no
-        wait for the root arrays). "checkify": the root checks, plus
-        non-finite rewards, discounts, values and prior logits returned by
-        recurrent_fn during the search, compiled in with
-        `jax.experimental.checkify`; outside `jit` a failure raises
-        `checkify.JaxRuntimeError`, inside the caller's `jit` wrap the caller
-        with `checkify.checkify`. The search itself is the same in every
-        mode, bit for bit. See docs/validation.md.
+      invalid_actions: [B, A] bool, True = illegal at the root; below it,
+        `RecurrentFnOutput.invalid_actions`.
+      tree: a `Tree` to continue (from `get_subtree`, `reset_tree` or an
+        earlier search): non-empty rows keep their statistics.
+      temperature: for final_action "sampled", `pi(a) ~ N(a) ** (1 /
+        temperature)`; 0 is greedy. None: the policy's (1.0).
+      settings: `UCTPolicy`'s fields (`uct_c=1.4`, `final_action=
+        "most_visited"`) and any `SearchOptions` field (`max_nodes`,
+        `max_children`, `solver`, ...; `SearchOptions.describe()`), or
+        `options=SearchOptions(...)`.
 
     Returns:
       `PolicyOutput(action [B], action_weights [B, A] = root visit
       distribution, search_tree)`.
     """
-    options = make_options(root, invalid_actions, num_simulations, tree=tree,
-                           max_depth=max_depth, max_nodes=max_nodes, solver=solver,
-                           expand_all=expand_all, max_children=max_children,
-                           replay_embeddings=replay_embeddings, value_range=value_range,
-                           simulations_per_step=simulations_per_step, steering=steering,
-                           checks=checks)
-    validation.check_final_action(final_action, temperature, values=checks == "host")
-    rule = Static(functools.partial(selection.uct_scores,
-                                    uct_c=validation.check_number("uct_c", uct_c, low=0.0)))
-    return run_policy(rules_body, params, rng_key, root, recurrent_fn, invalid_actions,
-                      temperature, tree, options,
-                      RulesSettings(rules=selection.everywhere(rule), final_action=final_action),
-                      checks)
-
-
-@dataclasses.dataclass(frozen=True)
-class RulePolicy:
-    """A policy made of selection rules (see `rule_policy`); hashable, so equal
-    instances share their compiled programs wherever a policy is a static
-    argument (sharding, arena, self-play)."""
-
-    rules: selection.Rules
-    final_action: str = "most_visited"
-
-    def __call__(self, params, rng_key, root, recurrent_fn, num_simulations, *,
-                 invalid_actions=None, final_action=None, temperature=1.0, checks="host",
-                 **tree_options) -> base.PolicyOutput:
-        final_action = self.final_action if final_action is None else final_action
-        options = make_options(root, invalid_actions, num_simulations, checks=checks,
-                               **tree_options)
-        validation.check_final_action(final_action, temperature, values=checks == "host")
-        settings = RulesSettings(rules=self.rules, final_action=final_action)
-        return run_policy(rules_body, params, rng_key, root, recurrent_fn, invalid_actions,
-                          temperature, tree_options.get("tree"), options, settings, checks)
-
-
-def rule_policy(root_rule: Callable, interior_rule: Optional[Callable] = None, *,
-                final_action: str = "most_visited") -> RulePolicy:
-    """A policy made of selection rules: `search` with `root_rule` (and
-    `interior_rule` below the root; None: the same rule), then the final
-    action (`final_action` as in `uct_policy`).
-
-    Returns `policy(params, rng_key, root, recurrent_fn, num_simulations, *,
-    invalid_actions=None, final_action=None, temperature=1.0, checks="host",
-    **tree_options) -> PolicyOutput` (final_action None: the one given here;
-    tree_options: `search`'s, but `extra_data`) with `action_weights` the root
-    visit distribution: it runs wherever a built-in policy runs
-    (`sharding.search`, `arena.SearchPlayer`, self-play). Equal rules give
-    equal policies (one compilation).
-
-        ucb1_tuned = mcts_jax.rule_policy(my_rule)
-        out = ucb1_tuned(params, key, root, recurrent_fn, 64, invalid_actions=invalid)
-    """
-    validation.check_final_action(final_action, 1.0)
-    return RulePolicy(rules=make_rules(root_rule, interior_rule), final_action=final_action)
+    return UCTPolicy.make("uct_policy", **settings)(
+        params, rng_key, root, recurrent_fn, num_simulations, invalid_actions=invalid_actions,
+        tree=tree, temperature=temperature)
 
 
 def alphazero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
                      recurrent_fn: base.RecurrentFn, num_simulations: int, *,
                      invalid_actions: Optional[chex.Array] = None,
-                     max_depth: Optional[int] = None,
-                     max_nodes: Optional[int] = None,
-                     pb_c_init: float = 1.25,
-                     pb_c_base: float = 19652.0,
-                     dirichlet_fraction: float = 0.25,
-                     dirichlet_alpha: float = 0.3,
-                     qtransform: Optional[Callable] = None,
-                     q_transform: Optional[str] = None,
-                     final_action: str = "sampled",
-                     temperature: float = 1.0,
-                     value_range: Tuple[float, float] = (-1.0, 1.0),
                      tree: Optional[tree_lib.Tree] = None,
-                     solver: bool = False,
-                     expand_all: bool = False,
-                     max_children: Optional[int] = None,
-                     replay_embeddings: bool = False,
-                     simulations_per_step: int = 1,
-                     steering: str = "unobserved",
-                     checks: str = "host") -> base.PolicyOutput:
-    """AlphaZero PUCT search with priors and values from `recurrent_fn`.
-
-    Selection maximises `Q + c(N) * P * sqrt(N) / (1 + n)` with
-    `c(N) = pb_c_init + log((N + pb_c_base + 1) / pb_c_base)`. Root priors are
-    mixed with Dirichlet noise over the legal actions,
-    `(1 - dirichlet_fraction) * P + dirichlet_fraction * Dir(dirichlet_alpha)`;
-    set `dirichlet_fraction=0` for evaluation. `qtransform` is the Q
-    transform, a function (mctx's `qtransform_by_parent_and_siblings` by
-    default, or `qtransform_by_min_max`, `qtransform_raw`, the user's own,
-    constants bound with `functools.partial`); the older `q_transform`
-    strings "parent_and_siblings" and "raw" name the first and the last. The
-    defaults match `mctx.muzero_policy`, including sampling the action at
-    temperature 1 (`mcts_jax.muzero_policy` is the same search with mctx's
-    signature, root noise and tie-breaking).
-
-    The remaining arguments are as in `uct_policy`.
-    """
-    qtransform = resolve_qtransform(qtransform, q_transform, qtransform_by_parent_and_siblings)
-    options = make_options(root, invalid_actions, num_simulations, tree=tree,
-                           max_depth=max_depth, max_nodes=max_nodes, solver=solver,
-                           expand_all=expand_all, max_children=max_children,
-                           replay_embeddings=replay_embeddings, value_range=value_range,
-                           simulations_per_step=simulations_per_step, steering=steering,
-                           checks=checks)
-    validation.check_final_action(final_action, temperature, values=checks == "host")
-    settings = AlphaZeroSettings(
-        rule=puct_rule(pb_c_init, pb_c_base, qtransform), final_action=final_action,
-        dirichlet_fraction=validation.check_number("dirichlet_fraction", dirichlet_fraction,
-                                                   low=0.0, high=1.0),
-        dirichlet_alpha=validation.check_number("dirichlet_alpha", dirichlet_alpha, low=0.0,
-                                                low_inclusive=False))
-    return run_policy(alphazero_body, params, rng_key, root, recurrent_fn, invalid_actions,
-                      temperature, tree, options, settings, checks)
+                     temperature: Any = None, q_transform: Optional[str] = None,
+                     **settings) -> base.PolicyOutput:
+    """`AlphaZeroPolicy(**settings)` called at once: PUCT with Dirichlet
+    root noise (`dirichlet_fraction=0` for evaluation). Settings:
+    `pb_c_init=1.25`, `pb_c_base=19652`, `dirichlet_fraction=0.25`,
+    `dirichlet_alpha=0.3`, `qtransform` (a function; the older
+    `q_transform` names "parent_and_siblings" and "raw" still work),
+    `final_action="sampled"`, and any `SearchOptions` field. The defaults
+    match `mctx.muzero_policy`. Other arguments as in `uct_policy`."""
+    if q_transform is not None:
+        settings["qtransform"] = resolve_qtransform(settings.get("qtransform"), q_transform,
+                                                    qtransform_by_parent_and_siblings)
+    return AlphaZeroPolicy.make("alphazero_policy", **settings)(
+        params, rng_key, root, recurrent_fn, num_simulations, invalid_actions=invalid_actions,
+        tree=tree, temperature=temperature)
 
 
 def gumbel_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
                   recurrent_fn: base.RecurrentFn, num_simulations: int, *,
                   invalid_actions: Optional[chex.Array] = None,
-                  max_depth: Optional[int] = None,
-                  max_nodes: Optional[int] = None,
-                  max_num_considered_actions: int = 16,
-                  gumbel_scale: float = 1.0,
-                  value_scale: float = 0.1,
-                  maxvisit_init: float = 50.0,
-                  qtransform: Optional[Callable] = None,
-                  value_range: Tuple[float, float] = (-1.0, 1.0),
                   tree: Optional[tree_lib.Tree] = None,
-                  solver: bool = False,
-                  max_children: Optional[int] = None,
-                  replay_embeddings: bool = False,
-                  checks: str = "host",
-                  stop_at_terminal: bool = True,
-                  node_per_simulation: bool = False,
-                  loop_fn: Callable = jax.lax.fori_loop,
-                  simulations_per_step: int = 1,
-                  steering: str = "unobserved") -> base.PolicyOutput:
-    """Gumbel MuZero: policy improvement that works with very few simulations.
+                  **settings) -> base.PolicyOutput:
+    """`GumbelPolicy(**settings)` called at once: Gumbel MuZero, policy
+    improvement that works with very few simulations. Settings:
+    `max_num_considered_actions=16`, `gumbel_scale=1.0`, `value_scale=0.1`,
+    `maxvisit_init=50.0`, `qtransform`, and any `SearchOptions` field. The
+    defaults match `mctx.gumbel_muzero_policy`; with `tree=`, sequential
+    halving counts only this search's visits. Other arguments as in
+    `uct_policy`."""
+    return GumbelPolicy.make("gumbel_policy", **settings)(
+        params, rng_key, root, recurrent_fn, num_simulations, invalid_actions=invalid_actions,
+        tree=tree)
 
-    At the root, Gumbel noise `g` is drawn for every legal action; sequential
-    halving spends the budget on the `max_num_considered_actions` best by
-    `g + log P` and halves them, by `g + log P + sigma(completed Q)`, until
-    the survivor is the action. `sigma(completed Q)` is `qtransform` (default
-    `qtransform_completed_by_mix_value(value_scale, maxvisit_init)`: unvisited
-    children get the node's mixed value, min-max rescaled, times
-    `(maxvisit_init + max visits) * value_scale`; give `qtransform=` to change
-    any of its options, e.g. `functools.partial(
-    mcts_jax.qtransform_completed_by_mix_value, use_mixed_value=False)`). Below the root the child
-    whose visit share lags most behind `softmax(log P + sigma(completed Q))`
-    is chosen (deterministic). `action_weights` is that improved policy at the
-    root: the training target. The defaults match `mctx.gumbel_muzero_policy`
-    (`mcts_jax.gumbel_muzero_policy` is this search with mctx's signature).
-    `search_tree.extra_data` is `selection.GumbelExtraData(root_gumbel [B, A], ...)`.
 
-    `gumbel_scale` plays the role of a temperature (0: deterministic); the
-    `final_action` and `temperature` options of the other policies do not
-    apply. With `tree=`, sequential halving counts only this search's visits.
-    The other arguments are as in `uct_policy`.
+def rule_policy(root_rule: Callable, interior_rule: Optional[Callable] = None, *,
+                final_action: str = "most_visited", **settings) -> RulePolicy:
+    """A policy value made of selection rules: `search` with `root_rule`
+    (and `interior_rule` below the root; None: the same rule), then the
+    final action. `settings`: `temperature` and any `SearchOptions` field.
+    It runs wherever a built-in policy runs (`search(policy=...)`,
+    `sharding.search`, `arena.SearchPlayer`, self-play); equal rules give
+    equal policies (one compilation).
+
+        ucb1_tuned = mcts_jax.rule_policy(my_rule)
+        out = ucb1_tuned(params, key, root, recurrent_fn, 64, invalid_actions=invalid)
     """
-    default = functools.partial(
-        qtransform_completed_by_mix_value,
-        value_scale=validation.check_number("value_scale", value_scale, low=0.0),
-        maxvisit_init=validation.check_number("maxvisit_init", maxvisit_init, low=0.0))
-    qtransform = resolve_qtransform(qtransform, None, default)
-    options = make_options(root, invalid_actions, num_simulations, tree=tree,
-                           max_depth=max_depth, max_nodes=max_nodes, solver=solver,
-                           max_children=max_children, replay_embeddings=replay_embeddings,
-                           value_range=value_range, stop_at_terminal=stop_at_terminal,
-                           node_per_simulation=node_per_simulation, loop_fn=loop_fn,
-                           simulations_per_step=simulations_per_step, steering=steering,
-                           checks=checks)
-    settings = GumbelSettings(
-        max_num_considered_actions=check_considered(max_num_considered_actions),
-        gumbel_scale=static_number("gumbel_scale", gumbel_scale, low=0.0),
-        qtransform=Static(qtransform))
-    return run_policy(gumbel_body, params, rng_key, root, recurrent_fn, invalid_actions,
-                      0.0, tree, options, settings, checks)
+    return RulePolicy.make("rule_policy", selection_rules=make_rules(root_rule, interior_rule),
+                                    final_action=final_action, **settings)

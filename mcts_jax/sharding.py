@@ -7,8 +7,8 @@ ordinary compiled policy under `jax.jit`; XLA partitions it (GSPMD), so there
 is no scheduler and no host round trip inside a search or a self-play move.
 
     mesh = mcts_jax.sharding.make_mesh()                    # every device
-    out = mcts_jax.sharding.search(mesh, "gumbel", params, key, root, recurrent_fn, 64,
-                                   invalid_actions=invalid)
+    out = mcts_jax.sharding.search(mesh, mcts_jax.GumbelPolicy(), params, key, root,
+                                   recurrent_fn, 64, invalid_actions=invalid)
     out.action.sharding                                      # split over "data"
 
 Determinism: every random number of a search is drawn inside the compiled
@@ -322,41 +322,20 @@ def to_host(tree: Any) -> Any:
 
 # ---- sharded searches ------------------------------------------------------------------
 
-def policy_function(policy: Union[str, Callable]) -> Callable:
-    """A policy function: a built-in's name ("uct", "alphazero", "gumbel",
-    "muzero", "gumbel_muzero") or any function with the policies' signature
-    `(params, rng_key, root, recurrent_fn, num_simulations, *, invalid_actions,
-    tree, **options) -> PolicyOutput` (a built-in, `mcts_jax.rule_policy(...)`,
-    or the user's own). "stochastic_muzero" takes the pair
-    `(decision_recurrent_fn, chance_recurrent_fn)` as its `recurrent_fn`."""
-    import mcts_jax  # the policies import this package; resolve at call time
-
-    named = {"uct": mcts_jax.uct_policy, "alphazero": mcts_jax.alphazero_policy,
-             "gumbel": mcts_jax.gumbel_policy, "muzero": mcts_jax.muzero_policy,
-             "gumbel_muzero": mcts_jax.gumbel_muzero_policy,
-             "stochastic_muzero": stochastic_muzero}
+def as_policy(policy: Any, options: dict) -> Callable:
+    """The policy a sharded search runs: a policy value (`mcts_jax.Policy`,
+    with `options` applied by `replace`), or a policy function with the
+    policies' signature, called with `options` as keyword arguments."""
     if isinstance(policy, str):
-        if policy not in named:
-            raise ValueError(f"policy must be one of {tuple(named)} or a policy function, "
-                             f"got {policy!r}")
-        return named[policy]
+        raise TypeError(f"policy must be a policy value such as mcts_jax.GumbelPolicy() or "
+                        f"mcts_jax.rule_policy(my_rule), got the name {policy!r} (names are "
+                        f"resolved at the command line: training.policies.policy_from_name)")
     if not callable(policy):
-        raise TypeError(f"policy must be a policy function or one of {tuple(named)}, got "
-                        f"{type(policy).__name__}")
-    return policy
-
-
-def stochastic_muzero(params, rng_key, root, recurrent_fns, num_simulations, **options):
-    """`mcts_jax.stochastic_muzero_policy` in the policies' signature: the
-    pair `(decision_recurrent_fn, chance_recurrent_fn)` as `recurrent_fns`."""
-    import mcts_jax
-
-    if not (isinstance(recurrent_fns, tuple) and len(recurrent_fns) == 2):
-        raise TypeError("policy 'stochastic_muzero' takes recurrent_fn = (decision_recurrent_fn, "
-                        f"chance_recurrent_fn), got {type(recurrent_fns).__name__}")
-    decision_fn, chance_fn = recurrent_fns
-    return mcts_jax.stochastic_muzero_policy(params, rng_key, root, decision_fn, chance_fn,
-                                             num_simulations, **options)
+        raise TypeError(f"policy must be a policy value (mcts_jax.Policy) or a policy "
+                        f"function, got {type(policy).__name__}")
+    if hasattr(policy, "replace") and hasattr(policy, "options"):
+        return policy.replace(**options) if options else policy
+    return functools.partial(policy, **options) if options else policy
 
 
 SEARCH_MODES = ("exact", "local")
@@ -401,13 +380,11 @@ def run_policy(policy: Callable, mesh: Optional[Mesh], mode: str, params, rng_ke
 
 
 @functools.partial(jax.jit, static_argnames=("mesh", "mode", "policy", "recurrent_fn",
-                                             "num_simulations", "options"))
+                                             "num_simulations"))
 def _sharded_search(params, rng_key, root, invalid_actions, tree, *, mesh, mode, policy,
-                    recurrent_fn, num_simulations, options):
-    return run_policy(policy, mesh, mode, params, rng_key, root, recurrent_fn,
-                      num_simulations, invalid_actions, tree,
-                      **{name: value.fn if isinstance(value, Static) else value
-                         for name, value in options})
+                    recurrent_fn, num_simulations):
+    return run_policy(policy.fn, mesh, mode, params, rng_key, root, recurrent_fn,
+                      num_simulations, invalid_actions, tree)
 
 
 def search(mesh: Mesh, policy: Union[str, Callable], params: Any, rng_key: jax.Array,
@@ -416,14 +393,16 @@ def search(mesh: Mesh, policy: Union[str, Callable], params: Any, rng_key: jax.A
            checks: str = "host", mode: str = "exact", **options) -> Any:
     """One batched search of B roots split over the mesh's D devices.
 
-    policy: any policy function (`mcts_jax.gumbel_policy`, `mcts_jax.rule_policy(
-      my_rule)`, the user's own with the policies' signature) or a built-in's
-      name ("uct", "alphazero", "gumbel", "muzero", "gumbel_muzero").
+    policy: a policy value (`mcts_jax.GumbelPolicy()`, `mcts_jax.rule_policy(
+      my_rule)`, the user's own `mcts_jax.Policy`), or a policy function with
+      the policies' signature (`mcts_jax.gumbel_policy`). A stochastic
+      policy (`StochasticMuZeroPolicy`) takes `recurrent_fn = (decision_fn,
+      chance_fn)`.
     params: replicated on every device; rng_key: replicated; root
       (`RootFnOutput`, [B, ...]), invalid_actions [B, A] and tree (a `Tree`
       of B rows to continue, e.g. from `mcts_jax.get_subtree`) split along B.
-    options: the policy's keyword options (max_nodes, max_children,
-      dirichlet_fraction, ...), static as in the policy.
+    options: the policy's settings or search options to change (max_nodes,
+      max_children, dirichlet_fraction, ...), static as in the policy.
     checks: "host" checks the root's values on the host first (arrays of this
       process only); "off" skips that. Shape checks always run.
     mode: "exact" (default): bit for bit the one-device search; "local": each
@@ -435,7 +414,7 @@ def search(mesh: Mesh, policy: Union[str, Callable], params: Any, rng_key: jax.A
     per shapes, mesh, policy, recurrent_fn object and options.
     Raises ValueError naming `root.prior_logits` when B is not a multiple of D.
     """
-    policy_fn = policy_function(policy)
+    policy_fn = as_policy(policy, options)
     if mode not in SEARCH_MODES:
         raise ValueError(f"mode must be one of {SEARCH_MODES}, got {mode!r}")
     checks = validation.check_mode(checks)
@@ -451,11 +430,8 @@ def search(mesh: Mesh, policy: Union[str, Callable], params: Any, rng_key: jax.A
                                               name="search input")
     params, rng_key = replicate((params, rng_key), mesh)
     return _sharded_search(params, rng_key, root, invalid_actions, tree, mesh=mesh,
-                           mode=mode, policy=policy_fn, recurrent_fn=recurrent_fn,
-                           num_simulations=num_simulations,
-                           options=tuple(sorted(
-                               (name, Static(value) if callable(value) else value)
-                               for name, value in options.items())))
+                           mode=mode, policy=Static(policy_fn), recurrent_fn=recurrent_fn,
+                           num_simulations=num_simulations)
 
 
 
@@ -473,9 +449,9 @@ def rowwise(fn: Callable, mesh: Optional[Mesh]) -> Callable:
 
 
 def _subtree_rows(tree, action):
-    import mcts_jax
+    from mcts_jax import reuse
 
-    return mcts_jax.get_subtree(tree, action, checks="off")
+    return reuse.get_subtree(tree, action, checks="off")
 
 
 @functools.partial(jax.jit, static_argnames=("mesh",))

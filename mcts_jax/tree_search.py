@@ -17,7 +17,7 @@ new selection rule or Q transform is a function in the user's notebook.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Optional
 
 import chex
 import jax
@@ -29,7 +29,7 @@ from mcts_jax import phases
 from mcts_jax import reuse
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
-from mcts_jax.options import SearchOptions, Static, holds_tracer, make_options
+from mcts_jax.options import SearchOptions, Static, holds_tracer
 from mcts_jax.qtransforms import check_tree_function
 from mcts_jax.selection import Rules
 
@@ -166,8 +166,9 @@ def run_body(body: Callable, params, rng_key, root, recurrent_fn, invalid_action
     checks = validation.check_mode(checks)
     dynamic = (params, rng_key, root, invalid_actions, jnp.asarray(temperature, jnp.float32),
                tree, extra_data)
-    statics = dict(body=body, recurrent_fn=Static(recurrent_fn), options=options,
-                   settings=settings)
+    # `checks` is not part of the compiled search (the same program in every mode).
+    statics = dict(body=body, recurrent_fn=Static(recurrent_fn),
+                   options=options.replace(checks="host"), settings=settings)
     if holds_tracer(settings):
         if checks == "checkify":
             raise ValueError("checks='checkify' needs rules and Q transforms whose bound "
@@ -183,24 +184,14 @@ def run_body(body: Callable, params, rng_key, root, recurrent_fn, invalid_action
 
 def search(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
            recurrent_fn: base.RecurrentFn, num_simulations: int, *,
-           root_rule: Callable,
+           root_rule: Optional[Callable] = None,
            interior_rule: Optional[Callable] = None,
+           policy: Any = None,
            invalid_actions: Optional[chex.Array] = None,
-           max_depth: Optional[int] = None,
-           max_nodes: Optional[int] = None,
            tree: Optional[tree_lib.Tree] = None,
-           solver: bool = False,
-           expand_all: bool = False,
-           max_children: Optional[int] = None,
-           replay_embeddings: bool = False,
-           value_range: Tuple[float, float] = (-1.0, 1.0),
-           stop_at_terminal: bool = True,
-           node_per_simulation: bool = False,
-           loop_fn: Callable = jax.lax.fori_loop,
            extra_data: Any = None,
-           simulations_per_step: int = 1,
-           steering: str = "unobserved",
-           checks: str = "host") -> tree_lib.Tree:
+           options: Optional[SearchOptions] = None,
+           **option_keywords) -> tree_lib.Tree:
     """Runs `num_simulations` simulations of MCTS on each of B roots; returns the `Tree`.
 
     Each simulation descends from the root by the argmax of the rules' scores,
@@ -219,35 +210,36 @@ def search(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
         `functools.partial`: `mcts_jax.puct_scores`, `uct_scores`,
         `gumbel_root_scores`, or the user's own.
       interior_rule: the rule below the root; None: `root_rule` everywhere.
-      invalid_actions, max_depth, max_nodes, tree, solver, expand_all,
-        max_children, replay_embeddings, value_range, checks: the tree
-        options, as documented in `uct_policy`.
-      stop_at_terminal: True: discount 0 ends the game (a terminal node is
-        never expanded; reaching it again backs up its reward). False:
-        mctx's semantics, discount 0 is only a factor.
-      node_per_simulation: simulation i writes node i + 1, mctx's numbering.
-      loop_fn: the simulation loop (mctx's `loop_fn`, e.g. `hk.fori_loop`).
+      policy: instead of rules, a policy value (`mcts_jax.AlphaZeroPolicy()`,
+        `rule_policy(...)`, the user's own `Policy`): its root setup, rules
+        and options run, and its search tree is returned.
+      invalid_actions: [B, A] bool, True = illegal at the root.
+      tree: a `Tree` to continue (subtree reuse).
       extra_data: any pytree with leading [B], stored as `tree.extra_data`
-        for rules to read (Gumbel's root noise lives there).
-      simulations_per_step: P paths per tree per step, steered apart by
-        virtual visits and evaluated in one recurrent_fn call of batch
-        B * P (which must accept any batch size); `num_simulations` stays
-        the total. 1: one simulation per step. See parallel.py.
-      steering: "unobserved" (WU-UCT) or "virtual_loss", with P > 1.
+        for rules to read (Gumbel's root noise lives there); rules only.
+      options: a `SearchOptions` (default: the defaults, or the policy's);
+        `option_keywords`: any of its fields, applied on top.
 
     Compiled once per shapes, recurrent_fn, rules and options (rules that are
     equal `functools.partial`s of one function, with hashable bound
     arguments such as Python numbers, count as equal); inside the caller's
     `jit` it is a nested jit. Do not `vmap` it: it is batched.
     """
+    if policy is not None:
+        if root_rule is not None or interior_rule is not None or extra_data is not None:
+            raise ValueError("search takes a policy or rules (root_rule, interior_rule, "
+                             "extra_data), not both")
+        if options is not None:
+            option_keywords = {**{name: getattr(options, name) for name in
+                                  SearchOptions.names()}, **option_keywords}
+        return policy(params, rng_key, root, recurrent_fn, num_simulations,
+                      invalid_actions=invalid_actions, tree=tree,
+                      **option_keywords).search_tree
+    if root_rule is None:
+        raise TypeError("search needs root_rule (a function (tree, node, stats) -> [B, K]) "
+                        "or policy (a policy value)")
     rules = make_rules(root_rule, interior_rule)
-    options = make_options(root, invalid_actions, num_simulations, tree=tree,
-                           max_depth=max_depth, max_nodes=max_nodes, solver=solver,
-                           expand_all=expand_all, max_children=max_children,
-                           replay_embeddings=replay_embeddings, value_range=value_range,
-                           stop_at_terminal=stop_at_terminal,
-                           node_per_simulation=node_per_simulation, loop_fn=loop_fn,
-                           simulations_per_step=simulations_per_step, steering=steering,
-                           checks=checks)
+    options = SearchOptions.from_keywords(options, **option_keywords).resolve(
+        root, invalid_actions, num_simulations, tree)
     return run_body(search_as_body, params, rng_key, root, recurrent_fn, invalid_actions, 0.0,
-                    tree, extra_data, options, rules, checks)
+                    tree, extra_data, options, rules, options.checks)

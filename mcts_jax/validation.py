@@ -170,8 +170,15 @@ def check_search_args(num_simulations: Any, max_nodes: Optional[Any], max_depth:
         if isinstance(max_depth, bool) or not isinstance(max_depth, (int, np.integer)) \
                 or max_depth < 1:
             raise ValueError(f"max_depth must be None or an int >= 1, got {max_depth!r}")
-    if value_range is None:  # unbounded returns (scores), used as they are
-        return int(max_nodes)
+    check_value_range(value_range)
+    return int(max_nodes)
+
+
+def check_value_range(value_range: Any) -> Optional[Tuple[float, float]]:
+    """One of VALUE_RANGES as a tuple of floats, or None (unbounded returns
+    such as game scores, used as they are)."""
+    if value_range is None:
+        return None
     try:
         as_floats = tuple(float(v) for v in value_range)
     except (TypeError, ValueError):
@@ -179,7 +186,7 @@ def check_search_args(num_simulations: Any, max_nodes: Optional[Any], max_depth:
     if as_floats not in VALUE_RANGES:
         raise ValueError(f"value_range must be one of {VALUE_RANGES} or None (unbounded "
                          f"returns such as game scores), got {value_range!r}")
-    return int(max_nodes)
+    return as_floats
 
 
 def check_final_action(final_action: Any, temperature: Any, values: bool = True) -> None:

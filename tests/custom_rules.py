@@ -10,7 +10,12 @@ notebook: from the public contract alone (`mcts_jax.ChildrenStats` fields,
   prior as a tie-breaking bonus for unvisited children.
 - `qtransform_clipped`: a Q transform the library does not have: Q clipped
   to [-0.5, 0.5], then mapped to [0, 1].
+- `FlattenedRootPolicy`: a whole policy value of the user's own (a
+  `mcts_jax.Policy` subclass): its own root setup and its own rule.
 """
+
+import dataclasses
+import functools
 
 import jax.numpy as jnp
 
@@ -47,3 +52,24 @@ def qtransform_clipped(tree, node, stats, *, bound=0.5):
 
 # A policy made of the rule, usable wherever a built-in policy is.
 depth_scaled_policy = mcts_jax.rule_policy(depth_scaled_ucb)
+
+
+# A whole policy of the user's own: a root setup and a rule, as a value.
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FlattenedRootPolicy(mcts_jax.Policy):
+    """The user's policy: root priors flattened by `root_temperature`
+    (`softmax(logits / t)`, t > 1 spreads the search at the root, a root
+    setup the library does not have), `depth_scaled_ucb` everywhere, the
+    most visited move."""
+
+    root_temperature: float = 2.0
+    c: float = 1.4
+    final_action: str = "most_visited"
+
+    def root_setup(self, rng_key, root, invalid_actions, tree, options):
+        del rng_key, invalid_actions, tree, options
+        return root.replace(prior_logits=root.prior_logits / self.root_temperature), None
+
+    def rules(self, options):
+        rule = functools.partial(depth_scaled_ucb, c=self.c)
+        return mcts_jax.Rules(at_root=rule, below_root=rule)

@@ -21,7 +21,7 @@ def digest(tree) -> str:
     import jax
     import numpy as np
 
-    from mcts_jax.training import checkpoint as checkpoint_lib
+    from training import checkpoint as checkpoint_lib
 
     h = hashlib.sha256()
     for path, x in jax.tree_util.tree_leaves_with_path(checkpoint_lib.pack_keys(tree)):
@@ -42,8 +42,8 @@ def main(process_id: int, port: int, out_path: str) -> int:
 
     import mcts_jax
     from mcts_jax import synthetic
-    from mcts_jax.training import config as config_lib
-    from mcts_jax.training import loop, replay
+    from training import config as config_lib
+    from training import loop, replay
 
     result = dict(process_index=jax.process_index(), process_count=jax.process_count(),
                   local_devices=jax.local_device_count(), devices=jax.device_count())
@@ -53,7 +53,7 @@ def main(process_id: int, port: int, out_path: str) -> int:
     problem = synthetic.HashedProblem(num_actions=5, illegal_eighths=2, terminal_sixteenths=2)
     root, invalid = problem.root(synthetic.random_root_codes(11, 16))  # same in every process
     key = jax.random.key(5)
-    split = sharding.search(mesh, "gumbel", None, key, root, problem.recurrent_fn, 8,
+    split = sharding.search(mesh, mcts_jax.GumbelPolicy(), None, key, root, problem.recurrent_fn, 8,
                             invalid_actions=invalid)
     result["search_fully_addressable"] = bool(split.action.is_fully_addressable)
     gathered = sharding.to_host(split)

@@ -26,10 +26,10 @@ import custom_rules
 import mcts_jax
 from mcts_jax import sharding, synthetic
 from mcts_jax.chance_trees import ChanceTree
-from mcts_jax.training import checkpoint as checkpoint_lib
-from mcts_jax.training import config as config_lib
-from mcts_jax.training import loop
-from mcts_jax.training.state import TrainState
+from training import checkpoint as checkpoint_lib
+from training import config as config_lib
+from training import loop
+from training.state import TrainState
 
 BATCH = 64
 SIMULATIONS = 12
@@ -64,7 +64,7 @@ def check_search(mesh, policy, **options):
     reuse = options.pop("reuse", False)
     root, invalid = PROBLEM.root(synthetic.random_root_codes(3, BATCH))
     key = jax.random.key(7)
-    function = sharding.policy_function(policy)
+    function = sharding.as_policy(policy, {})
     single = function(None, key, root, PROBLEM.recurrent_fn, SIMULATIONS,
                       invalid_actions=invalid, **options)
     split = sharding.search(mesh, policy, None, key, root, PROBLEM.recurrent_fn, SIMULATIONS,
@@ -102,8 +102,9 @@ def check_stochastic(mesh):
     functions = (game.decision_recurrent_fn, game.chance_recurrent_fn)
     key = jax.random.key(3)
     options = dict(max_children=5, dirichlet_fraction=0.25)
-    single = sharding.stochastic_muzero(None, key, root, functions, SIMULATIONS, **options)
-    split = sharding.search(mesh, "stochastic_muzero", None, key, root, functions, SIMULATIONS,
+    policy = mcts_jax.StochasticMuZeroPolicy()
+    single = policy(None, key, root, functions, SIMULATIONS, **options)
+    split = sharding.search(mesh, policy, None, key, root, functions, SIMULATIONS,
                             **options)
     assert_split(split, 8, BATCH)
     different = leaves_equal(single, split)
@@ -113,9 +114,8 @@ def check_stochastic(mesh):
     split_tree = sharding.rowwise(mcts_jax.stochastic_subtree, mesh)(
         split.search_tree, split.action, outcome)
     assert not leaves_equal(single_tree, split_tree), "stochastic_subtree differs"
-    single2 = sharding.stochastic_muzero(None, key, root, functions, SIMULATIONS,
-                                         tree=single_tree, **options)
-    split2 = sharding.search(mesh, "stochastic_muzero", None, key, root, functions,
+    single2 = policy(None, key, root, functions, SIMULATIONS, tree=single_tree, **options)
+    split2 = sharding.search(mesh, policy, None, key, root, functions,
                              SIMULATIONS, tree=split_tree, **options)
     different = leaves_equal(single2, split2)
     assert not different, f"stochastic: continued sharded search differs in {different}"
@@ -126,7 +126,7 @@ def check_local_mode(mesh):
     with key fold_in(key, d) (no communication, per-device randomness)."""
     root, invalid = PROBLEM.root(synthetic.random_root_codes(4, BATCH))
     key = jax.random.key(9)
-    split = sharding.search(mesh, "gumbel", None, key, root, PROBLEM.recurrent_fn, SIMULATIONS,
+    split = sharding.search(mesh, mcts_jax.GumbelPolicy(), None, key, root, PROBLEM.recurrent_fn, SIMULATIONS,
                             invalid_actions=invalid, mode="local")
     assert_split(split, 8, BATCH)
     rows = BATCH // 8
@@ -145,7 +145,7 @@ def check_errors(mesh):
     """Clear errors naming the argument and the counts."""
     root, invalid = PROBLEM.root(synthetic.random_root_codes(3, 60))
     try:
-        sharding.search(mesh, "uct", None, jax.random.key(0), root, PROBLEM.recurrent_fn, 4,
+        sharding.search(mesh, mcts_jax.UCTPolicy(), None, jax.random.key(0), root, PROBLEM.recurrent_fn, 4,
                         invalid_actions=invalid)
     except ValueError as error:
         message = str(error)
@@ -169,10 +169,10 @@ def check_errors(mesh):
         raise AssertionError("--num-games 12 on 8 devices did not raise")
     try:
         sharding.search(mesh, "mcts", None, jax.random.key(0), root, PROBLEM.recurrent_fn, 4)
-    except ValueError as error:
-        assert "policy" in str(error), str(error)
+    except TypeError as error:
+        assert "policy value" in str(error) and "'mcts'" in str(error), str(error)
     else:
-        raise AssertionError("an unknown policy did not raise")
+        raise AssertionError("a policy name did not raise")
 
 
 # ---- training --------------------------------------------------------------------------
@@ -265,21 +265,24 @@ def main(out_path: str) -> int:
     assert sharding.num_devices(mesh) == 8
     checks = [
         ("errors", lambda: check_errors(mesh)),
-        ("search_uct", lambda: check_search(mesh, "uct")),
-        ("search_alphazero", lambda: check_search(mesh, "alphazero")),
+        ("search_uct", lambda: check_search(mesh, mcts_jax.UCTPolicy())),
+        ("search_alphazero", lambda: check_search(mesh, mcts_jax.AlphaZeroPolicy())),
         ("search_gumbel_compact_reuse",
-         lambda: check_search(mesh, "gumbel", max_children=4, reuse=True)),
+         lambda: check_search(mesh, mcts_jax.GumbelPolicy(), max_children=4, reuse=True)),
         ("search_local_mode", lambda: check_local_mode(mesh)),
         # A user's rule and Q transform (tests/custom_rules.py), no library edit.
         ("search_custom_rule_reuse",
          lambda: check_search(mesh, custom_rules.depth_scaled_policy, reuse=True)),
         ("search_custom_qtransform_compact",
-         lambda: check_search(mesh, "alphazero", max_children=4,
+         lambda: check_search(mesh, mcts_jax.AlphaZeroPolicy(), max_children=4,
                               qtransform=custom_rules.qtransform_clipped)),
         # Several paths per step: B x P leaves per call, split along B.
         ("search_parallel_paths_reuse",
-         lambda: check_search(mesh, "uct", simulations_per_step=4, reuse=True)),
+         lambda: check_search(mesh, mcts_jax.UCTPolicy(), simulations_per_step=4, reuse=True)),
         ("search_stochastic_compact_reuse", lambda: check_stochastic(mesh)),
+        ("search_user_policy_reuse",
+         lambda: check_search(mesh, custom_rules.FlattenedRootPolicy.make(max_nodes=64),
+                              reuse=True)),
         ("training", lambda: check_training(tempfile.mkdtemp(prefix="sharding_checks_"))),
     ]
     only = os.environ.get("SHARDING_CHECKS")

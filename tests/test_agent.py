@@ -1,13 +1,13 @@
-"""mcts_jax.agent.Agent: load a run folder and play its network."""
+"""training.agent.Agent: load a run folder and play its network."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mcts_jax import arena
-from mcts_jax.agent import Agent
-from mcts_jax.training import loop
+from training import arena
+from training.agent import Agent
+from training import loop
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""mcts_jax.arena: match bookkeeping, known random-play statistics, Elo fitting."""
+"""training.arena: match bookkeeping, known random-play statistics, Elo fitting."""
 
 import itertools
 
@@ -6,7 +6,8 @@ import jax
 import numpy as np
 
 import envs
-from mcts_jax import arena, evaluators
+from mcts_jax import evaluators
+from training import arena
 
 TTT = envs.make("tic_tac_toe")
 

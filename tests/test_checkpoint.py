@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 from subprocess_env import compiled_like_this_process
 
-from mcts_jax.training import checkpoint as checkpoint_lib
-from mcts_jax.training import config as config_lib
-from mcts_jax.training import loop
-from mcts_jax.training.state import TrainState
+from training import checkpoint as checkpoint_lib
+from training import config as config_lib
+from training import loop
+from training.state import TrainState
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -197,7 +197,7 @@ def test_sigkill_at_five_random_moments_loses_nothing(tmp_path):
         return records
 
     assert results(run_dir) == results(straight_dir)
-    from mcts_jax.agent import Agent
+    from training.agent import Agent
     a, b = Agent.load(straight_dir), Agent.load(run_dir)
     assert a.iteration == b.iteration == ITERATIONS
     for x, y in zip(jax.tree.leaves(a.variables), jax.tree.leaves(b.variables)):
@@ -242,7 +242,7 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path, overlap):
 
     assert load(stopped) == load(straight)
     assert load(straight)[-1]["updates"] > 0  # the learner took part
-    from mcts_jax.agent import Agent
+    from training.agent import Agent
     a, b = Agent.load(straight), Agent.load(stopped)
     assert a.iteration == b.iteration == 3
     for x, y in zip(jax.tree.leaves(a.variables), jax.tree.leaves(b.variables)):

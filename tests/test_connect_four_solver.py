@@ -15,7 +15,7 @@ import pytest
 
 import envs
 from envs import connect_four_solver as solver
-from mcts_jax import arena
+from training import arena
 
 try:
     import bitbully
@@ -263,7 +263,7 @@ def test_solver_player_always_wins_moving_first():
 
 @needs_solver
 def test_tiny_training_run_writes_the_solver_metrics(tmp_path):
-    from mcts_jax.training import loop, reporting
+    from training import loop, reporting
     lines = []
     # No Elo and no final matches (the periodic evaluation plays the solver
     # through the same code as the final one), to keep the test short.
@@ -302,9 +302,9 @@ def test_tiny_training_run_writes_the_solver_metrics(tmp_path):
 
 
 def test_missing_solver_gives_a_notice_and_no_metrics(monkeypatch):
-    from mcts_jax import networks
-    from mcts_jax.training import config as config_lib
-    from mcts_jax.training import evaluation
+    from training import networks
+    from training import config as config_lib
+    from training import evaluation
     monkeypatch.setattr(solver, "available", lambda: False)
     config = config_lib.resolve(dict(game="connect_four", preset="tiny"))
     lines = []

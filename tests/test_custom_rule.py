@@ -12,9 +12,10 @@ import numpy as np
 import custom_rules
 import envs
 import mcts_jax
-from mcts_jax import arena, evaluators, networks, sharding
+from mcts_jax import evaluators, sharding
+from training import arena, networks
 from mcts_jax.synthetic import HashedProblem, random_root_codes
-from mcts_jax.training import replay, self_play
+from training import replay, self_play
 
 PROBLEM = HashedProblem(num_actions=7, illegal_eighths=2, terminal_sixteenths=2)
 ROOT, INVALID = PROBLEM.root(random_root_codes(5, 64))
@@ -130,9 +131,9 @@ def test_custom_rule_in_self_play():
     model = networks.make_model(networks.NetworkConfig(kind="mlp", hidden=16, num_layers=1,
                                                        value_hidden=8), game)
     variables = model.init(jax.random.key(0))
-    player = self_play.SelfPlay(game=game, model=model, policy=custom_rules.depth_scaled_policy,
-                                num_simulations=8, num_games=8, max_nodes=9, reuse_tree=True,
-                                policy_options=(("final_action", "sampled"),))
+    policy = custom_rules.depth_scaled_policy.replace(final_action="sampled", max_nodes=9)
+    player = self_play.SelfPlay(game=game, model=model, policy=policy,
+                                num_simulations=8, num_games=8, reuse_tree=True)
     state = player.init(jax.random.key(1))
     buffer = replay.init(16, 8, (3, 3, 2), jnp.bool_, 9)
     for t in range(6):

@@ -29,10 +29,11 @@ import pytest
 import envs
 import mcts_jax
 from envs import registry
-from mcts_jax import evaluators, networks
-from mcts_jax.training import checkpoint as checkpoint_lib
-from mcts_jax.training import config as config_lib
-from mcts_jax.training import loop
+from mcts_jax import evaluators
+from training import networks, presets
+from training import checkpoint as checkpoint_lib
+from training import config as config_lib
+from training import loop
 
 OBSERVED = ("observation", "legal_action_mask", "rewards", "terminated", "truncated",
             "current_player")
@@ -81,12 +82,13 @@ def test_registry_lists_the_ten_pgx_board_games():
         game = envs.make(name)
         assert spec.name == name and game.env.num_players == 2
         assert 1 <= spec.max_legal_moves <= game.num_actions  # abstract: pgx's is eager
-        assert "tiny" in spec.presets and spec.observation and spec.actions
+        assert "tiny" in presets.for_game(name).presets and spec.observation and spec.actions
         config = config_lib.resolve(dict(game=name, preset="tiny"))
         assert config.network_config() is not None
-        assert config_lib.resolve(dict(game=name)).network_config() == spec.default_network
+        default_network = presets.default_network(name)
+        assert config_lib.resolve(dict(game=name)).network_config() == default_network
         assert envs.make(name) is game and game.spec is spec
-        assert networks.make_model(None, game).config == spec.default_network
+        assert networks.make_model(None, game).config == default_network
 
 
 def test_longest_games_are_pgx_own_limits():
@@ -148,8 +150,9 @@ def test_an_unregistered_fitting_game_gets_generic_defaults():
     spec = registry.generic_spec("connect_four")
     assert not spec.registered and spec.max_legal_moves == 7
     assert spec.longest_game == registry.GENERIC_LONGEST_GAME and spec.symmetry_tables() is None
-    assert spec.default_network.kind == "resnet"  # [6, 7, 2] observations
-    assert spec.presets["tiny"]["num_games"] <= 8
+    trained = presets.generic(spec.make_env().observation_shape)
+    assert trained.network.kind == "resnet"  # [6, 7, 2] observations
+    assert trained.presets["tiny"]["num_games"] <= 8
     game = envs.PgxGame(name="connect_four", env=spec.make_env(), spec=spec)
     states = game.init(jax.random.key(0), 4)
     lean = game.lean_state(states)
@@ -162,8 +165,8 @@ def test_an_unregistered_fitting_game_gets_generic_defaults():
     assert np.asarray(jnp.take_along_axis(states.legal_action_mask, out.action[:, None],
                                           1)).all()
     assert np.asarray(game.heuristic(states)).tolist() == [0.0] * 4
-    flat = registry.generic_spec("tic_tac_toe", pgx.make("tic_tac_toe"))
-    assert flat.default_network.kind == "resnet"  # pgx gives [3, 3, 2] observations
+    assert presets.generic(pgx.make("tic_tac_toe").observation_shape).network.kind == "resnet"
+    # pgx gives [3, 3, 2] observations
 
 
 # ---- the per-game conformance suite --------------------------------------------------

@@ -1,4 +1,4 @@
-"""mcts_jax.networks: shapes, heads, BatchNorm modes, and the evaluator in a search."""
+"""training.networks: shapes, heads, BatchNorm modes, and the evaluator in a search."""
 
 import jax
 import jax.numpy as jnp
@@ -7,7 +7,7 @@ import pytest
 
 import envs
 import mcts_jax
-from mcts_jax import networks
+from training import networks
 
 MLP = networks.NetworkConfig(kind="mlp", hidden=16, num_layers=2, value_hidden=8)
 RESNET = networks.NetworkConfig(kind="resnet", channels=8, num_blocks=2, value_hidden=8)

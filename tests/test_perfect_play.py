@@ -10,7 +10,7 @@ import numpy as np
 import envs
 import tictactoe_minimax as minimax
 from envs import perfect_play
-from mcts_jax import arena
+from training import arena
 
 GAME = envs.make("tic_tac_toe")
 

@@ -3,7 +3,7 @@
 The rule (benchmarks/README.md, "Provenance and staleness"): each
 benchmarks/results/*.json names in its settings the commit, whether the tree
 had uncommitted changes (`dirty`) and the command line; it was measured on a
-clean tree; and every `mcts_jax/` and `envs/` file the measuring process had
+clean tree; and every `mcts_jax/`, `envs/` and `training/` file the measuring process had
 imported (`dependencies`) still has the bytes it had then
 (`dependency_sha256`, written by `harness.write_json`). A change to any of
 those files makes the test fail until the file is regenerated with the

@@ -8,7 +8,7 @@ import pytest
 
 import envs
 import tictactoe_minimax as minimax
-from envs import perfect_play, symmetry
+from envs import perfect_play, registry, symmetry
 
 
 SYMMETRIC = [name for name in envs.GAMES if envs.spec(name).symmetries is not None]
@@ -19,13 +19,13 @@ PLIES = {"tic_tac_toe": 9, "connect_four": 42, "othello": 64, "go_9x9": 40, "go_
 
 def test_games_with_symmetries():
     assert SYMMETRIC == ["tic_tac_toe", "connect_four", "othello", "go_9x9", "go_19x19", "hex"]
-    assert symmetry.tables("chess") is None and symmetry.num_symmetries("shogi") == 1
-    assert symmetry.num_symmetries("go_19x19") == 8 and symmetry.num_symmetries("hex") == 2
+    assert registry.symmetry_tables("chess") is None and registry.num_symmetries("shogi") == 1
+    assert registry.num_symmetries("go_19x19") == 8 and registry.num_symmetries("hex") == 2
 
 
 @pytest.mark.parametrize("name", SYMMETRIC)
 def test_tables_are_permutations_with_identity_first(name):
-    tables = symmetry.tables(name)
+    tables = registry.symmetry_tables(name)
     game = envs.make(name)
     height, width, _ = game.observation_shape
     assert tables["observation"].shape[1] == height * width
@@ -45,7 +45,7 @@ def test_symmetric_games_through_pgx_stay_symmetric(name):
     image of pgx's observation and legal mask, and the same rewards and
     termination. Hex rows often play the swap on the second ply."""
     game = envs.make(name)
-    tables = symmetry.tables(name)
+    tables = registry.symmetry_tables(name)
     count, rows = tables["observation"].shape[0], 4
     inverse = np.argsort(tables["action"], axis=1)   # action a -> its image
     start = game.init(jax.random.key(0), rows)
@@ -84,7 +84,7 @@ def test_symmetric_games_through_pgx_stay_symmetric(name):
 
 def test_tic_tac_toe_symmetries_preserve_optimal_moves():
     positions = perfect_play.reachable_positions()
-    tables = symmetry.tables("tic_tac_toe")
+    tables = registry.symmetry_tables("tic_tac_toe")
     index = {tuple(int(v) for v in b): i for i, b in enumerate(positions["boards"])}
     for s in range(8):
         obs, optimal = symmetry.apply(tables, jnp.full((len(index),), s),

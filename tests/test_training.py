@@ -13,10 +13,10 @@ import pytest
 
 import envs
 import tictactoe_minimax as minimax
-from mcts_jax import networks
-from mcts_jax.training import config as config_lib
-from mcts_jax.training import learner as learner_lib
-from mcts_jax.training import replay, self_play
+from training import networks, presets
+from training import config as config_lib
+from training import learner as learner_lib
+from training import policies, replay, self_play
 
 GAME = envs.make("tic_tac_toe")
 TINY_NET = networks.NetworkConfig(kind="mlp", hidden=16, num_layers=1, value_hidden=8)
@@ -94,8 +94,9 @@ def test_self_play_targets_match_independently_replayed_games(tiny_setup, cap):
     model, variables = tiny_setup
     rows, steps = 8, 30
     weight = 0.5 if cap else 0.0
-    player = self_play.SelfPlay(game=GAME, model=model, policy="alphazero", num_simulations=8,
-                                num_games=rows, max_nodes=9, temperature_moves=3,
+    policy = policies.policy_from_name("alphazero", num_actions=9, max_nodes=9)
+    player = self_play.SelfPlay(game=GAME, model=model, policy=policy, num_simulations=8,
+                                num_games=rows, temperature_moves=3,
                                 random_opening_plies=2, search_value_weight=weight,
                                 fast_simulations=2 if cap else 0, full_search_fraction=0.5)
     state = player.init(jax.random.key(1))
@@ -190,9 +191,9 @@ def test_config_resolution_and_validation():
     config = config_lib.resolve({})
     assert config.game == "tic_tac_toe" and config.network == "mlp"
     c4 = config_lib.resolve({"game": "connect_four", "preset": "cpu", "iterations": 7})
-    assert c4.iterations == 7 and c4.channels == envs.spec("connect_four").presets["cpu"][
+    assert c4.iterations == 7 and c4.channels == presets.for_game("connect_four").presets["cpu"][
         "channels"]
-    go = config_lib.resolve({"game": "go_19x19"})  # the registry's network, then its defaults
+    go = config_lib.resolve({"game": "go_19x19"})  # the game's network, then its defaults
     assert (go.network, go.channels, go.blocks) == ("resnet", 128, 6) and go.num_games == 256
     with pytest.raises(ValueError, match="known games: tic_tac_toe, connect_four"):
         config_lib.resolve({"game": "checkers"})

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import envs
-from mcts_jax import arena, networks
-from mcts_jax.training import config as config_lib
-from mcts_jax.training import loop, replay, self_play
+from training import arena, networks
+from training import config as config_lib
+from training import loop, policies, replay, self_play
 
 TINY_NET = networks.NetworkConfig(kind="mlp", hidden=16, num_layers=1, value_hidden=8,
                                   value_head="linear", value_scale=1000.0)
@@ -38,8 +38,9 @@ def test_2048_value_targets_are_the_points_still_to_come():
     model = networks.make_model(TINY_NET, game)
     variables = model.init(jax.random.key(0))
     rows, length = 6, 4
-    player = self_play.SelfPlay(game=game, model=model, policy="alphazero", num_simulations=4,
-                                num_games=rows, max_nodes=5, max_game_length=length)
+    policy = policies.policy_from_name("stochastic", num_actions=game.num_actions, max_nodes=5)
+    player = self_play.SelfPlay(game=game, model=model, policy=policy, num_simulations=4,
+                                num_games=rows, max_game_length=length)
     state = player.init(jax.random.key(1))
     buffer = replay.init(8, rows, game.observation_shape, jnp.bool_, game.num_actions)
     returns_before = [np.zeros(rows)]

@@ -56,16 +56,17 @@ import jax.numpy as jnp
 import numpy as np
 
 import envs
-from envs import symmetry
-from mcts_jax import networks, sharding
-from mcts_jax.training import checkpoint as checkpoint_lib
-from mcts_jax.training import config as config_lib
-from mcts_jax.training import evaluation as evaluation_lib
-from mcts_jax.training import learner as learner_lib
-from mcts_jax.training import replay, reporting, self_play
-from mcts_jax.training.config import TrainConfig
-from mcts_jax.training import state as state_lib
-from mcts_jax.training.state import TrainState
+from envs import registry
+from mcts_jax import sharding
+from training import networks
+from training import checkpoint as checkpoint_lib
+from training import config as config_lib
+from training import evaluation as evaluation_lib
+from training import learner as learner_lib
+from training import replay, reporting, self_play
+from training.config import TrainConfig
+from training import state as state_lib
+from training.state import TrainState
 
 
 def default_run_dir(config: TrainConfig) -> str:
@@ -148,14 +149,12 @@ def build(config: TrainConfig, mesh: Optional[jax.sharding.Mesh] = None):
     game = envs.make(config.game)
     model = networks.make_model(config.network_config(), game)
     player = self_play.SelfPlay(
-        game=game, model=model, policy=config.policy, num_simulations=config.num_simulations,
-        num_games=config.num_games, max_nodes=config.search_max_nodes,
-        reuse_tree=config.reuse_tree, temperature_moves=config.temperature_moves,
-        dirichlet_fraction=config.dirichlet_fraction, dirichlet_alpha=config.dirichlet_alpha,
-        max_num_considered_actions=config.max_num_considered_actions,
+        game=game, model=model, policy=config_lib.self_play_policy(config, game.num_actions),
+        num_simulations=config.num_simulations, num_games=config.num_games,
+        reuse_tree=config.reuse_tree,
+        temperature_moves=config.temperature_moves if config.policy == "alphazero" else 0,
         random_opening_plies=config.random_opening_plies,
         max_game_length=config.max_game_length, mesh=mesh, search_mode=config.search_mode,
-        simulations_per_step=config.simulations_per_step,
         search_value_weight=config.search_value_weight,
         fast_simulations=config.fast_simulations,
         full_search_fraction=config.full_search_fraction)
@@ -163,7 +162,7 @@ def build(config: TrainConfig, mesh: Optional[jax.sharding.Mesh] = None):
         config.learning_rate, config.total_updates, config.warmup_fraction,
         config.end_learning_rate_fraction, config.weight_decay, config.clip_norm)
     use_symmetry = (config.augment and not config_lib.is_stochastic(config.game)
-                    and symmetry.tables(config.game) is not None)
+                    and registry.symmetry_tables(config.game) is not None)
     learner = learner_lib.Learner(model=model, optimizer=optimizer,
                                   batch_size=config.train_batch_size,
                                   value_weight=config.value_weight,

@@ -1,12 +1,13 @@
 """Training configuration: one flat dataclass, defaults per game, presets, the CLI.
 
-Resolution order (later wins): `TrainConfig` defaults, the game's registry
-entry (`envs.spec(game)`: its default network, `train_defaults`, then
-`presets[preset]`), flags given on the command line. Resuming a run
-folder starts from its saved `config.json` instead, and only flags given on the
-command line change it; flags that fix array shapes (`shape_fields()`) must
-match the saved run. Each field's help text, check and shape flag live beside
-it (`setting`); `validate` and `build_parser` read them.
+Resolution order (later wins): `TrainConfig` defaults, the game's entry in
+`training.presets` (`presets.for_game(game)`: its default network, its
+`defaults`, then `presets[preset]`), flags given on the command line.
+Resuming a run folder starts from its saved `config.json` instead, and only
+flags given on the command line change it; flags that fix array shapes
+(`shape_fields()`) must match the saved run. Each field's help text, check
+and shape flag live beside it (`setting`); `validate` and `build_parser`
+read them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import envs
-from mcts_jax import networks
+from training import networks, policies, presets
 
 
 def setting(default: Any, help: str, check: Optional[str] = None,
@@ -341,6 +342,22 @@ def is_stochastic(game: str) -> bool:
     return game in envs.CHANCE_GAMES
 
 
+def self_play_policy(config: TrainConfig, num_actions: int):
+    """The policy value self-play searches with: `--policy` by name
+    (`training.policies`, "stochastic" for the stochastic games), root noise
+    on, the most visited move (or Gumbel's choice), with the run's
+    capacity and paths per step."""
+    name = "stochastic" if is_stochastic(config.game) else config.policy
+    changes = dict(max_nodes=config.search_max_nodes)
+    if config.simulations_per_step > 1:
+        changes["simulations_per_step"] = config.simulations_per_step
+    return policies.policy_from_name(
+        name, num_actions=num_actions, root_noise=True, sample_action=False,
+        max_num_considered_actions=config.max_num_considered_actions,
+        dirichlet_fraction=config.dirichlet_fraction, dirichlet_alpha=config.dirichlet_alpha,
+        **changes)
+
+
 def resolve(explicit: Dict[str, Any]) -> TrainConfig:
     """A fresh run's config: defaults, the game's, the preset's, then `explicit`
     (TrainConfig field names; older names are accepted, see `aliases`)."""
@@ -348,15 +365,15 @@ def resolve(explicit: Dict[str, Any]) -> TrainConfig:
     game = explicit.get("game", TrainConfig.game)
     if game not in TRAINABLE_GAMES:
         raise ValueError(unknown_game(game))
-    spec = game_spec(game)
+    entry = presets.for_game(game)
     preset = explicit.get("preset", "default")
-    if preset != "default" and preset not in spec.presets:
-        known = ", ".join(["default"] + sorted(spec.presets))
+    if preset != "default" and preset not in entry.presets:
+        known = ", ".join(["default"] + sorted(entry.presets))
         raise ValueError(f"unknown --preset {preset!r} for {game}; known: {known}")
     settings: Dict[str, Any] = dict(game=game)
-    settings.update(spec.network_settings())
-    settings.update(spec.train_defaults)
-    settings.update(spec.presets.get(preset, {}))
+    settings.update(entry.network_settings())
+    settings.update(entry.defaults)
+    settings.update(entry.presets.get(preset, {}))
     settings.update(explicit)
     config = TrainConfig(**settings)
     validate(config)

@@ -31,9 +31,10 @@ import jax.numpy as jnp
 import optax
 from jax.sharding import Mesh
 
-from envs import symmetry
-from mcts_jax import networks, sharding
-from mcts_jax.training import replay
+from envs import registry, symmetry
+from mcts_jax import sharding
+from training import networks
+from training import replay
 
 
 @chex.dataclass(frozen=True)
@@ -101,7 +102,7 @@ def _update(self: Learner, state: LearnerState, rng_key, buffer):
     observation, policy_target, value_target = replay.sample(buffer, sample_key,
                                                              self.batch_size, self.mesh)
     if self.symmetries is not None:
-        tables = symmetry.tables(self.symmetries)
+        tables = registry.symmetry_tables(self.symmetries)
         index = jax.random.randint(sym_key, (self.batch_size,), 0, tables["observation"].shape[0])
         index = sharding.constrain_batch(index, self.mesh)
         observation, policy_target = symmetry.apply(tables, index, observation, policy_target)

@@ -1,7 +1,7 @@
 """Batched self-play: B games at once, one jitted step per move for the whole batch.
 
-Each step searches every row's position with the network (`gumbel_policy` or
-`alphazero_policy`), writes one pending sample per row into the replay buffer
+Each step searches every row's position with the network and the run's
+policy value (`GumbelPolicy`, `AlphaZeroPolicy`, or any `mcts_jax.Policy`), writes one pending sample per row into the replay buffer
 (observation, the search's policy target, the player to move), plays the
 chosen moves, gives the value targets to the rows whose game ended, and
 restarts those rows from a fresh initial position (auto-reset). With subtree
@@ -14,9 +14,9 @@ the rewards from the sample's move to the end of its game for the player to
 move at the sample (the final result for the board games; 2048's points
 still to come), mixed with the search's root value when
 `search_value_weight` > 0 (see `replay`).
-Stochastic games (`envs.ChanceGame`: 2048, backgammon) are searched with
-`mcts_jax.stochastic_muzero_policy` (policy "alphazero": PUCT with root
-noise over the decisions, chance nodes for the tiles or dice, values
+Stochastic games (`envs.ChanceGame`: 2048, backgammon) are searched with a
+policy that has chance nodes (`mcts_jax.StochasticMuZeroPolicy`: PUCT with
+root noise over the decisions, chance nodes for the tiles or dice, values
 unbounded: min-max normalised Q), and pgx's step draws the chance outcome
 of each move played.
 Playout cap randomisation (KataGo): with `fast_simulations` > 0, each step is
@@ -25,9 +25,9 @@ and otherwise a fast one (`fast_simulations`); only full searches record
 samples, so the targets stay those of the full budget while the games move
 on at a fraction of the cost. The draw is per step, shared by the B rows
 (one `lax.cond` runs either search; both use the same tree capacity).
-Exploration: `alphazero` adds Dirichlet noise at the root and samples the move
-from the visit distribution for the first `temperature_moves` plies of each
-game (most visited afterwards); `gumbel` plays its sequential-halving choice,
+Exploration: AlphaZero adds Dirichlet noise at the root, and the move of the
+first `temperature_moves` plies of each game is sampled from the visit
+distribution (most visited afterwards); Gumbel plays its sequential-halving choice,
 which is randomised by the Gumbel noise. Both can open each game with k
 uniformly random moves, k drawn uniformly from [0, random_opening_plies] per
 game; those plies are not recorded (their positions are searched, but the
@@ -58,8 +58,9 @@ from jax.sharding import Mesh
 
 import envs
 import mcts_jax
-from mcts_jax import networks, sharding
-from mcts_jax.training import replay
+from mcts_jax import sharding
+from training import networks
+from training import replay
 
 
 @chex.dataclass(frozen=True)
@@ -109,77 +110,63 @@ class StepStats:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class SelfPlay:
-    """Self-play of one game with one network and one search setting.
+    """Self-play of one game with one network and one search policy.
 
+    `policy` is a policy value (`mcts_jax.Policy`: its settings and search
+    options, `max_nodes` and `simulations_per_step` included, travel with
+    it; a policy function with the policies' signature works too). A policy
+    with chance nodes (`StochasticMuZeroPolicy`) plays the stochastic games,
+    any other the deterministic ones. `temperature_moves` > 0: the move of
+    the first plies of each game is sampled from `action_weights`.
     Compared by identity: it is the static argument of the compiled step.
     Build it once per run.
     """
 
     game: Any                     # envs.PgxGame
     model: networks.Model
-    policy: Any                   # "gumbel", "alphazero", or a policy function
+    policy: Any                   # a mcts_jax.Policy value
     num_simulations: int
     num_games: int
-    max_nodes: int
     reuse_tree: bool = False
     temperature_moves: int = 0
-    dirichlet_fraction: float = 0.25
-    dirichlet_alpha: float = 0.3
-    max_num_considered_actions: int = 16
     random_opening_plies: int = 0
     max_game_length: int = 0      # > 0: a game reaching this many plies ends as a draw
     mesh: Optional[Mesh] = None   # games split over its "data" axis (None: one device)
     search_mode: str = "exact"    # on a mesh: "exact" or "local" (sharding.run_policy)
-    policy_options: Tuple[Tuple[str, Any], ...] = ()  # extra keyword options of the policy
-    simulations_per_step: int = 1  # P paths per tree per search step (parallel.py)
     search_value_weight: float = 0.0  # value target: (1 - w) z + w (root search value)
     fast_simulations: int = 0      # > 0: playout cap randomisation (see the module docstring)
     full_search_fraction: float = 1.0  # share of the steps searched with num_simulations
 
+    def __post_init__(self):
+        chance_game = isinstance(self.game, envs.ChanceGame)
+        if getattr(self.policy, "takes_chance_nodes", False) != chance_game:
+            raise ValueError(
+                f"SelfPlay's policy {type(self.policy).__name__} does not fit the game "
+                f"{self.game.name!r}: " + (
+                    "a stochastic game needs a policy with chance nodes "
+                    "(mcts_jax.StochasticMuZeroPolicy)" if chance_game
+                    else "a policy with chance nodes needs a stochastic game"))
+
     @property
     def recurrent_fn(self):
+        """What the policy steps: the game's recurrent_fn, or the pair
+        (decision_recurrent_fn, chance_recurrent_fn) of a stochastic game."""
+        if isinstance(self.game, envs.ChanceGame):
+            return (self.game.decision_recurrent_fn(self.model.evaluator),
+                    self.game.chance_recurrent_fn(self.model.evaluator))
         return self.game.recurrent_fn(self.model.evaluator)
 
     def search(self, variables, rng_key, states, tree=None,
                num_simulations: Optional[int] = None) -> mcts_jax.PolicyOutput:
         """The self-play search of full pgx states [B] (non-terminal), with
-        `num_simulations` (None: the full budget)."""
+        `num_simulations` (None: the full budget). Its action is played, its
+        action_weights are the policy target."""
         root_key, search_key = jax.random.split(rng_key)
         root, invalid = self.game.root(variables, root_key, states, self.model.evaluator)
-        recurrent_fn = self.recurrent_fn
-        if isinstance(self.game, envs.ChanceGame):
-            if self.policy != "alphazero":
-                raise ValueError(f"policy must be 'alphazero' for the stochastic game "
-                                 f"{self.game.name} (stochastic_muzero_policy), got "
-                                 f"{self.policy!r}")
-            policy, options = _stochastic_policy, dict(
-                dirichlet_fraction=self.dirichlet_fraction,
-                dirichlet_alpha=self.dirichlet_alpha, temperature=0.0, value_range=None)
-            recurrent_fn = (self.game.decision_recurrent_fn(self.model.evaluator),
-                            self.game.chance_recurrent_fn(self.model.evaluator))
-        elif callable(self.policy):
-            # A user's policy function: its action is played, its
-            # action_weights are the policy target.
-            policy, options = self.policy, {}
-        elif self.policy == "gumbel":
-            considered = min(self.max_num_considered_actions, self.game.num_actions)
-            policy, options = mcts_jax.gumbel_policy, dict(max_num_considered_actions=considered)
-        elif self.policy == "alphazero":
-            policy, options = mcts_jax.alphazero_policy, dict(
-                dirichlet_fraction=self.dirichlet_fraction,
-                dirichlet_alpha=self.dirichlet_alpha, final_action="most_visited",
-                temperature=0.0)
-        else:
-            raise ValueError(f"policy must be 'gumbel', 'alphazero' or a policy function, got "
-                             f"{self.policy!r}")
-        if self.simulations_per_step > 1:
-            options["simulations_per_step"] = self.simulations_per_step
-        options.update(self.policy_options)
-        return sharding.run_policy(policy, self.mesh, self.search_mode, variables, search_key,
-                                   root, recurrent_fn,
+        return sharding.run_policy(self.policy, self.mesh, self.search_mode, variables,
+                                   search_key, root, self.recurrent_fn,
                                    num_simulations or self.num_simulations,
-                                   invalid_actions=invalid, tree=tree,
-                                   max_nodes=self.max_nodes, **options)
+                                   invalid_actions=invalid, tree=tree)
 
     def init(self, rng_key: chex.PRNGKey) -> SelfPlayState:
         """B fresh games (and an empty reuse tree when `reuse_tree`)."""
@@ -223,7 +210,7 @@ def _step(self: SelfPlay, variables, rng_key, state: SelfPlayState,
         full = jnp.bool_(True)
         out = self.search(variables, search_key, states, state.tree)
     action = out.action
-    if self.policy == "alphazero" and self.temperature_moves > 0:
+    if self.temperature_moves > 0:
         legal = states.legal_action_mask & (out.action_weights > 0)
         sampled = jax.random.categorical(
             sample_key, jnp.where(legal, jnp.log(jnp.maximum(out.action_weights, 1e-30)),
@@ -272,15 +259,6 @@ def _step(self: SelfPlay, variables, rng_key, state: SelfPlayState,
     return (sharding.constrain_batch(new_state, self.mesh),
             sharding.constrain_batch(buffer, self.mesh, axis=1),
             sharding.constrain_batch(stats, self.mesh))
-
-
-def _stochastic_policy(params, rng_key, root, recurrent_fns, num_simulations, **options):
-    """`stochastic_muzero_policy` behind the one-recurrent_fn signature of
-    `sharding.run_policy`: recurrent_fns = (decision_recurrent_fn,
-    chance_recurrent_fn)."""
-    decision_recurrent_fn, chance_recurrent_fn = recurrent_fns
-    return mcts_jax.stochastic_muzero_policy(params, rng_key, root, decision_recurrent_fn,
-                                             chance_recurrent_fn, num_simulations, **options)
 
 
 def _next_tree(tree: mcts_jax.Tree, action, done):

@@ -24,9 +24,9 @@ from typing import Any, Callable, Dict, Iterable, List
 import jax
 from tqdm.auto import tqdm
 
-from mcts_jax.training import checkpoint as checkpoint_lib
-from mcts_jax.training import plots
-from mcts_jax.training.config import TrainConfig
+from training import checkpoint as checkpoint_lib
+from training import plots
+from training.config import TrainConfig
 
 
 def write_json(path: str, data) -> None:

@@ -19,9 +19,9 @@ from typing import Any, Optional
 import jax
 
 import envs
-from mcts_jax import arena, networks
-from mcts_jax.training import checkpoint as checkpoint_lib
-from mcts_jax.training import config as config_lib
+from training import arena, networks
+from training import checkpoint as checkpoint_lib
+from training import config as config_lib
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -242,11 +242,13 @@ def _make_model(config: NetworkConfig, observation_shape: Tuple[int, ...],
 
 
 def make_model(config: Optional[NetworkConfig], game) -> Model:
-    """The `Model` of `config` (None: the game's `default_network`, from its
-    registry entry) for an `envs` game. The same arguments give the same object."""
+    """The `Model` of `config` (None: the game's default network, from
+    `training.presets`) for an `envs` game. The same arguments give the same object."""
     if config is None:
-        config = getattr(game, "default_network", None)
-        if config is None:
+        from training import presets  # presets imports this module
+        try:
+            config = presets.default_network(getattr(game, "name", None))
+        except ValueError as error:
             raise ValueError(f"make_model: config is None and the game {game!r} has no "
-                             f"default_network; pass a NetworkConfig")
+                             f"default network ({error}); pass a NetworkConfig") from None
     return _make_model(config, tuple(game.observation_shape), int(game.num_actions))

@@ -38,6 +38,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import mcts_jax
+from mcts_jax import sharding
+from training import policies
 
 # The match loop's cap for a game that does not give its `longest_game`.
 DEFAULT_MAX_PLIES = 1024
@@ -74,15 +76,17 @@ class PolicyPlayer:
 class SearchPlayer:
     """A search with `evaluator` at the leaves.
 
-    policy: "uct", "alphazero", "gumbel", "stochastic" (the stochastic games
-    of `envs.make_chance_game`: `stochastic_muzero_policy` with chance nodes,
-    values unbounded) or any policy function (a built-in,
-    `mcts_jax.rule_policy(my_rule)`, the user's own with the policies'
-    signature). For the names, `greedy` plays the most visited move
-    (alphazero / uct, no root noise) or Gumbel's choice with `gumbel_scale`
-    0; otherwise alphazero samples from the visit counts and Gumbel keeps
-    its noise. A function gets `invalid_actions`, `max_nodes` and
-    `options` (a tuple of (name, value) pairs, hashable) and decides itself.
+    policy: a policy value (`mcts_jax.AlphaZeroPolicy()`, `mcts_jax.rule_policy(
+    my_rule)`, the user's own `mcts_jax.Policy`; a policy function with the
+    policies' signature also works), or a name of `training.policies.POLICIES`
+    ("uct", "alphazero", "gumbel", "stochastic" for the stochastic games,
+    ...), turned into a value by `policy_from_name`: `greedy` plays the most
+    visited move with no root noise (Gumbel: `gumbel_scale` 0); otherwise
+    the move is sampled at temperature 1 with root noise. `max_nodes` and
+    `options` (a tuple of (name, value) pairs, hashable: policy fields or
+    search options) are applied on top of the policy (`Policy.replace`).
+    A policy that takes chance nodes plays the stochastic games
+    (`envs.make_chance_game`), any other the deterministic ones.
     """
 
     evaluator: Any
@@ -94,44 +98,41 @@ class SearchPlayer:
     uct_c: float = 1.4
     options: Tuple[Tuple[str, Any], ...] = ()
 
-    def policy_and_options(self, game) -> Tuple[Callable, Dict[str, Any]]:
-        """The policy function and its keyword options for this player."""
-        options = dict(self.options)
+    def policy_for(self, game) -> Callable:
+        """The policy this player searches `game` with (names resolved, the
+        player's options applied)."""
+        policy = self.policy
+        if isinstance(policy, str):
+            policy = policies.policy_from_name(
+                policy, num_actions=game.num_actions, root_noise=not self.greedy,
+                sample_action=not self.greedy, uct_c=self.uct_c,
+                max_num_considered_actions=self.max_num_considered_actions)
+        changes = dict(self.options)
         if self.max_nodes is not None:
-            options["max_nodes"] = self.max_nodes
-        if callable(self.policy):
-            return self.policy, options
-        sampled = dict(final_action="most_visited" if self.greedy else "sampled",
-                       temperature=0.0 if self.greedy else 1.0)
-        # The player's own settings first; `options` may override any of them.
-        if self.policy == "uct":
-            return mcts_jax.uct_policy, {**sampled, "uct_c": self.uct_c, **options}
-        if self.policy == "alphazero":
-            return mcts_jax.alphazero_policy, {
-                **sampled, "dirichlet_fraction": 0.0 if self.greedy else 0.25, **options}
-        if self.policy == "gumbel":
-            considered = min(self.max_num_considered_actions, game.num_actions)
-            return mcts_jax.gumbel_policy, {
-                "max_num_considered_actions": considered,
-                "gumbel_scale": 0.0 if self.greedy else 1.0, **options}
-        if self.policy == "stochastic":
-            return mcts_jax.stochastic_muzero_policy, {
-                "temperature": 0.0 if self.greedy else 1.0,
-                "dirichlet_fraction": 0.0 if self.greedy else 0.25, "value_range": None,
-                **options}
-        raise ValueError(f"policy must be 'uct', 'alphazero', 'gumbel', 'stochastic' or a "
-                         f"policy function, got {self.policy!r}")
+            changes["max_nodes"] = self.max_nodes
+        policy = sharding.as_policy(policy, changes)
+        chance_game = hasattr(game, "decision_recurrent_fn")
+        if getattr(policy, "takes_chance_nodes", False) != chance_game:
+            raise ValueError(
+                f"SearchPlayer's policy {type(policy).__name__} does not fit the game "
+                f"{getattr(game, 'name', game)!r}: " + (
+                    "a stochastic game needs a policy with chance nodes "
+                    "(mcts_jax.StochasticMuZeroPolicy, or the name 'stochastic')" if chance_game
+                    else "a policy with chance nodes needs a stochastic game "
+                         "(envs.make_chance_game)"))
+        return policy
 
     def search(self, params, rng_key, game, states) -> mcts_jax.PolicyOutput:
         root_key, search_key = jax.random.split(rng_key)
         root, invalid = game.root(params, root_key, states, self.evaluator)
-        policy, options = self.policy_and_options(game)
-        if self.policy == "stochastic":
-            return policy(params, search_key, root, game.decision_recurrent_fn(self.evaluator),
-                          game.chance_recurrent_fn(self.evaluator), self.num_simulations,
-                          invalid_actions=invalid, **options)
-        return policy(params, search_key, root, game.recurrent_fn(self.evaluator),
-                      self.num_simulations, invalid_actions=invalid, **options)
+        policy = self.policy_for(game)
+        if getattr(policy, "takes_chance_nodes", False):
+            recurrent_fn = (game.decision_recurrent_fn(self.evaluator),
+                            game.chance_recurrent_fn(self.evaluator))
+        else:
+            recurrent_fn = game.recurrent_fn(self.evaluator)
+        return policy(params, search_key, root, recurrent_fn, self.num_simulations,
+                      invalid_actions=invalid)
 
     def __call__(self, params, rng_key, game, states):
         return self.search(params, rng_key, game, states).action

@@ -19,9 +19,9 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcts_jax.training import replay
-from mcts_jax.training.learner import Learner, LearnerState
-from mcts_jax.training.self_play import SelfPlay, SelfPlayState
+from training import replay
+from training.learner import Learner, LearnerState
+from training.self_play import SelfPlay, SelfPlayState
 
 
 @chex.dataclass(frozen=True)

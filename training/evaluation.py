@@ -1,4 +1,4 @@
-"""Evaluation during and after training, batched (`mcts_jax.arena`).
+"""Evaluation during and after training, batched (`training.arena`).
 
 The agent is the network searched with the run's policy, greedy (no root
 noise), at `eval_simulations` (periodic) or `final_simulations` (end).
@@ -44,8 +44,9 @@ import numpy as np
 
 import envs
 from envs import connect_four_solver, perfect_play
-from mcts_jax import arena, evaluators, networks
-from mcts_jax.training.config import TrainConfig
+from mcts_jax import evaluators
+from training import arena, networks
+from training.config import TrainConfig
 
 
 class Evaluation:

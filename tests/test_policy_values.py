@@ -1,0 +1,136 @@
+"""Policies are values: `SearchOptions` is one checked record, every policy is
+a hashable object built once and accepted as it is by `search`, `sharding`,
+the arena and self-play; a user's own policy (own root setup, own rule)
+goes through all of them (8 devices: tests/sharding_checks.py)."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import custom_rules
+import envs
+import mcts_jax
+from mcts_jax import evaluators, sharding
+from mcts_jax.synthetic import HashedProblem, random_root_codes
+from training import arena, networks, policies, replay, self_play
+
+PROBLEM = HashedProblem(num_actions=7, illegal_eighths=2, terminal_sixteenths=2)
+ROOT, INVALID = PROBLEM.root(random_root_codes(5, 16))
+USER_POLICY = custom_rules.FlattenedRootPolicy.make(root_temperature=3.0, max_nodes=40)
+
+
+def test_search_options_is_one_checked_hashable_record():
+    options = mcts_jax.SearchOptions(max_children=4, solver=True)
+    assert options == mcts_jax.SearchOptions(max_children=4, solver=True)
+    assert hash(options) == hash(mcts_jax.SearchOptions(max_children=4, solver=True))
+    assert options.replace(solver=False).solver is False and options.solver is True
+    for bad, needle in [(dict(max_children=0), "max_children"),
+                        (dict(max_depth=0), "max_depth"),
+                        (dict(steering="sideways"), "steering"),
+                        (dict(value_range=(0, 2)), "value_range"),
+                        (dict(checks="always"), "checks"),
+                        (dict(solver=True, stop_at_terminal=False), "stop_at_terminal"),
+                        (dict(expand_all=True, simulations_per_step=2), "expand_all"),
+                        (dict(max_nodes=2.5), "max_nodes"),
+                        (dict(loop_fn=3), "loop_fn")]:
+        with pytest.raises((ValueError, TypeError), match=needle):
+            mcts_jax.SearchOptions(**bad)
+    with pytest.raises(TypeError, match="unknown search option.*max_child"):
+        mcts_jax.SearchOptions.from_keywords(max_child=3)
+    table = mcts_jax.SearchOptions.describe()
+    for name in mcts_jax.SearchOptions.names():
+        assert f"`{name}`" in table
+
+
+def test_policy_values_are_hashable_and_checked_when_built():
+    a = mcts_jax.AlphaZeroPolicy.make(pb_c_init=2.0, max_children=4)
+    b = mcts_jax.AlphaZeroPolicy(pb_c_init=2.0, options=mcts_jax.SearchOptions(max_children=4))
+    assert a == b and hash(a) == hash(b)
+    assert a.replace(max_children=5).options.max_children == 5
+    assert a.replace(dirichlet_fraction=0.0).pb_c_init == 2.0
+    assert mcts_jax.GumbelPolicy(value_scale=0.2) != mcts_jax.GumbelPolicy()
+    with pytest.raises(ValueError, match="dirichlet_fraction"):
+        mcts_jax.AlphaZeroPolicy(dirichlet_fraction=2.0)
+    with pytest.raises(TypeError, match="alphazero_policy got unknown.*max_chidren"):
+        mcts_jax.alphazero_policy(None, jax.random.key(0), ROOT, PROBLEM.recurrent_fn, 4,
+                                  max_chidren=3)
+    with pytest.raises(ValueError, match="expand_all"):
+        mcts_jax.GumbelPolicy.make(expand_all=True)
+
+
+def test_function_forms_equal_the_values():
+    key = jax.random.key(1)
+    by_function = mcts_jax.gumbel_policy(None, key, ROOT, PROBLEM.recurrent_fn, 16,
+                                         invalid_actions=INVALID, max_num_considered_actions=4,
+                                         max_children=5)
+    value = mcts_jax.GumbelPolicy.make(max_num_considered_actions=4, max_children=5)
+    by_value = value(None, key, ROOT, PROBLEM.recurrent_fn, 16, invalid_actions=INVALID)
+    np.testing.assert_array_equal(by_function.search_tree.node_visits,
+                                  by_value.search_tree.node_visits)
+    np.testing.assert_array_equal(by_function.action, by_value.action)
+    tree = mcts_jax.search(None, key, ROOT, PROBLEM.recurrent_fn, 16, policy=value,
+                           invalid_actions=INVALID)
+    np.testing.assert_array_equal(tree.node_visits, by_value.search_tree.node_visits)
+
+
+def test_names_map_to_policies_only_at_the_config_edge():
+    assert isinstance(policies.policy_from_name("gumbel", num_actions=3), mcts_jax.GumbelPolicy)
+    assert policies.policy_from_name("gumbel", num_actions=3).max_num_considered_actions == 3
+    greedy = policies.policy_from_name("alphazero", num_actions=9, root_noise=False)
+    assert greedy.dirichlet_fraction == 0.0 and greedy.final_action == "most_visited"
+    with pytest.raises(ValueError, match="unknown policy 'mcts'"):
+        policies.policy_from_name("mcts", num_actions=9)
+    with pytest.raises(TypeError, match="policy value"):
+        sharding.search(sharding.make_mesh(), "gumbel", None, jax.random.key(0), ROOT,
+                        PROBLEM.recurrent_fn, 4)
+
+
+def test_a_users_policy_runs_through_search_sharding_arena_and_self_play():
+    key = jax.random.key(4)
+    out = USER_POLICY(None, key, ROOT, PROBLEM.recurrent_fn, 24, invalid_actions=INVALID)
+    visits = np.asarray(out.search_tree.summary().visit_counts)
+    assert visits.sum() == 16 * 24 and not visits[np.asarray(INVALID)].any()
+    # its root setup is really used: flattened priors spread the root visits
+    plain = USER_POLICY.replace(root_temperature=1.0)(None, key, ROOT, PROBLEM.recurrent_fn,
+                                                      24, invalid_actions=INVALID)
+    assert not np.array_equal(plain.search_tree.node_visits, out.search_tree.node_visits)
+    tree = mcts_jax.search(None, key, ROOT, PROBLEM.recurrent_fn, 24, policy=USER_POLICY,
+                           invalid_actions=INVALID)
+    np.testing.assert_array_equal(tree.node_visits, out.search_tree.node_visits)
+    split = sharding.search(sharding.make_mesh(), USER_POLICY, None, key, ROOT,
+                            PROBLEM.recurrent_fn, 24, invalid_actions=INVALID)
+    np.testing.assert_array_equal(split.search_tree.node_visits, out.search_tree.node_visits)
+
+    game = envs.make("tic_tac_toe")
+    player = arena.SearchPlayer(evaluators.RandomPlayouts(num_playouts=4, max_length=9),
+                                custom_rules.FlattenedRootPolicy(), num_simulations=32)
+    result = arena.play_match(game, player, None, arena.RandomPlayer(), None,
+                              jax.random.key(0), num_games=16)
+    assert result.num_games == 16 and result.wins > result.losses
+
+    model = networks.make_model(networks.NetworkConfig(kind="mlp", hidden=16, num_layers=1,
+                                                       value_hidden=8), game)
+    variables = model.init(jax.random.key(0))
+    games = self_play.SelfPlay(game=game, model=model,
+                               policy=custom_rules.FlattenedRootPolicy.make(max_nodes=9),
+                               num_simulations=8, num_games=8)
+    state = games.init(jax.random.key(1))
+    buffer = replay.init(8, 8, (3, 3, 2), jnp.bool_, 9)
+    for t in range(3):
+        legal = np.asarray(state.states.legal_action_mask)
+        state, buffer, info = games.step(variables, jax.random.key(10 + t), state, buffer)
+        assert legal[np.arange(8), np.asarray(info.action)].all()
+        np.testing.assert_allclose(np.asarray(buffer.policy)[t].sum(-1), 1.0, atol=1e-5)
+
+
+def test_a_policy_must_fit_the_games_kind():
+    game = envs.make("tic_tac_toe")
+    player = arena.SearchPlayer(evaluators.Uniform(), mcts_jax.StochasticMuZeroPolicy(), 8)
+    with pytest.raises(ValueError, match="chance nodes needs a stochastic game"):
+        player.policy_for(game)
+    chance_game = envs.make("2048")
+    with pytest.raises(ValueError, match="stochastic game needs a policy with chance nodes"):
+        arena.SearchPlayer(evaluators.Uniform(), "alphazero", 8).policy_for(chance_game)

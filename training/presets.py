@@ -1,0 +1,299 @@
+"""How each game is trained: its default network, training defaults and presets.
+
+    entry = presets.for_game("connect_four")   # a GamePresets
+    entry.network                              # the default NetworkConfig
+    entry.defaults                             # TrainConfig fields for this game
+    entry.presets["cpu"]                       # TrainConfig fields of a preset
+
+What a game *is* (rules, encoding, bounds, symmetries, lean layout) is the
+registry's (`envs.registry`, `envs.chance_games`); how we *train* on it is
+here, keyed by the game's name. `training.config.resolve` applies, in order:
+`TrainConfig` defaults, the entry's network (`network_settings`), its
+`defaults`, then `presets[preset]`. Every game has a "tiny" preset (a smoke
+test of the whole pipeline at the smallest shapes). A pgx id with no entry
+(a game the registry derives generically, `envs.registry.generic_spec`) gets
+`generic(observation_shape)`: a ResNet for [H, W, C] observations, an MLP
+otherwise, no defaults of its own and a tiny preset.
+
+docs/presets.md is generated from this table (`python -m training.presets >
+docs/presets.md`; a test checks it is current).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Dict, Mapping, Sequence
+
+from training.networks import NetworkConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class GamePresets:
+    """How one game is trained.
+
+    network: the default network (when none is given).
+    defaults: TrainConfig fields on top of its defaults for this game.
+    presets: {preset name: TrainConfig fields}; every game has "tiny".
+    """
+
+    network: NetworkConfig
+    defaults: Mapping[str, Any]
+    presets: Mapping[str, Mapping[str, Any]]
+
+    def network_settings(self) -> Dict[str, Any]:
+        """The default network as TrainConfig fields."""
+        return network_settings(self.network)
+
+
+def network_settings(net: NetworkConfig) -> Dict[str, Any]:
+    """A NetworkConfig as TrainConfig fields."""
+    return dict(network=net.kind, channels=net.channels, blocks=net.num_blocks,
+                hidden=net.hidden, layers=net.num_layers, value_hidden=net.value_hidden,
+                value_head=net.value_head, value_scale=net.value_scale)
+
+
+# ---- shared settings -----------------------------------------------------------------
+
+# A smoke test of the whole pipeline (self-play, learner, evaluation, Elo,
+# final match, checkpoints) at the smallest shapes, for any game.
+_TINY_RESNET = dict(network="resnet", channels=8, blocks=1, value_hidden=8)
+_TINY = dict(iterations=2, num_simulations=4, num_games=4, moves_per_iteration=4, replay_size=64,
+             min_replay=4, train_batch_size=8, updates_per_iteration=2, eval_every=2,
+             elo_every=2, eval_games=2, eval_simulations=2, uct_simulations=2, uct_playouts=1,
+             final_games=2, final_simulations=2, elo_opponents=1, max_num_considered_actions=4,
+             max_game_length=8)
+
+# The tiny presets of the first five games, as they were in training/config.py.
+_C4_TINY = dict(iterations=2, network="resnet", channels=8, blocks=1, value_hidden=8,
+                num_simulations=8, num_games=8, moves_per_iteration=4, replay_size=256,
+                min_replay=8, train_batch_size=16, updates_per_iteration=2,
+                eval_every=2, elo_every=1, eval_games=4, eval_simulations=4,
+                final_games=4, final_simulations=4, elo_opponents=1,
+                solver_positions=16, solver_games=4, final_solver_positions=16)
+_BOARD_TINY = dict(_C4_TINY, iterations=3, max_game_length=6, eval_every=3, elo_every=3)
+
+_LARGE_BOARD = dict(iterations=400, num_simulations=64, num_games=512, moves_per_iteration=64,
+                    replay_size=524288, min_replay=32768, train_batch_size=1024,
+                    updates_per_iteration=64, eval_simulations=64)
+
+
+# Chess (as it was in training/config.py) and the other chess-like games.
+_CHESS_LIKE = dict(iterations=400, num_simulations=64, num_games=512, moves_per_iteration=64,
+                   replay_size=262144, min_replay=32768, train_batch_size=1024,
+                   updates_per_iteration=64, eval_simulations=64, max_num_considered_actions=16)
+_TINY_BOARD_GAME = dict(_TINY, **_TINY_RESNET)
+
+
+def _resnet(channels: int, blocks: int, value_hidden: int) -> NetworkConfig:
+    return NetworkConfig(kind="resnet", channels=channels, num_blocks=blocks,
+                         value_hidden=value_hidden)
+
+
+def _go(size: int) -> GamePresets:
+    return GamePresets(
+        network=_resnet(128, 6, 128),
+        defaults=(dict(_LARGE_BOARD, uct_playouts=1) if size == 9 else
+                  dict(_LARGE_BOARD, num_games=256, moves_per_iteration=128)),
+        presets={"tiny": _BOARD_TINY if size == 9 else
+                 _TINY_BOARD_GAME})
+
+
+# ---- the entries ---------------------------------------------------------------------
+
+_PRESETS: Dict[str, GamePresets] = {
+    "tic_tac_toe": GamePresets(
+        network=NetworkConfig(kind="mlp", hidden=128, num_layers=3, value_hidden=64),
+        # Tic-tac-toe is the default job: perfect play in a few minutes on a laptop CPU.
+        defaults=dict(iterations=60, policy="gumbel", num_simulations=32, num_games=256,
+                      random_opening_plies=6,
+                      moves_per_iteration=18, replay_size=32768, min_replay=2048,
+                      train_batch_size=256, updates_per_iteration=48,
+                      learning_rate=2e-3, checkpoint_every=1, eval_every=3,
+                      elo_every=3, eval_games=200, eval_simulations=64,
+                      final_games=200, final_simulations=64),
+        presets={"tiny": dict(iterations=3, num_simulations=8, num_games=16, moves_per_iteration=4,
+                              replay_size=512, min_replay=16, train_batch_size=32,
+                              updates_per_iteration=2, hidden=16, layers=1, value_hidden=8,
+                              eval_every=2, elo_every=1, eval_games=8, eval_simulations=8,
+                              final_games=8, final_simulations=8, elo_opponents=2)}),
+    "connect_four": GamePresets(
+        network=_resnet(64, 5, 64),
+        defaults=dict(iterations=200, num_simulations=64, num_games=512,
+                      moves_per_iteration=42, replay_size=262144, min_replay=16384,
+                      train_batch_size=512, updates_per_iteration=64,
+                      eval_simulations=64, eval_every=10),
+        presets={
+            # About 55 minutes on a 2-core CPU (docs/training.md has its curve
+            # against the perfect solver).
+            "cpu": dict(iterations=660, network="resnet", channels=32, blocks=3,
+                        value_hidden=32, policy="gumbel", num_simulations=32,
+                        fast_simulations=8, full_search_fraction=0.25,
+                        search_value_weight=0.5, overlap_phases=True, num_games=128,
+                        moves_per_iteration=32, replay_size=262144, min_replay=4096,
+                        train_batch_size=256, updates_per_iteration=48, learning_rate=2e-3,
+                        eval_every=110, elo_every=220, elo_opponents=2, eval_games=40,
+                        eval_simulations=200, uct_simulations=32, solver_positions=500,
+                        solver_games=40, final_games=200, final_simulations=200,
+                        checkpoint_every=5),
+            # An accelerator run (not yet measured: no device has been lent to this
+            # project; see docs/training.md for the expected cost).
+            "gpu": dict(iterations=400, network="resnet", channels=64, blocks=6,
+                        value_hidden=64, policy="gumbel", num_simulations=64,
+                        fast_simulations=16, full_search_fraction=0.25,
+                        search_value_weight=0.5, num_games=1024, moves_per_iteration=32,
+                        replay_size=524288, min_replay=32768, train_batch_size=1024,
+                        updates_per_iteration=64, learning_rate=2e-3, eval_every=25,
+                        elo_every=50, eval_games=100, eval_simulations=200,
+                        uct_simulations=200, solver_positions=1000, solver_games=100,
+                        final_games=200, final_simulations=200),
+            "tiny": _C4_TINY,
+        }),
+    "othello": GamePresets(
+        network=_resnet(128, 6, 128),
+        defaults=dict(iterations=300, num_simulations=64, num_games=512,
+                      moves_per_iteration=64, replay_size=524288, min_replay=32768,
+                      train_batch_size=1024, updates_per_iteration=64,
+                      eval_simulations=64),
+        presets={"tiny": _BOARD_TINY}),
+    "go_9x9": _go(9),
+    "go_19x19": _go(19),
+    "chess": GamePresets(
+        network=_resnet(128, 6, 128),
+        defaults=_CHESS_LIKE,
+        presets={"tiny": dict(iterations=3, network="resnet", channels=8, blocks=1,
+                              value_hidden=8, num_simulations=4, num_games=4,
+                              moves_per_iteration=4, replay_size=64, min_replay=4,
+                              train_batch_size=8, updates_per_iteration=2, eval_every=3,
+                              elo_every=3, eval_games=2, eval_simulations=2,
+                              uct_simulations=2, final_games=2, final_simulations=2,
+                              elo_opponents=1, max_game_length=6)}),
+    "gardner_chess": GamePresets(
+        network=_resnet(64, 5, 64),
+        defaults=dict(_CHESS_LIKE, iterations=300),
+        presets={"tiny": _TINY_BOARD_GAME}),
+    "animal_shogi": GamePresets(
+        network=_resnet(64, 4, 64),
+        defaults=dict(iterations=200, num_simulations=64, num_games=512,
+                      moves_per_iteration=32, replay_size=262144, min_replay=16384,
+                      train_batch_size=512, updates_per_iteration=64,
+                      eval_simulations=64),
+        presets={"tiny": _TINY_BOARD_GAME}),
+    "shogi": GamePresets(
+        network=_resnet(128, 6, 128),
+        defaults=_CHESS_LIKE,
+        presets={"tiny": _TINY_BOARD_GAME}),
+    "hex": GamePresets(
+        network=_resnet(128, 6, 128),
+        defaults=dict(iterations=300, num_simulations=64, num_games=512,
+                      moves_per_iteration=64, replay_size=524288, min_replay=32768,
+                      train_batch_size=1024, updates_per_iteration=64,
+                      eval_simulations=64),
+        presets={"tiny": _TINY_BOARD_GAME}),
+    # The stochastic games (envs/chance_games.py).
+    "2048": GamePresets(
+        # A network's value is the points still to come, with no bound (a
+        # game reaching the 2048 tile scores about 20,000): a linear value
+        # head in units of 1,000 points (the game's `value_scale`).
+        network=NetworkConfig(kind="mlp", hidden=256, num_layers=3, value_hidden=64,
+                              value_head="linear", value_scale=1000.0),
+        defaults=dict(iterations=100, policy="alphazero", num_simulations=32,
+                      num_games=128, moves_per_iteration=32, temperature_moves=0,
+                      dirichlet_fraction=0.1, replay_size=65536, min_replay=4096,
+                      train_batch_size=256, updates_per_iteration=32, elo_every=0,
+                      eval_every=10, eval_games=16, eval_simulations=32,
+                      final_games=32, final_simulations=64, augment=False),
+        # tiny: a smoke test; games cut at 8 moves so that samples are ready
+        # and updates run in the first iterations.
+        presets={"tiny": dict(iterations=2, num_simulations=4, num_games=8,
+                              moves_per_iteration=8, replay_size=256, min_replay=8,
+                              train_batch_size=16, updates_per_iteration=2, hidden=16, layers=1,
+                              value_hidden=8, eval_every=2, eval_games=2, eval_simulations=4,
+                              final_games=2, final_simulations=4, max_game_length=8)}),
+    "backgammon": GamePresets(
+        network=NetworkConfig(kind="mlp", hidden=128, num_layers=3, value_hidden=64,
+                              value_scale=3.0),
+        # Random playouts run 90-700 plies: the UCT opponent cuts them at 32
+        # and scores the pip-count race there (`--uct-playout-length`).
+        defaults=dict(iterations=100, policy="alphazero", num_simulations=32,
+                      num_games=128, moves_per_iteration=32, temperature_moves=0,
+                      replay_size=65536, min_replay=4096, train_batch_size=256,
+                      updates_per_iteration=32, eval_every=10, eval_games=32,
+                      eval_simulations=32, uct_playout_length=32, elo_every=10,
+                      final_games=100, final_simulations=32, augment=False),
+        presets={"tiny": dict(iterations=2, num_simulations=4, num_games=8,
+                              moves_per_iteration=8, replay_size=256, min_replay=8,
+                              train_batch_size=16, updates_per_iteration=2, hidden=16, layers=1,
+                              value_hidden=8, eval_every=2, eval_games=2, eval_simulations=4,
+                              uct_simulations=4, uct_playout_length=4, elo_every=1,
+                              elo_opponents=1, final_games=2, final_simulations=4,
+                              max_game_length=8)}),
+}
+GAMES = tuple(_PRESETS)
+
+
+def generic(observation_shape: Sequence[int]) -> GamePresets:
+    """The entry of a game with none of its own (from its observation
+    shape): a ResNet for [H, W, C] observations and an MLP otherwise, no
+    training defaults of its own, and a tiny preset."""
+    if len(observation_shape) == 3:
+        network = _resnet(64, 4, 64)
+        tiny_network = _TINY_RESNET
+    else:
+        network = NetworkConfig(kind="mlp", hidden=128, num_layers=3, value_hidden=64)
+        tiny_network = dict(network="mlp", hidden=16, layers=1, value_hidden=8)
+    return GamePresets(network=network, defaults={},
+                       presets={"tiny": dict(_TINY, **tiny_network)})
+
+
+@functools.lru_cache(maxsize=None)
+def for_game(name: str) -> GamePresets:
+    """The entry of game `name`: its own, or `generic` for a pgx id that
+    the registry accepts with generic defaults. Raises the registry's
+    ValueError (naming the game, listing the known ones) otherwise."""
+    if isinstance(name, str) and name in _PRESETS:
+        return _PRESETS[name]
+    import envs  # the registry checks the name (and builds the env) only here
+    return generic(tuple(envs.spec(name).make_env().observation_shape))
+
+
+def default_network(name: str) -> NetworkConfig:
+    """The network of game `name` when none is given."""
+    return for_game(name).network
+
+
+def _network_name(net: NetworkConfig) -> str:
+    if net.kind == "mlp":
+        return f"MLP {net.num_layers}x{net.hidden}"
+    return f"ResNet {net.num_blocks}x{net.channels}"
+
+
+def markdown() -> str:
+    """docs/presets.md, generated from this table (`python -m training.presets`)."""
+    lines = [
+        "# How each game is trained",
+        "",
+        "Generated from `training/presets.py` by `python -m training.presets > docs/presets.md`",
+        "(a test checks it is current). What each game is (its rules, bounds,",
+        "symmetries, lean layout) is in [games.md](games.md); how `train.py` trains",
+        "it is here: the default network (`--game NAME` without network flags),",
+        "and the presets (`--preset NAME`) on top of the game's training",
+        "defaults. [training.md](training.md) explains the settings.",
+        "",
+        "| game | default network | presets |",
+        "|---|---|---|",
+    ]
+    for name in GAMES:
+        entry = _PRESETS[name]
+        presets = ", ".join(f"`{preset}`" for preset in sorted(entry.presets))
+        lines.append(f"| `{name}` | {_network_name(entry.network)} | {presets} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")
+
+
+__all__ = ["GAMES", "GamePresets", "default_network", "for_game", "generic", "markdown",
+           "network_settings"]
