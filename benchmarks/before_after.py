@@ -93,10 +93,26 @@ def in_library(library, problem):
                                  embedding=root.embedding), invalid, converted)
 
 
+# Cell name -> (policy function, keyword arguments): each policy, mctx's
+# signatures, and the options whose code paths differ (several paths per
+# step, the solver, the compact layout). Every keyword is one both versions
+# of a comparison accept.
+VARIANTS = {
+    "uct": ("uct_policy", {}),
+    "alphazero": ("alphazero_policy", dict(dirichlet_fraction=0.25)),
+    "gumbel": ("gumbel_policy", {}),
+    "muzero": ("muzero_policy", {}),
+    "gumbel_muzero": ("gumbel_muzero_policy", {}),
+    "alphazero_p4": ("alphazero_policy", dict(dirichlet_fraction=0.25, simulations_per_step=4)),
+    "alphazero_solver": ("alphazero_policy", dict(dirichlet_fraction=0.25, solver=True)),
+    "uct_compact8": ("uct_policy", dict(max_children=8)),
+}
+
+
 def runner(library, policy: str, problem, num_simulations: int):
     root, invalid, recurrent_fn = in_library(library, problem)
-    function = getattr(library, f"{policy}_policy")
-    options = dict(dirichlet_fraction=0.25) if policy == "alphazero" else {}
+    function_name, options = VARIANTS[policy]
+    function = getattr(library, function_name)
 
     @jax.jit
     def run(key):
@@ -123,7 +139,9 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="timed calls per side per round")
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--simulations", type=int, nargs="+", default=[64])
-    parser.add_argument("--policies", nargs="+", default=["uct", "alphazero", "gumbel"])
+    parser.add_argument("--policies", nargs="+", choices=sorted(VARIANTS),
+                        default=["uct", "alphazero", "gumbel"],
+                        help="cells: a policy with its options (VARIANTS)")
     parser.add_argument("--no-save", action="store_true")
     parser.add_argument("--name", default="before_after",
                         help="results file: results/<name>-<device>.json")

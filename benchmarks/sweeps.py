@@ -39,7 +39,7 @@ import envs
 import mcts_jax
 from benchmarks import harness
 from mcts_jax import evaluators
-from training import networks
+from training import presets
 from mcts_jax.synthetic import HashedProblem, random_root_codes
 
 PROBLEMS = ("synthetic", "tic_tac_toe", "tic_tac_toe_net", "chess")
@@ -75,7 +75,7 @@ def problem_setup(problem: str, batch_size: int) -> Dict[str, Any]:
     game = envs.make("chess" if problem == "chess" else "tic_tac_toe")
     states = game.init(jax.random.key(0), batch_size)
     if problem == "tic_tac_toe_net":
-        model = networks.make_model(None, game)
+        model = presets.default_model(game)
         params, evaluator = model.init(jax.random.key(2)), model.evaluator
     else:
         params, evaluator = None, evaluators.Uniform()

@@ -36,8 +36,7 @@ from mcts_jax import stochastic
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
 from mcts_jax.options import SearchOptions, Static
-from mcts_jax.policies import (GumbelPolicy, Policy, as_static, play_proven, puct_rule,
-                               resolve_qtransform, static_number)
+from mcts_jax.policies import GumbelPolicy, Policy, check_puct_fields, play_proven, puct_rule
 from mcts_jax.qtransforms import (qtransform_by_parent_and_siblings,
                                   qtransform_completed_by_mix_value)
 from mcts_jax.tree_search import search_body
@@ -113,14 +112,7 @@ class MuZeroPolicy(Policy):
 
     def __post_init__(self):
         super().__post_init__()
-        set_field = functools.partial(object.__setattr__, self)
-        set_field("dirichlet_fraction", static_number(
-            "dirichlet_fraction", self.dirichlet_fraction, low=0.0, high=1.0))
-        set_field("dirichlet_alpha", static_number("dirichlet_alpha", self.dirichlet_alpha,
-                                                   low=0.0, low_inclusive=False))
-        set_field("qtransform", as_static(resolve_qtransform(self.qtransform, None,
-                                                             qtransform_by_parent_and_siblings)))
-        self.rules(None)  # checks pb_c_init and pb_c_base
+        check_puct_fields(self)
 
     @classmethod
     def default_options(cls) -> SearchOptions:

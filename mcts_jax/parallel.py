@@ -38,7 +38,7 @@ P = 1 runs `phases.run_simulations` unchanged (bit for bit today's search).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import dataclasses
 
 import chex
 import jax
@@ -52,11 +52,13 @@ from mcts_jax.selection import Rules
 STEERINGS = ("unobserved", "virtual_loss")
 
 
-class Steering(NamedTuple):
-    """What path p of a step knows of the step's earlier paths (p' < p).
+@dataclasses.dataclass(frozen=True)
+class Steering(phases.OnePath):
+    """The descent strategy of path p of a step: it sees the step's earlier
+    paths (p' < p). Its memo is the virtual visits [B, N] int32: earlier
+    paths through each node, this path's added as it goes down.
 
     Attributes:
-      visits: [B, N] int32 virtual visits: earlier paths through each node.
       pending_node, pending_slot: [B, P] int32 where each earlier path
         expands (valid where `pending`).
       pending: [B, P] bool, the path ended at an unexpanded edge.
@@ -64,20 +66,22 @@ class Steering(NamedTuple):
       rule: one of `STEERINGS` (static).
     """
 
-    visits: chex.Array
     pending_node: chex.Array
     pending_slot: chex.Array
     pending: chex.Array
     enabled: chex.Array
     rule: str
 
-    def adjust(self, stats: tree_lib.ChildrenStats, node: chex.Array,
-               visits: chex.Array) -> tree_lib.ChildrenStats:
+    def starts(self, active: chex.Array) -> chex.Array:
+        return active & self.enabled
+
+    def read(self, stats: tree_lib.ChildrenStats, node: chex.Array,
+             memo: chex.Array) -> tree_lib.ChildrenStats:
         """`stats` of `node` [B] with the in-flight paths counted (see the
-        module docstring); `visits` [B, N] the current virtual visits."""
+        module docstring); `memo` [B, N] the current virtual visits."""
         rows = tree_lib.batch_rows(node.shape[0])
         expanded = stats.index >= 0
-        in_flight = jnp.where(expanded, visits[rows[:, None], jnp.maximum(stats.index, 0)], 0)
+        in_flight = jnp.where(expanded, memo[rows[:, None], jnp.maximum(stats.index, 0)], 0)
         slots = jnp.arange(stats.index.shape[-1], dtype=jnp.int32)
         pending_here = (self.pending & (self.pending_node == node[:, None]))[:, :, None] & (
             self.pending_slot[:, :, None] == slots[None, None, :])  # [B, P, K]
@@ -92,22 +96,40 @@ class Steering(NamedTuple):
             qvalues = jnp.where(total > 0, (stats.qvalues * real - in_flight)
                                 / jnp.maximum(total, 1), stats.qvalues)
         return stats.replace(visits=total, qvalues=qvalues,
-                             node_visits=stats.node_visits + visits[rows, node])
+                             node_visits=stats.node_visits + memo[rows, node])
+
+    def passes(self, memo, rows, node, passing):
+        """The node this path leaves counts it from now on."""
+        return add_visits(memo, rows, node, passing, 1)
+
+    def arrives(self, memo, rows, node):
+        """The path's last node counts it too (a pending child is counted apart)."""
+        return add_visits(memo, rows, node, self.enabled, 1)
 
 
-class VirtualUndo(NamedTuple):
-    """What `phases.backup` needs to take the step's virtual visits back.
+@dataclasses.dataclass(frozen=True)
+class TakeBack(phases.OnePath):
+    """The backup strategy of a step's P paths: every path that ran walks up
+    (a no-op path too) and takes its virtual visit back from each node it
+    updates. Memo: the virtual visits [B, N], all zero after the backup.
 
     Attributes:
-      visits: [B, N] int32 virtual visits left by the step's descents.
-      enabled: [B, P] bool, the path ran (its nodes hold a virtual visit).
-      start_counted: [B, P] bool, the backup's first node holds one (False
-        where the backup starts at a node created this step).
+      enabled: [B, P] bool, the path ran.
     """
 
-    visits: chex.Array
     enabled: chex.Array
-    start_counted: chex.Array
+
+    def walks(self, update: phases.Backup) -> chex.Array:
+        return (update.count > 0) | self.enabled
+
+    def passes_back(self, memo, rows, node, passing):
+        return add_visits(memo, rows, node, passing, -1)
+
+
+def add_visits(visits: chex.Array, rows: chex.Array, node: chex.Array, where: chex.Array,
+               amount: int) -> chex.Array:
+    """`visits` [B, N] with `amount` added at `node` (like `rows`) where `where`."""
+    return visits.at[rows, jnp.where(where, node, visits.shape[1])].add(amount, mode="drop")
 
 
 def select_paths(tree: tree_lib.Tree, rules: Rules, options: SearchOptions,
@@ -123,12 +145,12 @@ def select_paths(tree: tree_lib.Tree, rules: Rules, options: SearchOptions,
 
     def one_path(p, carry):
         nodes, slots, expands, visits = carry
-        steering = Steering(visits=visits, pending_node=nodes, pending_slot=slots,
-                            pending=expands, enabled=enabled[:, p], rule=options.steering)
-        leaf, visits = phases.select_leaf(tree, rules, options.depth_limit, options.solver,
-                                          path_keys[p], steering)
+        steering = Steering(pending_node=nodes, pending_slot=slots, pending=expands,
+                            enabled=enabled[:, p], rule=options.steering)
+        leaf = phases.select_leaf(tree, rules, options.depth_limit, options.solver,
+                                  path_keys[p], steering, visits)
         return (nodes.at[:, p].set(leaf.node), slots.at[:, p].set(leaf.slot),
-                expands.at[:, p].set(leaf.expand), visits)
+                expands.at[:, p].set(leaf.expand), leaf.memo)
 
     nodes, slots, expands, visits = jax.lax.fori_loop(
         0, paths, one_path, (empty, empty, jnp.zeros((batch_size, paths), jnp.bool_), visits))
@@ -149,7 +171,8 @@ def expand_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree
                  enabled: chex.Array, options: SearchOptions):
     """Evaluates the B x P leaves in one recurrent_fn call (batch B * P),
     creates one node per distinct unexpanded edge (capacity permitting), and
-    returns (tree, Backup [B, P], start_counted [B, P])."""
+    returns (tree, Backup [B, P], takes_new [B, P]: the path backs up a
+    node created this step)."""
     batch_size, paths, max_nodes = tree.batch_size, options.simulations_per_step, tree.max_nodes
     rows = tree_lib.batch_rows(batch_size)[:, None]
     slot_ids = (leaf.slot if tree.children_actions is None
@@ -183,7 +206,7 @@ def expand_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree
         start=jnp.where(takes_new, jnp.take_along_axis(new_index, first, axis=1), again.start),
         count=jnp.where(takes_new, 1, again.count),
         value=jnp.where(takes_new, jnp.take_along_axis(new.value, first, axis=1), again.value))
-    return tree, update, ~takes_new
+    return tree, update, takes_new
 
 
 def run_parallel_simulations(params: base.Params, rng_key: chex.PRNGKey,
@@ -203,10 +226,14 @@ def run_parallel_simulations(params: base.Params, rng_key: chex.PRNGKey,
         num_paths = jnp.minimum(paths, options.num_simulations - step_index * paths)
         leaf, enabled, visits = select_paths(tree, rules, options, select_key, num_paths,
                                              visits)
-        tree, update, start_counted = expand_paths(params, expand_key, tree, recurrent_fn,
-                                                   leaf, enabled, options)
-        undo = VirtualUndo(visits=visits, enabled=enabled, start_counted=start_counted)
-        tree, visits = phases.backup(tree, update, options.solver, undo)
+        tree, update, takes_new = expand_paths(params, expand_key, tree, recurrent_fn,
+                                               leaf, enabled, options)
+        # The backup takes a virtual visit back from every node it updates; a
+        # node created this step holds none yet: give it the one to take.
+        rows = tree_lib.batch_rows(tree.batch_size)[:, None]
+        visits = add_visits(visits, rows, update.start, takes_new, 1)
+        tree, visits = phases.backup(tree, update, options.solver, TakeBack(enabled=enabled),
+                                     visits)
         return key, tree, visits
 
     _, tree, _ = options.loop_fn(0, num_steps, step, (rng_key, tree, no_visits))

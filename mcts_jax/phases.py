@@ -12,6 +12,11 @@ The three phases live here, one function each:
   converting values through each edge with `reward + discount * value`, and,
   with the MCTS-solver, mark nodes whose exact value is now proven.
 
+`select_leaf` and `backup` take a descent strategy (`OnePath`, the default:
+one path per row and step). Several paths per step (`parallel.py`) pass
+their own strategy instead of adding branches here; each phase returns one
+type whatever the strategy.
+
 Performance: the loops carry only per-row scalars ([B] node index, depth,
 value) plus, in `backup`, the arrays it updates by scatter. Their predicates
 are scalars (`jnp.any` over the batch), and no step reads or writes all N
@@ -22,7 +27,8 @@ rewrites every carried array on every iteration).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple, Optional
+import functools
+from typing import Any, NamedTuple, Optional
 
 import chex
 import jax
@@ -33,9 +39,6 @@ from mcts_jax import stochastic
 from mcts_jax import tree as tree_lib
 from mcts_jax.options import SearchOptions
 from mcts_jax.selection import Rules
-
-if TYPE_CHECKING:  # the several-paths-per-step hooks (parallel.py imports this module)
-    from mcts_jax import parallel
 
 # A proven Q-value at least this high is the best any move can achieve
 # (returns lie in [-1, 1]), so one such child proves its parent.
@@ -52,11 +55,14 @@ class LeafChoice:
         (terminal, at max_depth, a dead end, or a parent in a full tree).
       slot: the child slot of `node` to expand (meaningful when `expand`).
       expand: bool, new node(s) are created below `node`.
+      memo: what the descent strategy carried down (None for `OnePath`;
+        `parallel.Steering`'s virtual visits [B, N]).
     """
 
     node: chex.Array
     slot: chex.Array
     expand: chex.Array
+    memo: Any = None
 
 
 @chex.dataclass(frozen=True)
@@ -94,10 +100,52 @@ def split_rows(keys: chex.Array) -> tuple[chex.Array, chex.Array]:
     return pairs[:, 0], pairs[:, 1]
 
 
+class OnePath:
+    """The descent strategy of one path per row and step (the default).
+
+    A descent strategy says how the paths of one step see each other; the
+    phases call it at fixed points and never ask which strategy they hold.
+    It carries a `memo` (any pytree, or None) through a descent and a
+    backup. This one carries nothing and changes nothing: the rules read the
+    tree's own statistics. `parallel.Steering` (descents) and
+    `parallel.TakeBack` (backups) are the strategy of several paths per step.
+    """
+
+    def starts(self, active: chex.Array) -> chex.Array:
+        """Which rows [B] descend, given those that may (`active`)."""
+        return active
+
+    def read(self, stats: tree_lib.ChildrenStats, node: chex.Array,
+             memo: Any) -> tree_lib.ChildrenStats:
+        """The statistics of `node` [B] that the rules score."""
+        return stats
+
+    def passes(self, memo: Any, rows: chex.Array, node: chex.Array,
+               passing: chex.Array) -> Any:
+        """The descent leaves `node` [B] for a child where `passing` [B]."""
+        return memo
+
+    def arrives(self, memo: Any, rows: chex.Array, node: chex.Array) -> Any:
+        """The descent ends at `node` [B]."""
+        return memo
+
+    def walks(self, update: "Backup") -> chex.Array:
+        """Which backups walk up to the root (bool like `update.start`)."""
+        return update.count > 0
+
+    def passes_back(self, memo: Any, rows: chex.Array, node: chex.Array,
+                    passing: chex.Array) -> Any:
+        """The backup updates `node` (like `update.start`) where `passing`."""
+        return memo
+
+
+ONE_PATH = OnePath()
+
+
 class Descent(NamedTuple):
     """The carry of `select_leaf`'s loop, per row [B]: where the descent is,
     the slot it chose last, its depth, whether it goes on, whether it ends at
-    an unexpanded edge, and the row's key."""
+    an unexpanded edge, the row's key, and the strategy's memo."""
 
     node: chex.Array
     slot: chex.Array
@@ -105,94 +153,80 @@ class Descent(NamedTuple):
     active: chex.Array
     expand: chex.Array
     keys: chex.Array
-    virtual_visits: Optional[chex.Array] = None  # [B, N], with `steering` only
+    memo: Any
+
+
+def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
+                     max_depth: int, solver: bool, strategy: OnePath) -> Descent:
+    """One step of `select_leaf` for the active rows; inactive rows keep
+    their state. `name` names the rule in shape errors."""
+    rows = tree_lib.batch_rows(tree.batch_size)
+    node, depth, active = state.node, state.depth, state.active
+    keys, step_keys = split_rows(state.keys)
+    stats = strategy.read(tree_lib.children_stats(tree, node, depth, step_keys), node,
+                          state.memo)
+    scores = score_fn(tree, node, stats)
+    check_scores(scores, name, tree.batch_size, tree.num_slots)
+    if solver:
+        scores = jnp.where(stats.solved, -jnp.inf, scores)
+    slot = jnp.argmax(scores, axis=-1).astype(jnp.int32)
+    has_legal_child = jnp.max(scores, axis=-1) > -jnp.inf
+    child = stats.index[rows, slot]
+    can_descend = active & has_legal_child & (child >= 0)
+    next_depth = depth + 1
+    next_node = jnp.where(can_descend, child, node)
+    stops_below = tree.is_terminal[rows, next_node] | (next_depth >= max_depth)
+    has_room = tree.num_nodes < tree.max_nodes
+    expand = active & has_legal_child & (child == tree_lib.UNEXPANDED) & has_room
+    return Descent(
+        node=next_node,
+        slot=jnp.where(active, slot, state.slot),
+        depth=jnp.where(can_descend, next_depth, depth),
+        active=can_descend & ~stops_below,
+        expand=state.expand | expand,
+        keys=keys,
+        memo=strategy.passes(state.memo, rows, node, can_descend),
+    )
 
 
 def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
-                solver: bool, row_keys: chex.Array,
-                steering: Optional["parallel.Steering"] = None):
+                solver: bool, row_keys: chex.Array, strategy: OnePath = ONE_PATH,
+                memo: Any = None) -> LeafChoice:
     """Descends every row from the root; O(depth x K) per row. The first step
     (at the root) scores with `rules.at_root`, every later one with
     `rules.below_root`. With the solver, children whose value is proven are
     never entered. `row_keys` [B] seed the per-step keys a rule may read
     (`stats.rng_key`); a rule that ignores them costs nothing (XLA drops the
-    key arithmetic).
-
-    Returns the LeafChoice; with `steering` (several paths per step, see
-    `parallel.py`) the rules read statistics that count the step's earlier
-    paths (`steering.adjust`), rows outside `steering.enabled` stay at the
-    root without expanding, and the result is (LeafChoice, virtual visits
-    [B, N] with this path's nodes added)."""
+    key arithmetic). `strategy` and its `memo` say how the paths of one step
+    see each other (`OnePath`; several paths per step: `parallel.py`); the
+    LeafChoice returns the memo as the descent left it."""
     batch_size = tree.batch_size
-    rows = tree_lib.batch_rows(batch_size)
-    root = jnp.full((batch_size,), tree_lib.ROOT_INDEX, jnp.int32)
-    has_room = tree.num_nodes < tree.max_nodes
-
-    def cond(state: Descent):
-        return jnp.any(state.active)
-
-    def step(state: Descent, score_fn, name) -> Descent:
-        """One step down for the active rows; inactive rows keep their state."""
-        node, depth, active = state.node, state.depth, state.active
-        keys, step_keys = split_rows(state.keys)
-        stats = tree_lib.children_stats(tree, node, depth, step_keys)
-        if steering is not None:
-            stats = steering.adjust(stats, node, state.virtual_visits)
-        scores = score_fn(tree, node, stats)
-        check_scores(scores, name, batch_size, tree.num_slots)
-        if solver:
-            scores = jnp.where(stats.solved, -jnp.inf, scores)
-        slot = jnp.argmax(scores, axis=-1).astype(jnp.int32)
-        has_legal_child = jnp.max(scores, axis=-1) > -jnp.inf
-        child = stats.index[rows, slot]
-        can_descend = active & has_legal_child & (child >= 0)
-        next_depth = depth + 1
-        next_node = jnp.where(can_descend, child, node)
-        stops_below = tree.is_terminal[rows, next_node] | (next_depth >= max_depth)
-        expand = active & has_legal_child & (child == tree_lib.UNEXPANDED) & has_room
-        virtual_visits = state.virtual_visits
-        if steering is not None:  # the node this path leaves counts it from now on
-            virtual_visits = virtual_visits.at[
-                rows, jnp.where(can_descend, node, tree.max_nodes)].add(1, mode="drop")
-        return Descent(
-            node=next_node,
-            slot=jnp.where(active, slot, state.slot),
-            depth=jnp.where(can_descend, next_depth, depth),
-            active=can_descend & ~stops_below,
-            expand=state.expand | expand,
-            keys=keys,
-            virtual_visits=virtual_visits,
-        )
-
     # A proven root is not searched any more (the simulation is a no-op).
     active = (~tree.solved[:, tree_lib.ROOT_INDEX] if solver
               else jnp.ones((batch_size,), jnp.bool_))
-    if steering is not None:
-        active = active & steering.enabled
     state = Descent(
-        node=root,
+        node=jnp.full((batch_size,), tree_lib.ROOT_INDEX, jnp.int32),
         slot=jnp.zeros((batch_size,), jnp.int32),
         depth=jnp.zeros((batch_size,), jnp.int32),
-        active=active,
+        active=strategy.starts(active),
         expand=jnp.zeros((batch_size,), jnp.bool_),
         keys=row_keys,
-        virtual_visits=None if steering is None else steering.visits,
+        memo=memo,
     )
-    if rules.at_root is not rules.below_root:
+    step = functools.partial(descend_one_step, tree, max_depth=max_depth, solver=solver,
+                             strategy=strategy)
+    one_rule = rules.at_root is rules.below_root
+    if not one_rule:
         # The root step outside the loop, so the loop body holds one rule
         # (when both are one function the loop serves the root too: a
         # smaller program to compile).
         state = step(state, rules.at_root, "root_rule")
     # One rule everywhere is the rule the caller gave as root_rule.
-    loop_name = "interior_rule" if rules.at_root is not rules.below_root else "root_rule"
-    state = jax.lax.while_loop(
-        cond, lambda state: step(state, rules.below_root, loop_name), state)
-    leaf = LeafChoice(node=state.node, slot=state.slot, expand=state.expand)
-    if steering is None:
-        return leaf
-    # The path's last node counts it too (a pending child is counted apart).
-    last = jnp.where(steering.enabled, state.node, tree.max_nodes)
-    return leaf, state.virtual_visits.at[rows, last].add(1, mode="drop")
+    loop_name = "root_rule" if one_rule else "interior_rule"
+    state = jax.lax.while_loop(lambda state: jnp.any(state.active),
+                               lambda state: step(state, rules.below_root, loop_name), state)
+    memo = strategy.arrives(state.memo, tree_lib.batch_rows(batch_size), state.node)
+    return LeafChoice(node=state.node, slot=state.slot, expand=state.expand, memo=memo)
 
 
 def check_recurrent_output(output: base.RecurrentFnOutput, batch_size: int,
@@ -491,9 +525,10 @@ def prove(tree: tree_lib.Tree, node: chex.Array, solved: chex.Array,
 
 class BackupCarry(NamedTuple):
     """The carry of `backup`'s loop: the statistics being written [B, N]
-    (solved / solved_values only with the solver, else None), and per row
-    [B] the node being updated (NO_PARENT once past the root), the visits
-    added and the value crossing into it."""
+    (solved / solved_values only with the solver, else None), per row [B]
+    (or [B, P] paths) the node being updated (NO_PARENT once past the root),
+    the visits added and the value crossing into it, and the strategy's
+    memo."""
 
     node_visits: chex.Array
     value_sums: chex.Array
@@ -502,30 +537,26 @@ class BackupCarry(NamedTuple):
     node: chex.Array
     count: chex.Array
     value: chex.Array
-    virtual_visits: Optional[chex.Array] = None  # [B, N], several paths per step only
-    counted: Optional[chex.Array] = None         # the node holds a virtual visit of the path
+    memo: Any
 
 
-def backup(tree: tree_lib.Tree, update: Backup, solver: bool,
-           virtual: Optional["parallel.VirtualUndo"] = None):
+def backup(tree: tree_lib.Tree, update: Backup, solver: bool, strategy: OnePath = ONE_PATH,
+           memo: Any = None) -> tuple[tree_lib.Tree, Any]:
     """Adds `update.count` visits and the value sum to every node from
     `update.start` up to the root. The value sum crosses each edge as
     `count * reward + discount * value` (a two-player value changes sign).
     With the solver, each node on the path is then re-checked by `prove`.
 
     `update` holds one path per row ([B]) or P paths per row ([B, P], several
-    simulations per step: paths sharing nodes add up). With `virtual` (P
-    paths), each path also takes back the virtual visit its descent left on
-    every node of its path (`parallel.py`); the result is then (tree,
-    virtual visits [B, N], all zero again)."""
+    simulations per step: paths sharing nodes add up). `strategy` says which
+    paths walk and sees every node they update (`OnePath`: the walks that
+    add visits, nothing seen; `parallel.TakeBack` takes the step's virtual
+    visits back). Returns (tree, the strategy's memo)."""
     batch_size, max_nodes = tree.batch_size, tree.max_nodes
     rows = tree_lib.batch_rows(batch_size).reshape((-1,) + (1,) * (update.start.ndim - 1))
     check_proofs = prove
     if update.start.ndim == 2:  # P paths per row: prove each path's node
         check_proofs = jax.vmap(prove, in_axes=(None, 1, None, None), out_axes=1)
-
-    def cond(state: BackupCarry):
-        return jnp.any(state.node >= 0)
 
     def body(state: BackupCarry) -> BackupCarry:
         node, count, value = state.node, state.count, state.value
@@ -539,11 +570,6 @@ def backup(tree: tree_lib.Tree, update: Backup, solver: bool,
             prove_at = jnp.where(newly, node, max_nodes)
             solved = solved.at[rows, prove_at].set(True, mode="drop")
             solved_values = solved_values.at[rows, prove_at].set(exact, mode="drop")
-        virtual_visits, counted = state.virtual_visits, state.counted
-        if virtual is not None:
-            virtual_visits = virtual_visits.at[
-                rows, jnp.where(on_path & counted, node, max_nodes)].add(-1, mode="drop")
-            counted = jnp.ones_like(counted)  # every node above the start was on the descent
         return BackupCarry(
             node_visits=state.node_visits.at[rows, write_at].add(count, mode="drop"),
             value_sums=state.value_sums.at[rows, write_at].add(value, mode="drop"),
@@ -551,23 +577,18 @@ def backup(tree: tree_lib.Tree, update: Backup, solver: bool,
             node=jnp.where(on_path, tree.parents[rows, safe_node], tree_lib.NO_PARENT),
             count=count,
             value=count * tree.rewards[rows, safe_node] + tree.discounts[rows, safe_node] * value,
-            virtual_visits=virtual_visits, counted=counted)
+            memo=strategy.passes_back(state.memo, rows, node, on_path))
 
-    walks = update.count > 0
-    if virtual is not None:
-        walks = walks | virtual.enabled  # a no-op path still takes its virtual visits back
     state = BackupCarry(node_visits=tree.node_visits, value_sums=tree.value_sums,
                         solved=tree.solved if solver else None,
                         solved_values=tree.solved_values if solver else None,
-                        node=jnp.where(walks, update.start, tree_lib.NO_PARENT),
-                        count=update.count, value=update.value,
-                        virtual_visits=None if virtual is None else virtual.visits,
-                        counted=None if virtual is None else virtual.start_counted)
-    state = jax.lax.while_loop(cond, body, state)
+                        node=jnp.where(strategy.walks(update), update.start, tree_lib.NO_PARENT),
+                        count=update.count, value=update.value, memo=memo)
+    state = jax.lax.while_loop(lambda state: jnp.any(state.node >= 0), body, state)
     tree = tree.replace(node_visits=state.node_visits, value_sums=state.value_sums)
     if solver:
         tree = tree.replace(solved=state.solved, solved_values=state.solved_values)
-    return tree if virtual is None else (tree, state.virtual_visits)
+    return tree, state.memo
 
 
 def run_simulations(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
@@ -591,7 +612,8 @@ def run_simulations(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.T
         leaf = select_leaf(tree, rules, options.depth_limit, options.solver,
                            jax.random.split(select_key, batch_size))
         tree, update = expand_fn(params, expand_key, tree, recurrent_fn, leaf, options)
-        return key, backup(tree, update, options.solver)
+        tree, _ = backup(tree, update, options.solver)
+        return key, tree
 
     _, tree = options.loop_fn(0, options.num_simulations, simulate, (rng_key, tree))
     return tree

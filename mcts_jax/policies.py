@@ -370,16 +370,7 @@ class AlphaZeroPolicy(Policy):
 
     def __post_init__(self):
         super().__post_init__()
-        set_field = functools.partial(object.__setattr__, self)
-        set_field("pb_c_init", static_number("pb_c_init", self.pb_c_init, low=0.0))
-        set_field("pb_c_base", static_number("pb_c_base", self.pb_c_base, low=0.0,
-                                             low_inclusive=False))
-        set_field("dirichlet_fraction", static_number(
-            "dirichlet_fraction", self.dirichlet_fraction, low=0.0, high=1.0))
-        set_field("dirichlet_alpha", static_number("dirichlet_alpha", self.dirichlet_alpha,
-                                                   low=0.0, low_inclusive=False))
-        set_field("qtransform", as_static(resolve_qtransform(self.qtransform, None,
-                                                             qtransform_by_parent_and_siblings)))
+        check_puct_fields(self)
         check_final_action_name(self.final_action)
 
     def rules(self, options: SearchOptions) -> selection.Rules:
@@ -485,6 +476,23 @@ def gumbel_extra_data(gumbel_key, root: base.RootFnOutput, tree: Optional[tree_l
             tree, root_index, tree_lib.children_stats(tree, root_index).visits, 0)
         visits_before = jnp.where((tree.num_nodes > 0)[:, None], earlier, 0)
     return selection.GumbelExtraData(root_gumbel=gumbel, root_visits_before=visits_before)
+
+
+def check_puct_fields(policy: Policy) -> None:
+    """Checks, in place, the fields a PUCT policy value holds (`pb_c_init`,
+    `pb_c_base`, `dirichlet_fraction`, `dirichlet_alpha`, `qtransform`):
+    numbers made Python floats (errors name the field), the Q transform made
+    comparable by value. For `__post_init__` of frozen policy dataclasses."""
+    set_field = functools.partial(object.__setattr__, policy)
+    set_field("pb_c_init", static_number("pb_c_init", policy.pb_c_init, low=0.0))
+    set_field("pb_c_base", static_number("pb_c_base", policy.pb_c_base, low=0.0,
+                                         low_inclusive=False))
+    set_field("dirichlet_fraction", static_number(
+        "dirichlet_fraction", policy.dirichlet_fraction, low=0.0, high=1.0))
+    set_field("dirichlet_alpha", static_number("dirichlet_alpha", policy.dirichlet_alpha,
+                                               low=0.0, low_inclusive=False))
+    set_field("qtransform", as_static(resolve_qtransform(policy.qtransform, None,
+                                                         qtransform_by_parent_and_siblings)))
 
 
 def puct_rule(pb_c_init, pb_c_base, qtransform: Callable, tie_break: float = 0.0) -> Static:

@@ -88,7 +88,7 @@ def test_registry_lists_the_ten_pgx_board_games():
         default_network = presets.default_network(name)
         assert config_lib.resolve(dict(game=name)).network_config() == default_network
         assert envs.make(name) is game and game.spec is spec
-        assert networks.make_model(None, game).config == default_network
+        assert presets.default_model(game).config == default_network
 
 
 def test_longest_games_are_pgx_own_limits():

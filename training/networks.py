@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -241,14 +241,12 @@ def _make_model(config: NetworkConfig, observation_shape: Tuple[int, ...],
                  abstract_batch_stats=batch_stats)
 
 
-def make_model(config: Optional[NetworkConfig], game) -> Model:
-    """The `Model` of `config` (None: the game's default network, from
-    `training.presets`) for an `envs` game. The same arguments give the same object."""
-    if config is None:
-        from training import presets  # presets imports this module
-        try:
-            config = presets.default_network(getattr(game, "name", None))
-        except ValueError as error:
-            raise ValueError(f"make_model: config is None and the game {game!r} has no "
-                             f"default network ({error}); pass a NetworkConfig") from None
+def make_model(config: NetworkConfig, game) -> Model:
+    """The `Model` of `config` for an `envs` game (a game's default network:
+    `training.presets.default_model(game)`). The same arguments give the
+    same object."""
+    if not isinstance(config, NetworkConfig):
+        raise TypeError(f"make_model: config must be a NetworkConfig, got "
+                        f"{type(config).__name__} (a game's default network: "
+                        f"training.presets.default_model(game))")
     return _make_model(config, tuple(game.observation_shape), int(game.num_actions))

@@ -25,6 +25,7 @@ import dataclasses
 import functools
 from typing import Any, Dict, Mapping, Sequence
 
+from training import networks
 from training.networks import NetworkConfig
 
 
@@ -260,6 +261,17 @@ def for_game(name: str) -> GamePresets:
 def default_network(name: str) -> NetworkConfig:
     """The network of game `name` when none is given."""
     return for_game(name).network
+
+
+def default_model(game) -> networks.Model:
+    """`networks.make_model` of the game's default network (`default_network`)."""
+    name = getattr(game, "name", None)
+    try:
+        config = default_network(name)
+    except ValueError as error:
+        raise ValueError(f"default_model: the game {game!r} has no default network ({error}); "
+                         f"pass a NetworkConfig to networks.make_model") from None
+    return networks.make_model(config, game)
 
 
 def _network_name(net: NetworkConfig) -> str:
