@@ -15,7 +15,8 @@ import envs
 import mcts_jax
 from mcts_jax import evaluators, sharding
 from mcts_jax.synthetic import HashedProblem, random_root_codes
-from training import arena, networks, policies, replay, self_play
+from training import arena, loop, networks, policies, replay, self_play
+from training import config as config_lib
 
 PROBLEM = HashedProblem(num_actions=7, illegal_eighths=2, terminal_sixteenths=2)
 ROOT, INVALID = PROBLEM.root(random_root_codes(5, 16))
@@ -134,3 +135,23 @@ def test_a_policy_must_fit_the_games_kind():
     chance_game = envs.make("2048")
     with pytest.raises(ValueError, match="stochastic game needs a policy with chance nodes"):
         arena.SearchPlayer(evaluators.Uniform(), "alphazero", 8).policy_for(chance_game)
+
+
+def test_train_searches_with_a_user_policy_value(tmp_path):
+    """train.py's Python API takes a policy value: the user's policy (own
+    root setup, own rule) plays every self-play move of a short run; its
+    unset capacity becomes the run's; a name is refused there."""
+    lines = []
+    config, run_dir = loop.open_run(str(tmp_path / "run"),
+                                    dict(game="tic_tac_toe", preset="tiny", eval_games=0, final_games=0,
+                                         elo_every=0),
+                                    log=lambda *_: None)
+    summary = loop.train(config, run_dir, progress=False, log=lines.append,
+                         policy=custom_rules.FlattenedRootPolicy(root_temperature=2.0))
+    assert summary["total_games"] > 0
+    assert any("FlattenedRootPolicy" in line and "root_temperature=2.0" in line for line in lines)
+    _, _, player, _ = loop.build(config, None, custom_rules.FlattenedRootPolicy())
+    assert isinstance(player.policy, custom_rules.FlattenedRootPolicy)
+    assert player.policy.options.max_nodes == config.search_max_nodes
+    with pytest.raises(TypeError, match="policy value"):
+        config_lib.self_play_policy(config, 9, "alphazero")

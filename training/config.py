@@ -342,11 +342,24 @@ def is_stochastic(game: str) -> bool:
     return game in envs.CHANCE_GAMES
 
 
-def self_play_policy(config: TrainConfig, num_actions: int):
-    """The policy value self-play searches with: `--policy` by name
-    (`training.policies`, "stochastic" for the stochastic games), root noise
-    on, the most visited move (or Gumbel's choice), with the run's
-    capacity and paths per step."""
+def self_play_policy(config: TrainConfig, num_actions: int, policy: Any = None):
+    """The policy value self-play searches with.
+
+    policy None: `--policy` by name (`training.policies`, "stochastic" for
+      the stochastic games), root noise on, the most visited move (or
+      Gumbel's choice), with the run's capacity and paths per step.
+    policy a `mcts_jax.Policy` value (a user's own, say): used as it is,
+      except that a policy which leaves `max_nodes` unset gets the run's
+      capacity (`search_max_nodes`, room for a reused subtree).
+    """
+    if policy is not None:
+        if isinstance(policy, str) or not hasattr(policy, "options"):
+            raise TypeError(f"policy must be a policy value (mcts_jax.Policy), got "
+                            f"{policy!r}; a name goes in the config: policy="
+                            f"{sorted(policies.POLICIES)}")
+        if policy.options.max_nodes is None:
+            policy = policy.replace(max_nodes=config.search_max_nodes)
+        return policy
     name = "stochastic" if is_stochastic(config.game) else config.policy
     changes = dict(max_nodes=config.search_max_nodes)
     if config.simulations_per_step > 1:
@@ -356,6 +369,16 @@ def self_play_policy(config: TrainConfig, num_actions: int):
         max_num_considered_actions=config.max_num_considered_actions,
         dirichlet_fraction=config.dirichlet_fraction, dirichlet_alpha=config.dirichlet_alpha,
         **changes)
+
+
+def self_play_temperature_moves(config: TrainConfig, policy: Any = None) -> int:
+    """The opening plies whose move is sampled from the visit counts: the
+    config's `temperature_moves` for AlphaZero and for a user's policy value
+    (0 there to play its own choice), none for Gumbel (its own noise
+    explores)."""
+    if policy is None:
+        return config.temperature_moves if config.policy == "alphazero" else 0
+    return config.temperature_moves
 
 
 def resolve(explicit: Dict[str, Any]) -> TrainConfig:

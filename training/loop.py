@@ -141,18 +141,21 @@ def place(mesh: jax.sharding.Mesh, state: TrainState) -> TrainState:
 
 
 @functools.lru_cache(maxsize=8)
-def build(config: TrainConfig, mesh: Optional[jax.sharding.Mesh] = None):
+def build(config: TrainConfig, mesh: Optional[jax.sharding.Mesh] = None, policy: Any = None):
     """(game, model, SelfPlay, Learner) of a config, split over `mesh` (None:
-    one device). Cached: the same config and mesh give the same objects, so a
-    second run in one process (a resumed run, a notebook, a test) reuses the
-    compiled steps."""
+    one device). `policy`: a policy value (`mcts_jax.Policy`) for self-play
+    in place of the config's named one (`config.self_play_policy`). Cached:
+    the same config, mesh and policy give the same objects, so a second run
+    in one process (a resumed run, a notebook, a test) reuses the compiled
+    steps."""
     game = envs.make(config.game)
     model = networks.make_model(config.network_config(), game)
     player = self_play.SelfPlay(
-        game=game, model=model, policy=config_lib.self_play_policy(config, game.num_actions),
+        game=game, model=model,
+        policy=config_lib.self_play_policy(config, game.num_actions, policy),
         num_simulations=config.num_simulations, num_games=config.num_games,
         reuse_tree=config.reuse_tree,
-        temperature_moves=config.temperature_moves if config.policy == "alphazero" else 0,
+        temperature_moves=config_lib.self_play_temperature_moves(config, policy),
         random_opening_plies=config.random_opening_plies,
         max_game_length=config.max_game_length, mesh=mesh, search_mode=config.search_mode,
         search_value_weight=config.search_value_weight,
@@ -224,10 +227,15 @@ class Run:
 
 
 def train(config: TrainConfig, run_dir: str, progress: bool = True,
-          log: Callable[[str], None] = print) -> Dict[str, Any]:
+          log: Callable[[str], None] = print, policy: Any = None) -> Dict[str, Any]:
     """Runs (or continues) the training run in `run_dir`; returns the final
-    evaluation record (also written to final.json)."""
-    run = start_run(config, run_dir, progress, log)
+    evaluation record (also written to final.json).
+
+    policy: a policy value (`mcts_jax.Policy`, a user's own included) that
+    self-play searches with, in place of the config's `policy` name. It is
+    not saved with the run (a value may hold functions): pass it again to
+    resume."""
+    run = start_run(config, run_dir, progress, log, policy)
     state, start = resume_state(run)
     for iteration in range(start + 1, config.iterations + 1):
         state = run_iteration(run, state, iteration)
@@ -237,20 +245,22 @@ def train(config: TrainConfig, run_dir: str, progress: bool = True,
 
 
 def start_run(config: TrainConfig, run_dir: str, progress: bool,
-              log: Callable[[str], None]) -> Run:
+              log: Callable[[str], None], policy: Any = None) -> Run:
     """The fixed parts of a run, built (compiled steps shared through
     `build`'s cache) and announced."""
     started = time.perf_counter()
     mesh = make_mesh(config)
     primary = sharding.is_primary()
     reporter = reporting.Reporter(config, run_dir, primary, progress, log)
-    game, model, player, learner = build(config, mesh)
+    game, model, player, learner = build(config, mesh, policy)
     checkpoints = checkpoint_lib.Checkpointer(os.path.join(run_dir, "checkpoints"),
                                               keep=config.keep_checkpoints,
                                               identity=checkpoint_identity(config))
     suite = evaluation_lib.Evaluation(config, game, model, log=reporter.log)
     reporter.log(f"mcts_jax AlphaZero training: {config.game}, run folder {run_dir}")
     reporter.log(config_lib.describe(config))
+    if policy is not None:
+        reporter.log(f"self-play policy (a value, not the config's name): {player.policy!r}")
     return Run(config=config, run_dir=run_dir, mesh=mesh, primary=primary, game=game,
                model=model, player=player, learner=learner, suite=suite,
                checkpoints=checkpoints, reporter=reporter, started=started)
