@@ -179,19 +179,22 @@ class Policy:
     gives `root_setup` `fold_in(rng_key, 1)`.
 
     Attributes:
-      options: the search options (`SearchOptions`); the call's
-        `num_simulations`, root and continued tree complete them.
+      options: the search options (`SearchOptions`; None: the class's
+        `default_options()`, mctx's semantics for the MuZero family); the
+        call's `num_simulations`, root and continued tree complete them.
       temperature: default temperature of the final action (the call's
         `temperature=` overrides it).
       takes_chance_nodes: class constant; True when `recurrent_fn` is the
         pair `(decision_recurrent_fn, chance_recurrent_fn)`.
     """
 
-    options: SearchOptions = SearchOptions()
+    options: Optional[SearchOptions] = None
     temperature: Any = 1.0
     takes_chance_nodes: ClassVar[bool] = False
 
     def __post_init__(self):
+        if self.options is None:
+            object.__setattr__(self, "options", type(self).default_options())
         if not isinstance(self.options, SearchOptions):
             raise TypeError(f"options must be a mcts_jax.SearchOptions, got "
                             f"{type(self.options).__name__}")

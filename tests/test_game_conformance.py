@@ -28,7 +28,7 @@ import pytest
 
 import envs
 import mcts_jax
-from envs import registry
+from envs import games_page, registry
 from mcts_jax import evaluators
 from training import networks, presets
 from training import checkpoint as checkpoint_lib
@@ -291,4 +291,5 @@ def test_tiny_preset_trains_and_its_checkpoint_round_trips(name, tmp_path_factor
 def test_games_page_is_generated_from_the_registry():
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
                         "games.md")
-    assert open(path).read() == registry.markdown(), "run: python -m envs.registry > docs/games.md"
+    assert open(path).read() == games_page.markdown(), (
+        "run: python -m envs.games_page > docs/games.md")

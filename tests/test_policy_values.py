@@ -155,3 +155,21 @@ def test_train_searches_with_a_user_policy_value(tmp_path):
     assert player.policy.options.max_nodes == config.search_max_nodes
     with pytest.raises(TypeError, match="policy value"):
         config_lib.self_play_policy(config, 9, "alphazero")
+
+
+def test_mctx_family_defaults_and_several_paths_per_step_from_a_name():
+    """A bare MuZero-family value starts from mctx's semantics, as `.make()`
+    does; a name with several paths per step drops mctx's node numbering
+    (it has no meaning there) instead of refusing the run; the arena takes
+    a SearchOptions record."""
+    assert mcts_jax.MuZeroPolicy() == mcts_jax.MuZeroPolicy.make()
+    assert mcts_jax.MuZeroPolicy().options == mcts_jax.mctx_policies.mctx_options()
+    assert mcts_jax.AlphaZeroPolicy().options == mcts_jax.SearchOptions()
+    for name in ("stochastic", "gumbel_muzero", "muzero", "alphazero"):
+        policy = policies.policy_from_name(name, num_actions=4, simulations_per_step=4)
+        assert policy.options.simulations_per_step == 4
+        assert not policy.options.node_per_simulation
+    player = arena.SearchPlayer(evaluators.Uniform(), "alphazero", 8,
+                                options=mcts_jax.SearchOptions(max_children=3, solver=True))
+    policy = player.policy_for(envs.make("tic_tac_toe"))
+    assert policy.options.max_children == 3 and policy.options.solver

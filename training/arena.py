@@ -83,8 +83,10 @@ class SearchPlayer:
     ...), turned into a value by `policy_from_name`: `greedy` plays the most
     visited move with no root noise (Gumbel: `gumbel_scale` 0); otherwise
     the move is sampled at temperature 1 with root noise. `max_nodes` and
-    `options` (a tuple of (name, value) pairs, hashable: policy fields or
-    search options) are applied on top of the policy (`Policy.replace`).
+    `options` (a `mcts_jax.SearchOptions` record, whose fields that differ
+    from the defaults apply; or a tuple of (name, value) pairs, hashable:
+    policy fields or search options) are applied on top of the policy
+    (`Policy.replace`).
     A policy that takes chance nodes plays the stochastic games
     (`envs.make_chance_game`), any other the deterministic ones.
     """
@@ -96,7 +98,7 @@ class SearchPlayer:
     max_nodes: Optional[int] = None
     max_num_considered_actions: int = 16
     uct_c: float = 1.4
-    options: Tuple[Tuple[str, Any], ...] = ()
+    options: Union[Tuple[Tuple[str, Any], ...], mcts_jax.SearchOptions] = ()
 
     def policy_for(self, game) -> Callable:
         """The policy this player searches `game` with (names resolved, the
@@ -107,7 +109,11 @@ class SearchPlayer:
                 policy, num_actions=game.num_actions, root_noise=not self.greedy,
                 sample_action=not self.greedy, uct_c=self.uct_c,
                 max_num_considered_actions=self.max_num_considered_actions)
-        changes = dict(self.options)
+        changes = (dict(self.options) if not isinstance(self.options, mcts_jax.SearchOptions)
+                   else {name: getattr(self.options, name)
+                         for name in mcts_jax.SearchOptions.names()
+                         if getattr(self.options, name) != getattr(mcts_jax.SearchOptions(),
+                                                                   name)})
         if self.max_nodes is not None:
             changes["max_nodes"] = self.max_nodes
         policy = sharding.as_policy(policy, changes)

@@ -90,6 +90,10 @@ def policy_from_name(name: str, *, num_actions: int, root_noise: bool = True,
     if name not in POLICIES:
         raise ValueError(f"unknown policy {name!r}; the names are {sorted(POLICIES)} (or pass "
                          f"a policy value, mcts_jax.Policy)")
+    if changes.get("simulations_per_step", 1) > 1:
+        # mctx's node numbering (the MuZero-family defaults) has no meaning
+        # with several paths per step (mctx_policies.mctx_options_from).
+        changes.setdefault("node_per_simulation", False)
     policy = POLICIES[name](root_noise=root_noise, sample_action=sample_action, uct_c=uct_c,
                             num_actions=num_actions,
                             max_num_considered_actions=max_num_considered_actions,
