@@ -49,9 +49,6 @@ from mcts_jax import tree as tree_lib
 from mcts_jax.options import SearchOptions
 from mcts_jax.selection import Rules
 
-STEERINGS = ("unobserved", "virtual_loss")
-
-
 @dataclasses.dataclass(frozen=True)
 class Steering(phases.OnePath):
     """The descent strategy of path p of a step: it sees the step's earlier
@@ -63,7 +60,7 @@ class Steering(phases.OnePath):
         expands (valid where `pending`).
       pending: [B, P] bool, the path ended at an unexpanded edge.
       enabled: [B] bool, this path runs (the last step may run fewer).
-      rule: one of `STEERINGS` (static).
+      rule: one of `options.STEERINGS` (static).
     """
 
     pending_node: chex.Array

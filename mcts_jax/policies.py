@@ -499,11 +499,11 @@ def check_puct_fields(policy: Policy) -> None:
 
 
 def puct_rule(pb_c_init, pb_c_base, qtransform: Callable, tie_break: float = 0.0) -> Static:
-    """`selection.puct_scores` with its constants checked and bound."""
-    return Static(functools.partial(
-        selection.puct_scores, qtransform=qtransform, tie_break=tie_break,
-        pb_c_init=static_number("pb_c_init", pb_c_init, low=0.0),
-        pb_c_base=static_number("pb_c_base", pb_c_base, low=0.0, low_inclusive=False)))
+    """`selection.puct_scores` with its constants bound (checked already by
+    `check_puct_fields` when the policy value was built)."""
+    return Static(functools.partial(selection.puct_scores, qtransform=qtransform,
+                                    tie_break=tie_break, pb_c_init=pb_c_init,
+                                    pb_c_base=pb_c_base))
 
 
 Q_TRANSFORM_NAMES = {"parent_and_siblings": qtransform_by_parent_and_siblings,
