@@ -223,14 +223,6 @@ class SearchOptions:
                             num_chance_outcomes=int(num_chance_outcomes))
 
 
-def make_options(root, invalid_actions, num_simulations, *, tree=None,
-                 num_chance_outcomes: int = 0, **keywords) -> SearchOptions:
-    """`SearchOptions.from_keywords(**keywords).resolve(...)`: the record of
-    one search from keyword options (kept for callers of the older name)."""
-    return SearchOptions.from_keywords(**keywords).resolve(
-        root, invalid_actions, num_simulations, tree, num_chance_outcomes)
-
-
 # ---- functions as static arguments --------------------------------------------------------
 
 class _Unhashable(Exception):

@@ -230,8 +230,7 @@ def search(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
             raise ValueError("search takes a policy or rules (root_rule, interior_rule, "
                              "extra_data), not both")
         if options is not None:
-            option_keywords = {**{name: getattr(options, name) for name in
-                                  SearchOptions.names()}, **option_keywords}
+            policy = policy.replace(options=options)
         return policy(params, rng_key, root, recurrent_fn, num_simulations,
                       invalid_actions=invalid_actions, tree=tree,
                       **option_keywords).search_tree
