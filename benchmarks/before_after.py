@@ -106,7 +106,12 @@ VARIANTS = {
     "alphazero_p4": ("alphazero_policy", dict(dirichlet_fraction=0.25, simulations_per_step=4)),
     "alphazero_solver": ("alphazero_policy", dict(dirichlet_fraction=0.25, solver=True)),
     "uct_compact8": ("uct_policy", dict(max_children=8)),
+    # the whole output returned (every other cell returns action_weights):
+    # since issue 33 the mctx signatures answer with mctx's tree, computed
+    # from ours, and keep the prior logits
+    "muzero_whole_output": ("muzero_policy", {}),
 }
+WHOLE_OUTPUT = {"muzero_whole_output"}
 
 
 def runner(library, policy: str, problem, num_simulations: int):
@@ -116,8 +121,9 @@ def runner(library, policy: str, problem, num_simulations: int):
 
     @jax.jit
     def run(key):
-        return function(None, key, root, recurrent_fn, num_simulations, invalid_actions=invalid,
-                        **options).action_weights
+        output = function(None, key, root, recurrent_fn, num_simulations,
+                          invalid_actions=invalid, **options)
+        return output if policy in WHOLE_OUTPUT else output.action_weights
 
     key = jax.random.key(0)
     return lambda: run(key)

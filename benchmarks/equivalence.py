@@ -10,7 +10,12 @@ For a change meant to alter no behaviour (a redesign, a move of modules):
    and once with this tree's, each in its own process, and saves every
    output array of about 65 seeded searches (every policy and option, pgx
    games, chance games). The arrays are compared exactly: dtype, shape and
-   bits (NaN equal to NaN, -0.0 not equal to 0.0).
+   bits (NaN equal to NaN, -0.0 not equal to 0.0). Arrays a later version
+   adds beside unchanged ones (`NEW_OUTPUTS`: the prior logits the
+   mctx-signature functions keep for mctx's `children_prior_logits` since
+   issue 33) are counted as new outputs, not compared; a search whose
+   callers read only the action compiles to the same program with or
+   without them (XLA drops a loop value nothing reads).
 2. `train.py` runs a few seeded iterations (AlphaZero, then Gumbel with tree
    reuse) in both folders; every number of `metrics.jsonl` but the timings
    must be equal.
@@ -55,6 +60,8 @@ TRAINING_RUNS = {
 }
 TRAINING_COMMON = ["--eval-every", "0", "--final-games", "0", "--elo-every", "0",
                    "--no-progress", "--checkpoint-every", "1", "--seed", "3"]
+# Arrays the "after" side may add (name suffixes), beside unchanged ones.
+NEW_OUTPUTS = (".prior_logits",)
 # The slowest cell may be this much slower (after / before throughput).
 SPEED_TOLERANCE = 0.95
 
@@ -95,11 +102,14 @@ def compare(part: str, before: dict, after: dict) -> dict:
     """One row: how many values of `part` were compared and which differ."""
     common = sorted(set(before) & set(after))
     differing = [name for name in common if not same_array(before[name], after[name])]
+    added = sorted(set(after) - set(before))
+    new_outputs = [name for name in added if name.endswith(NEW_OUTPUTS)]
     return dict(part=part, compared=len(common), differing=len(differing),
                 only_before=len(set(before) - set(after)),
-                only_after=len(set(after) - set(before)),
+                only_after=len(added) - len(new_outputs), new_outputs=len(new_outputs),
                 errors_both=sum(name.endswith("/error") for name in common),
-                examples=", ".join((differing + sorted(set(before) ^ set(after)))[:5]))
+                examples=", ".join((differing + sorted(
+                    (set(before) ^ set(after)) - set(new_outputs)))[:5]))
 
 
 def run_battery(library: str, out: str, cases) -> dict:
@@ -164,6 +174,7 @@ def main(argv=None) -> None:
                     for row in rows)
     settings = dict(before=args.before, before_commit=before_commit, identical=identical,
                     cases=args.cases or "all", training_arguments=TRAINING_COMMON,
+                    new_outputs=list(NEW_OUTPUTS),
                     speed_tolerance=SPEED_TOLERANCE, **harness.provenance())
     if args.speed_record:
         settings.update(speed_figure(args.speed_record, before_commit))
@@ -172,8 +183,8 @@ def main(argv=None) -> None:
     hashes = {side: library_hashes(library) for side, library in sides.items()}
     harness.report(args.name, f"Same program as {args.before}? "
                    f"{'identical' if identical else 'DIFFERENT'}",
-                   ["part", "compared", "differing", "only_before", "only_after", "errors_both",
-                    "examples"], rows, settings, save_results=not args.no_save,
+                   ["part", "compared", "differing", "only_before", "only_after", "new_outputs",
+                    "errors_both", "examples"], rows, settings, save_results=not args.no_save,
                    library_before=[dict(path=p, sha256=h) for p, h in hashes["before"].items()],
                    library_after=[dict(path=p, sha256=h) for p, h in hashes["after"].items()])
     if not identical or (args.speed_record and not math.isfinite(

@@ -309,7 +309,18 @@ CASES = {
 
 # ---- flattening ----------------------------------------------------------------------------
 
+def ours(obj):
+    """An output with our tree: the mctx-signature functions answer with
+    mctx's view (`MctxTree`) since issue 33; its source tree is ours."""
+    tree = getattr(obj, "search_tree", obj)
+    source = getattr(tree, "source_tree", None)
+    if source is None:
+        return obj
+    return obj.replace(search_tree=source) if hasattr(obj, "search_tree") else source
+
+
 def flatten(prefix, obj, into):
+    obj = ours(obj)
     leaves, _ = jax.tree_util.tree_flatten_with_path(obj)
     for path, leaf in leaves:
         name = prefix + jax.tree_util.keystr(path)

@@ -48,8 +48,9 @@ with nonzero probability is the only one ever selected. Afterstates with
 no chance event in 2048 (only after an illegal action or a terminal
 state, which a search never expands) put a point mass on outcome 0.
 `Afterstate.chance` says whether a chance event is pending;
-`apply_outcome` ignores the outcome when it is not. An outcome with
-probability 0 gives an unspecified state (never a crash or NaN).
+`apply_outcome` ignores the outcome when it is not. An outcome out of
+range or of probability 0 is refused (ValueError) when the inputs are
+concrete; inside `jit` it gives an unspecified state (never a crash or NaN).
 
 Backgammon's dice are kept in the order (low, high) where pgx keeps the
 order it rolled; the two orders are the same position (legal moves,
@@ -102,6 +103,7 @@ from pgx import backgammon as pgx_backgammon
 from pgx import play2048 as pgx_2048
 
 from mcts_jax import base
+from mcts_jax import validation
 from envs.pgx_game import Evaluator, PgxGame
 from envs.registry import GAMES, LeanLayout
 
@@ -360,7 +362,28 @@ class ChanceGame(PgxGame):
 
     def apply_outcome(self, afterstates: Afterstate, outcomes: chex.Array) -> pgx.State:
         """Full afterstates [B] (or `full_afterstate`'s), outcomes [B] int32 ->
-        the next full states [B], as pgx's `env.step` would give them."""
+        the next full states [B], as pgx's `env.step` would give them.
+
+        Checks: `outcomes` must be [B] integer (always); with concrete inputs
+        (outside `jit`), ids outside [0, C) and outcomes of probability 0 at
+        their afterstate (`chance_probabilities`) raise ValueError. Inside
+        `jit` such an outcome gives an unspecified state."""
+        batch_size, num_outcomes = afterstates.chance.shape[0], self.num_chance_outcomes
+        outcomes = jnp.asarray(outcomes)
+        validation.check_ids("outcomes", outcomes, batch_size,
+                             f"{self.name}'s chance outcome id", "C", num_outcomes,
+                             per="afterstate")
+        if validation.is_concrete(outcomes):
+            values = np.asarray(outcomes)
+            if all(validation.is_concrete(leaf) for leaf in jax.tree.leaves(afterstates)):
+                probs = np.asarray(self.chance_probabilities(afterstates))  # [B, C]
+                rows = np.flatnonzero(probs[np.arange(batch_size), values] <= 0)[:10]
+                if rows.size:
+                    raise ValueError(
+                        f"outcomes {values[rows].tolist()} in rows {rows.tolist()} have "
+                        f"probability 0 at their afterstates of {self.name} (impossible; "
+                        f"chance_probabilities gives the possible ones, and outcome "
+                        f"{self.spec.no_chance_outcome} where no chance event is pending)")
         return jax.vmap(self._apply_outcome_one)(afterstates, outcomes)
 
     def _afterstate_one(self, state, action):

@@ -15,6 +15,7 @@ import chex
 
 Params = Any
 Embedding = Any  # a pytree whose leaves have a leading batch axis [B, ...]
+RecurrentState = Any  # mctx's name for an embedding
 
 
 @chex.dataclass(frozen=True)
@@ -53,6 +54,14 @@ class RecurrentFnOutput:
     value: chex.Array
     invalid_actions: Optional[chex.Array] = None
 
+
+# mctx's selection functions, on one unbatched tree (mctx_selection.py):
+# root_action_selection_fn(rng_key, tree, node_index) -> action, int32 scalar
+RootActionSelectionFn = Callable[[chex.PRNGKey, Any, chex.Array], chex.Array]
+# interior_action_selection_fn(rng_key, tree, node_index, depth) -> action, int32 scalar
+InteriorActionSelectionFn = Callable[[chex.PRNGKey, Any, chex.Array, chex.Array], chex.Array]
+# loop_fn(lower, upper, body_fun, init_val) -> final value, as jax.lax.fori_loop
+LoopFn = Callable[[int, int, Callable[[Any, Any], Any], Any], Any]
 
 # recurrent_fn(params, rng_key, action [B] int32, embedding) -> (RecurrentFnOutput, embedding)
 RecurrentFn = Callable[[Params, chex.PRNGKey, chex.Array, Embedding],
@@ -155,3 +164,35 @@ class SearchSummary:
     proven_qvalues: chex.Array
     root_proven: chex.Array
     root_proven_value: chex.Array
+
+
+def _with_fields(output: Any, cls, required: Tuple[str, ...], optional: Tuple[str, ...] = ()):
+    """`output` as `cls` when it has `required` fields (any class: mctx's own
+    outputs, a namedtuple, ...); otherwise unchanged, for the caller's check
+    to report."""
+    if isinstance(output, cls) or not all(hasattr(output, name) for name in required):
+        return output
+    fields = {name: getattr(output, name) for name in required}
+    fields.update({name: getattr(output, name, None) for name in optional})
+    return cls(**fields)
+
+
+def as_recurrent_output(output: Any) -> Any:
+    """A recurrent_fn's first result as `RecurrentFnOutput`: any object
+    with mctx's fields (`reward`, `discount`, `prior_logits`, `value`; and
+    our optional `invalid_actions`) is taken."""
+    return _with_fields(output, RecurrentFnOutput, ("reward", "discount", "prior_logits", "value"),
+                        ("invalid_actions",))
+
+
+def as_decision_output(output: Any) -> Any:
+    """A decision_recurrent_fn's first result as `DecisionRecurrentFnOutput`
+    (any object with `chance_logits` and `afterstate_value`)."""
+    return _with_fields(output, DecisionRecurrentFnOutput, ("chance_logits", "afterstate_value"))
+
+
+def as_chance_output(output: Any) -> Any:
+    """A chance_recurrent_fn's first result as `ChanceRecurrentFnOutput`
+    (any object with `action_logits`, `value`, `reward`, `discount`)."""
+    return _with_fields(output, ChanceRecurrentFnOutput,
+                        ("action_logits", "value", "reward", "discount"), ("invalid_actions",))

@@ -6,7 +6,13 @@ the same positional and keyword arguments with the same defaults
 (`invalid_actions`, `max_depth`, `loop_fn`, `qtransform`, ...), draw the same
 random numbers from the same key (Dirichlet noise over every action, PUCT's
 1e-7 tie-breaking noise, Gumbel noise, the final sample) and follow mctx's
-semantics, so equal inputs give equal trees:
+semantics, so equal inputs give equal trees (equal up to float rounding:
+our node values are sums divided by visits, mctx's a running mean, which
+XLA's default optimisation compiles with a fused multiply-add; with discrete
+values, such as pgx games with random playouts, an ulp-sized residue can
+flip a descent through `qtransform_by_parent_and_siblings`'s 1e-8 epsilon
+or mctx's 1e-7 tie-break when it is below half an ulp;
+tests/test_mctx_playouts.py pins both):
 
 - discount 0 is only a factor: nodes below it are searched like any other
   (`stop_at_terminal=False`);
@@ -23,7 +29,6 @@ Our own options are accepted too (`max_nodes`, `max_children`, `tree`,
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any, Callable, ClassVar, Optional, Tuple
 
 import chex
@@ -35,14 +40,13 @@ from mcts_jax import selection
 from mcts_jax import stochastic
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
-from mcts_jax.options import SearchOptions, Static
+from mcts_jax.mctx_tree import MctxTree, mctx_view, our_tree
+from mcts_jax.options import SearchOptions, Static, mctx_options, mctx_options_from
 from mcts_jax.policies import GumbelPolicy, Policy, check_puct_fields, play_proven, puct_rule
 from mcts_jax.qtransforms import (qtransform_by_parent_and_siblings,
                                   qtransform_completed_by_mix_value)
+from mcts_jax.mctx_selection import MCTX_TIE_BREAK
 from mcts_jax.tree_search import search_body
-
-# mctx's PUCT adds `TIE_BREAK * U[0, 1)` to every score before its argmax.
-MCTX_TIE_BREAK = 1e-7
 
 
 def mctx_root_logits(rng_key: chex.PRNGKey, prior_logits: chex.Array,
@@ -56,7 +60,12 @@ def mctx_root_logits(rng_key: chex.PRNGKey, prior_logits: chex.Array,
     noise = jax.random.dirichlet(rng_key, alpha=jnp.full([num_actions], dirichlet_alpha),
                                  shape=(batch_size,))
     noisy = (1 - dirichlet_fraction) * probs + dirichlet_fraction * noise
-    logits = tree_lib.log_probabilities(noisy)
+    return mask_root_logits(tree_lib.log_probabilities(noisy), invalid_actions)
+
+
+def mask_root_logits(logits: chex.Array, invalid_actions: Optional[chex.Array]) -> chex.Array:
+    """mctx's masked root logits [B, A]: shifted so that the largest is 0,
+    invalid actions the lowest float; unchanged without a mask."""
     if invalid_actions is None:
         return logits
     logits = logits - jnp.max(logits, axis=-1, keepdims=True)
@@ -70,6 +79,20 @@ def as_bool_mask(invalid_actions: Optional[chex.Array]) -> Optional[chex.Array]:
             invalid_actions.dtype == jnp.bool_:
         return invalid_actions
     return jnp.asarray(invalid_actions) != 0
+
+
+def as_mctx_output(output: base.PolicyOutput, root: base.RootFnOutput,
+                   invalid_actions: Optional[chex.Array]) -> base.PolicyOutput:
+    """The output with mctx's tree: `mctx_view` of ours, its root mask the
+    one the caller gave (mctx: zeros of the root logits' dtype when None),
+    Gumbel's extra data mctx's (`root_gumbel` alone)."""
+    if invalid_actions is None:
+        invalid_actions = jnp.zeros_like(root.prior_logits)
+    view = mctx_view(output.search_tree, root_invalid_actions=invalid_actions)
+    if isinstance(view.extra_data, selection.GumbelExtraData):  # mctx's: the noise alone
+        view = view.replace(extra_data=selection.GumbelExtraData(
+            root_gumbel=view.extra_data.root_gumbel))
+    return output.replace(search_tree=view)
 
 
 def mctx_visit_probs(tree: tree_lib.Tree) -> chex.Array:
@@ -89,12 +112,6 @@ def sample_from_visits(rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     logits = (logits - jnp.max(logits, axis=-1, keepdims=True)) / jnp.maximum(
         jnp.finfo(jnp.float32).tiny, temperature)
     return jax.random.categorical(rng_key, logits).astype(jnp.int32), action_weights
-
-
-def mctx_options(**keywords) -> SearchOptions:
-    """mctx's semantics as our options: discount 0 only a factor, node i + 1
-    written by simulation i."""
-    return SearchOptions(stop_at_terminal=False, node_per_simulation=True, **keywords)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -147,7 +164,7 @@ def muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnO
                   pb_c_init: chex.Numeric = 1.25,
                   pb_c_base: chex.Numeric = 19652,
                   temperature: chex.Numeric = 1.0,
-                  tree: Optional[tree_lib.Tree] = None,
+                  tree: Optional[tree_lib.Tree | MctxTree] = None,
                   **options) -> base.PolicyOutput:
     """mctx.muzero_policy: PUCT search with Dirichlet root noise, the action
     sampled from the visit counts at `temperature`.
@@ -166,8 +183,9 @@ def muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnO
         pb_c_init=pb_c_init, pb_c_base=pb_c_base, dirichlet_fraction=dirichlet_fraction,
         dirichlet_alpha=dirichlet_alpha, qtransform=qtransform, temperature=temperature,
         options=mctx_options_from(max_depth=max_depth, loop_fn=loop_fn, **options))
-    return policy(params, rng_key, root, recurrent_fn, num_simulations,
-                  invalid_actions=as_bool_mask(invalid_actions), tree=tree)
+    output = policy(params, rng_key, root, recurrent_fn, num_simulations,
+                    invalid_actions=as_bool_mask(invalid_actions), tree=our_tree(tree))
+    return as_mctx_output(output, root, invalid_actions)
 
 
 def gumbel_muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
@@ -178,7 +196,7 @@ def gumbel_muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.
                          qtransform: Callable = qtransform_completed_by_mix_value,
                          max_num_considered_actions: int = 16,
                          gumbel_scale: chex.Numeric = 1.,
-                         tree: Optional[tree_lib.Tree] = None,
+                         tree: Optional[tree_lib.Tree | MctxTree] = None,
                          **options) -> base.PolicyOutput:
     """mctx.gumbel_muzero_policy: Gumbel MuZero with mctx's signature,
     defaults, random numbers and semantics (see the module docstring).
@@ -192,22 +210,11 @@ def gumbel_muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.
         max_num_considered_actions=max_num_considered_actions, gumbel_scale=gumbel_scale,
         qtransform=qtransform,
         options=mctx_options_from(max_depth=max_depth, loop_fn=loop_fn, **options))
-    return policy(params, rng_key, root, recurrent_fn, num_simulations,
-                  invalid_actions=as_bool_mask(invalid_actions), tree=tree)
-
-
-def mctx_options_from(**keywords) -> SearchOptions:
-    """The one translation of the mctx-signature keywords (mctx's
-    `max_depth` and `loop_fn`, and any of our `SearchOptions` fields) to the
-    record: mctx's semantics by default (`mctx_options`: discount 0 only a
-    factor, `stop_at_terminal=True` for ours), and mctx's node numbering
-    unless asked otherwise (`node_per_simulation` None or absent) or several
-    paths run per step (where it has no meaning)."""
-    node_per_simulation = keywords.pop("node_per_simulation", None)
-    if node_per_simulation is None:
-        node_per_simulation = keywords.get("simulations_per_step", 1) == 1
-    return SearchOptions.from_keywords(mctx_options(), node_per_simulation=node_per_simulation,
-                                       **keywords)
+    mask = as_bool_mask(invalid_actions)
+    masked_root = root.replace(prior_logits=mask_root_logits(root.prior_logits, mask))
+    output = policy(params, rng_key, masked_root, recurrent_fn, num_simulations,
+                    invalid_actions=mask, tree=our_tree(tree))
+    return as_mctx_output(output, root, invalid_actions)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -235,6 +242,7 @@ class StochasticMuZeroPolicy(MuZeroPolicy):
         validation.check_root(root, invalid_actions, values=checks == "host")
         stochastic_root, mask, combined_fn = stochastic.stochastic_root(
             params, rng_key, root, invalid_actions, decision_fn, chance_fn)
+        validation.check_tree_kind(tree, combined_fn.num_outcomes)  # before the probe compiles
         if checks == "host":
             stochastic.check_chance_probabilities(decision_fn, params, rng_key, root,
                                                   invalid_actions)
@@ -254,7 +262,7 @@ class StochasticMuZeroPolicy(MuZeroPolicy):
         rng_key, dirichlet_key, search_key = jax.random.split(rng_key, 3)
         decision_logits = mctx_root_logits(
             dirichlet_key, root.prior_logits[:, :num_decisions],
-            None if invalid_actions is None else invalid_actions[:, :num_decisions],
+            invalid_actions[:, :num_decisions] if recurrent_fn.fn.root_mask_given else None,
             self.dirichlet_fraction, self.dirichlet_alpha)
         root = root.replace(prior_logits=jnp.concatenate(
             [decision_logits, root.prior_logits[:, num_decisions:]], axis=-1))
@@ -282,7 +290,7 @@ def stochastic_muzero_policy(params: base.Params, rng_key: chex.PRNGKey,
                              pb_c_init: chex.Numeric = 1.25,
                              pb_c_base: chex.Numeric = 19652,
                              temperature: chex.Numeric = 1.0,
-                             tree: Optional[tree_lib.Tree] = None,
+                             tree: Optional[tree_lib.Tree | MctxTree] = None,
                              **options) -> base.PolicyOutput:
     """mctx.stochastic_muzero_policy: search with chance nodes (stochastic.py).
 
@@ -321,5 +329,7 @@ def stochastic_muzero_policy(params: base.Params, rng_key: chex.PRNGKey,
         pb_c_init=pb_c_init, pb_c_base=pb_c_base, dirichlet_fraction=dirichlet_fraction,
         dirichlet_alpha=dirichlet_alpha, qtransform=qtransform, temperature=temperature,
         options=mctx_options_from(max_depth=max_depth, loop_fn=loop_fn, **options))
-    return policy(params, rng_key, root, (decision_recurrent_fn, chance_recurrent_fn),
-                  num_simulations, invalid_actions=as_bool_mask(invalid_actions), tree=tree)
+    output = policy(params, rng_key, root, (decision_recurrent_fn, chance_recurrent_fn),
+                    num_simulations, invalid_actions=as_bool_mask(invalid_actions),
+                    tree=our_tree(tree))
+    return as_mctx_output(output, root, invalid_actions)

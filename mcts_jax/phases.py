@@ -38,7 +38,7 @@ from mcts_jax import base
 from mcts_jax import stochastic
 from mcts_jax import tree as tree_lib
 from mcts_jax.options import SearchOptions
-from mcts_jax.selection import Rules
+from mcts_jax.selection import Rules, check_slot_values
 
 # A proven Q-value at least this high is the best any move can achieve
 # (returns lie in [-1, 1]), so one such child proves its parent.
@@ -81,16 +81,34 @@ class Backup:
     value: chex.Array
 
 
-def check_scores(scores, name: str, batch_size: int, num_slots: int) -> None:
-    """Trace-time check of what a selection rule returned (free)."""
-    shape = tuple(jnp.shape(scores))
-    if shape != (batch_size, num_slots):
-        raise ValueError(f"{name} returned scores of shape {shape}; expected "
-                         f"(B, K) = {(batch_size, num_slots)} (one score per child slot "
-                         f"of each row's node)")
-    if not jnp.issubdtype(jnp.result_type(scores), jnp.floating):
-        raise TypeError(f"{name} returned scores of dtype {jnp.result_type(scores)}; "
-                        f"expected a float dtype (illegal slots score -inf)")
+def check_scores(scores, name: str, batch_size: int, num_slots: int,
+                 rule=None) -> None:
+    """Trace-time check (free) of what a selection rule returned: float
+    [B, K], else a ValueError (shape) or TypeError (dtype, integers and
+    bools included) naming `name` ("root_rule") and the function `rule`."""
+    check_slot_values(scores, name, rule, batch_size, num_slots)
+
+
+def usable_scores(scores: chex.Array, stats: tree_lib.ChildrenStats,
+                  solver: bool) -> chex.Array:
+    """The scores [B, K] the descent takes the argmax of, from a rule's.
+
+    Open slots are the legal ones (with the solver: not proven). A closed
+    slot scores -inf whatever the rule gave it, and so does an open slot
+    the rule scored NaN. When every open slot of a row then scores -inf and
+    some scored NaN (the rule failed there), those NaN slots score their
+    priors instead, so the descent goes on into the one with the highest
+    prior; a row whose open slots all scored -inf stays a dead end (-inf
+    everywhere). +inf is kept (a rule's "choose this"). For a rule that
+    scores closed slots -inf and never gives NaN (every built-in one) the
+    result is its scores, bit for bit.
+    """
+    open_slots = stats.legal & ~stats.solved if solver else stats.legal
+    failed = open_slots & jnp.isnan(scores)
+    scores = jnp.where(open_slots & ~failed, scores, -jnp.inf)
+    stuck = jnp.max(scores, axis=-1, keepdims=True) == -jnp.inf
+    fallback = jnp.where(failed, jnp.nan_to_num(stats.priors, nan=0.0), -jnp.inf)
+    return jnp.where(stuck, fallback.astype(scores.dtype), scores)
 
 
 def split_rows(keys: chex.Array) -> tuple[chex.Array, chex.Array]:
@@ -159,16 +177,16 @@ class Descent(NamedTuple):
 def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
                      max_depth: int, solver: bool, strategy: OnePath) -> Descent:
     """One step of `select_leaf` for the active rows; inactive rows keep
-    their state. `name` names the rule in shape errors."""
+    their state. `name` names the rule in shape errors. The argmax is over
+    `usable_scores`: illegal and NaN slots are never chosen (see there)."""
     rows = tree_lib.batch_rows(tree.batch_size)
     node, depth, active = state.node, state.depth, state.active
     keys, step_keys = split_rows(state.keys)
     stats = strategy.read(tree_lib.children_stats(tree, node, depth, step_keys), node,
                           state.memo)
     scores = score_fn(tree, node, stats)
-    check_scores(scores, name, tree.batch_size, tree.num_slots)
-    if solver:
-        scores = jnp.where(stats.solved, -jnp.inf, scores)
+    check_scores(scores, name, tree.batch_size, tree.num_slots, score_fn)
+    scores = usable_scores(scores, stats, solver)
     slot = jnp.argmax(scores, axis=-1).astype(jnp.int32)
     has_legal_child = jnp.max(scores, axis=-1) > -jnp.inf
     child = stats.index[rows, slot]
@@ -254,6 +272,7 @@ class NewNodes:
     value: chex.Array
     terminal: chex.Array
     slots: tree_lib.ChildSlots  # S + [K]
+    prior_logits: Optional[chex.Array] = None  # S + [K], where the tree keeps them
 
 
 def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree,
@@ -274,13 +293,15 @@ def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree,
         legal = ~output.invalid_actions.astype(jnp.bool_)
     legal = legal & ~terminal[..., None]
     priors = tree_lib.masked_priors(output.prior_logits.astype(jnp.float32), legal)
+    slots = tree_lib.make_slots(priors, legal, tree.max_children, slot_key, tree.children.dtype)
     return NewNodes(
         reward=tree_lib.to_internal_scale(output.reward.astype(jnp.float32), tree.value_range),
         discount=discount,
         value=value,
         terminal=terminal,
-        slots=tree_lib.make_slots(priors, legal, tree.max_children, slot_key,
-                                  tree.children.dtype),
+        slots=slots,
+        prior_logits=None if tree.prior_logits is None else tree_lib.slot_values(
+            slots.actions, output.prior_logits.astype(jnp.float32)),
     )
 
 
@@ -307,6 +328,7 @@ def write_new_nodes(tree: tree_lib.Tree, write_at: chex.Array, parent: chex.Arra
         children=new.slots.codes,
         priors=new.slots.priors,
         children_actions=new.slots.actions,
+        prior_logits=new.prior_logits,
     )
     names = [name for name, _ in tree_lib.tree_arrays()]
     if sorted(values) != sorted(names):

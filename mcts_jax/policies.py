@@ -38,7 +38,7 @@ from mcts_jax import selection
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
 from mcts_jax.options import SearchOptions, Static
-from mcts_jax.qtransforms import (check_tree_function, qtransform_by_parent_and_siblings,
+from mcts_jax.qtransforms import (accept_qtransform, qtransform_by_parent_and_siblings,
                                   qtransform_completed_by_mix_value, qtransform_raw)
 from mcts_jax.tree_search import make_rules, run_body, search_body
 
@@ -138,7 +138,7 @@ def gumbel_action(tree: tree_lib.Tree, qtransform: Callable,
     """
     root = jnp.zeros((tree.batch_size,), jnp.int32)
     stats = tree_lib.children_stats(tree, root)
-    completed = qtransform(tree, root, stats)
+    completed = selection.call_qtransform(qtransform, tree, root, stats, "gumbel_action")
     logits = selection.prior_logits(stats)
     gumbel = tree_lib.at_slots(tree, stats.actions, tree.extra_data.root_gumbel)
     visits_this_search = stats.visits - tree_lib.at_slots(tree, stats.actions,
@@ -523,10 +523,9 @@ def resolve_qtransform(qtransform: Optional[Callable], q_transform: Optional[str
     qtransform = default if qtransform is None else qtransform
     if isinstance(qtransform, Static):
         return qtransform
-    check_tree_function(qtransform, "qtransform",
-                        "functools.partial(mcts_jax.qtransform_by_min_max, min_value=-1.0, "
-                        "max_value=1.0)")
-    return qtransform
+    return accept_qtransform(qtransform, "qtransform",
+                             "functools.partial(mcts_jax.qtransform_by_min_max, "
+                             "min_value=-1.0, max_value=1.0)")
 
 
 def check_considered(max_num_considered_actions: Any) -> int:

@@ -10,10 +10,20 @@ itself, gathered once by the search); the search descends into the argmax
 `functools.partial(puct_scores, pb_c_init=1.5)`. A search uses a `Rules`
 pair: one rule at the root and one below it (the same for UCT and PUCT;
 Gumbel's sequential halving at the root, its deterministic rule below), so no
-step computes a rule it does not use. Illegal slots score -inf and
-are never chosen; a node whose slots are all -inf is a dead end and is
-re-evaluated instead of descended. Every rule reads only the K children of the
-given node, so one selection step costs O(B K).
+step computes a rule it does not use. Every rule reads only the K children of
+the given node, so one selection step costs O(B K).
+
+What the descent makes of the scores (phases.usable_scores, one place):
+illegal slots (`stats.legal` False) are never chosen, whatever a rule scores
+them (the built-in rules score them -inf anyway); -inf is never chosen; +inf
+is a legitimate "choose this" (the lowest such slot); NaN is treated as -inf.
+A node whose legal slots all score -inf is a dead end, re-evaluated instead
+of descended; one whose legal slots all score NaN or -inf, some NaN (the
+rule went wrong there), is still descended: into the NaN slot with the
+highest prior (the lowest on ties). A rule's output is checked when the
+search is traced: float [B, K] (integers and bools are refused, not cast),
+else a TypeError or ValueError naming the rule; so is a Q transform's
+inside the rules here (`call_qtransform`).
 
 Q-values are from the point of view of the player to move at `node` and are put
 on the user's value scale (`tree.value_range`) before exploration terms are
@@ -24,17 +34,55 @@ relative to their own range.
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple, Tuple
+from typing import Callable, NamedTuple, Optional, Tuple
 
 import chex
 import jax
 import jax.numpy as jnp
 
 from mcts_jax import tree as tree_lib
+from mcts_jax.options import describe_function
 from mcts_jax.qtransforms import (qtransform_by_parent_and_siblings,
                                   qtransform_completed_by_mix_value)
 
 ScoreFn = Callable[[tree_lib.Tree, chex.Array, tree_lib.ChildrenStats], chex.Array]
+
+
+def check_slot_values(values, name: str, fn: Callable, batch_size: int, num_slots: int,
+                      what: str = "scores") -> None:
+    """Trace-time check (free) of what a rule or Q transform returned: a
+    float array [B, K]. `name` says which argument it was ("root_rule",
+    "qtransform of puct_scores"), `fn` the function (named in the message).
+    Integer and bool arrays are refused, not cast: a rule's scores need
+    -inf, and a bool is usually a mask meant for `jnp.where`."""
+    expected = f"expected float [B, K] = [{batch_size}, {num_slots}]"
+    told = f"{name} is {describe_function(fn)}"
+    if not (hasattr(values, "shape") and hasattr(values, "dtype")):
+        raise TypeError(f"{name} returned {type(values).__name__}, not an array; {told}: "
+                        f"{expected}, one per child slot of each row's node")
+    shape, dtype = tuple(values.shape), values.dtype
+    got = f"got shape {shape}, dtype {dtype}"
+    if shape != (batch_size, num_slots):
+        raise ValueError(f"{name} returned {what} of shape {shape}; expected (B, K) = "
+                         f"{(batch_size, num_slots)}, one per child slot of each row's node "
+                         f"(B rows, K child slots). {told}: {got}; {expected}.")
+    if not jnp.issubdtype(dtype, jnp.floating):
+        hint = ("a bool array is a mask, not a score: return "
+                "jnp.where(mask, scores, -jnp.inf)" if dtype == jnp.bool_ else
+                "integers are not cast: return them .astype(jnp.float32)")
+        raise TypeError(f"{name} returned {what} of dtype {dtype}; expected a float dtype "
+                        f"(-inf: never descend). {told}: {got}; {expected}; {hint}.")
+
+
+def call_qtransform(qtransform: Callable, tree: tree_lib.Tree, node: chex.Array,
+                    stats: tree_lib.ChildrenStats, rule: str) -> chex.Array:
+    """`qtransform(tree, node, stats)`, checked at trace time to be float
+    [B, K] (`check_slot_values`; a wrong shape is never broadcast). `rule`
+    names the rule that calls it, for the message."""
+    values = qtransform(tree, node, stats)
+    check_slot_values(values, f"the qtransform of {rule}", qtransform, node.shape[0],
+                      stats.index.shape[-1], what="values")
+    return values
 
 
 class Rules(NamedTuple):
@@ -88,13 +136,15 @@ def puct_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenS
     `c(N) = pb_c_init + log((N + pb_c_base + 1) / pb_c_base)`, N the visit
     count of `node`, n the child's, P its prior. `tie_break > 0` adds
     `tie_break * U[0, 1)` noise from `stats.rng_key` (mctx adds 1e-7);
-    0: ties go to the lowest slot.
+    0: ties go to the lowest slot. `qtransform` must return float [B, K]
+    (checked when traced, `call_qtransform`); a NaN it gives makes that
+    slot's score NaN, which the descent never chooses (module docstring).
     """
     parent_visits = stats.node_visits.astype(jnp.float32)[:, None]
     pb_c = pb_c_init + jnp.log((parent_visits + pb_c_base + 1.0) / pb_c_base)
     exploration = (jnp.sqrt(parent_visits) * pb_c * stats.priors
                    / (stats.visits.astype(jnp.float32) + 1.0))
-    scores = qtransform(tree, node, stats) + exploration
+    scores = call_qtransform(qtransform, tree, node, stats, "puct_scores") + exploration
     if tie_break:
         scores = scores + tie_break * tie_break_noise(tree, stats)
     return jnp.where(stats.legal, scores, -jnp.inf)
@@ -146,8 +196,11 @@ def gumbel_interior_scores(tree: tree_lib.Tree, node: chex.Array,
                            qtransform: Callable = qtransform_completed_by_mix_value
                            ) -> chex.Array:
     """Deterministic selection below the root: the child whose visit share
-    lags most behind the improved policy `softmax(log P + qtransform(Q))`."""
-    improved = jax.nn.softmax(prior_logits(stats) + qtransform(tree, node, stats), axis=-1)
+    lags most behind the improved policy `softmax(log P + qtransform(Q))`.
+    `qtransform` must return float [B, K] (checked when traced)."""
+    improved = jax.nn.softmax(
+        prior_logits(stats) + call_qtransform(qtransform, tree, node, stats,
+                                              "gumbel_interior_scores"), axis=-1)
     visits = stats.visits.astype(jnp.float32)
     share = visits / (1.0 + jnp.sum(visits, axis=-1, keepdims=True))
     return jnp.where(stats.legal, improved - share, -jnp.inf)
@@ -175,7 +228,8 @@ def halving_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.Childr
     visits_this_search = stats.visits - root_visits_before
     simulation_index = jnp.minimum(jnp.sum(visits_this_search, axis=-1), table.shape[1] - 1)
     target_visits = table[num_considered, simulation_index]
-    score = gumbel + prior_logits(stats) + qtransform(tree, node, stats)
+    score = gumbel + prior_logits(stats) + call_qtransform(qtransform, tree, node, stats,
+                                                           "halving_scores")
     eligible = stats.legal & (visits_this_search == target_visits[:, None])
     return jnp.where(eligible, jnp.maximum(score, -1e9), -jnp.inf)
 
@@ -189,11 +243,12 @@ class GumbelExtraData:
         (times `gumbel_scale`), as mctx's `GumbelMuZeroExtraData`.
       root_visits_before: [B, A] int32, root visits of each action before
         this search (a continued tree); sequential halving counts only the
-        visits of this search.
+        visits of this search. Optional (None: none), so that mctx's
+        `GumbelMuZeroExtraData(root_gumbel=...)` builds one.
     """
 
     root_gumbel: chex.Array
-    root_visits_before: chex.Array
+    root_visits_before: Optional[chex.Array] = None
 
 
 def gumbel_root_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenStats,
@@ -210,7 +265,9 @@ def gumbel_root_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.Ch
         tree, node, stats,
         gumbel=jnp.where(stats.legal, tree_lib.at_slots(tree, stats.actions, extra.root_gumbel),
                          0.0),
-        root_visits_before=tree_lib.at_slots(tree, stats.actions, extra.root_visits_before),
+        root_visits_before=(jnp.zeros_like(stats.visits) if extra.root_visits_before is None
+                            else tree_lib.at_slots(tree, stats.actions,
+                                                   extra.root_visits_before)),
         num_considered=num_considered,
         table=halving_table(max_num_considered_actions, num_simulations),
         qtransform=qtransform)

@@ -59,6 +59,7 @@ from mcts_jax import base
 from mcts_jax import reuse
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
+from mcts_jax.mctx_tree import our_tree
 from mcts_jax.options import Static
 
 
@@ -139,6 +140,8 @@ class StochasticRecurrentFn:
     num_decisions: int
     num_outcomes: int
     shared_layout: bool
+    # the caller gave a root mask (mctx shifts its root logits only then)
+    root_mask_given: bool = True
 
     def __call__(self, params, rng_key, edge, embedding: StochasticEmbedding):
         num_decisions, num_outcomes = self.num_decisions, self.num_outcomes
@@ -153,6 +156,7 @@ class StochasticRecurrentFn:
 
         def decide():
             output, afterstate = self.decision_fn(params, rng_key, action, embedding.state)
+            output = base.as_decision_output(output)
             check_decision_output(output, batch_size, num_outcomes)
             logits = output.chance_logits.astype(jnp.float32)
             impossible = ~(logits > jnp.finfo(jnp.float32).min)  # -inf, the lowest float, NaN
@@ -166,6 +170,7 @@ class StochasticRecurrentFn:
 
         def apply_chance():
             output, state = self.chance_fn(params, rng_key, outcome, afterstate_in)
+            output = base.as_chance_output(output)
             check_chance_output(output, batch_size, num_decisions)
             invalid = (jnp.zeros((batch_size, num_decisions), jnp.bool_)
                        if output.invalid_actions is None else output.invalid_actions)
@@ -253,6 +258,7 @@ def stochastic_root(params, rng_key, root: base.RootFnOutput,
     dummy_action = jnp.zeros((batch_size,), jnp.int32)
     output, afterstate = jax.eval_shape(decision_recurrent_fn, params, rng_key, dummy_action,
                                         root.embedding)
+    output = base.as_decision_output(output)
     if not isinstance(output, base.DecisionRecurrentFnOutput):
         raise TypeError(f"decision_recurrent_fn must return (DecisionRecurrentFnOutput, "
                         f"afterstate embedding), got {type(output).__name__} first")
@@ -264,7 +270,8 @@ def stochastic_root(params, rng_key, root: base.RootFnOutput,
     shared = _same_layout(root.embedding, afterstate)
     recurrent_fn = StochasticRecurrentFn(
         decision_fn=Static(decision_recurrent_fn), chance_fn=Static(chance_recurrent_fn),
-        num_decisions=int(num_decisions), num_outcomes=int(num_outcomes), shared_layout=shared)
+        num_decisions=int(num_decisions), num_outcomes=int(num_outcomes), shared_layout=shared,
+        root_mask_given=invalid_actions is not None)
     placeholder = None if shared else jax.tree.map(
         lambda leaf: jnp.zeros(leaf.shape, leaf.dtype), afterstate)
     embedding = StochasticEmbedding(state=root.embedding, afterstate=placeholder,
@@ -320,11 +327,42 @@ def _probe(fn: Callable) -> Callable:
 def stochastic_subtree(tree: tree_lib.Tree, action: chex.Array, outcome: chex.Array
                        ) -> tree_lib.Tree:
     """Subtree reuse in a stochastic tree: the subtree below decision
-    `action` [B] and then the chance outcome `outcome` [B] (0..C-1) that
-    happened, re-rooted at that decision node. Rows where the outcome was
-    never expanded come back empty (the next search starts them afresh)."""
+    `action` [B] (ids in [0, A)) and then the chance outcome `outcome` [B]
+    (ids in [0, C)) that happened, re-rooted at that decision node. Rows
+    where the outcome was never expanded come back empty (the next search
+    starts them afresh).
+
+    Checks: shapes and dtypes always; with concrete ids (outside `jit`), ids
+    out of range, and an outcome that the tree's chance node gives
+    probability 0 (it cannot have happened), raise ValueError. `tree` may be
+    the `MctxTree` of `stochastic_muzero_policy`: its source tree (ours) is
+    re-rooted, and ours is returned."""
+    tree = our_tree(tree)
+    validation.check_is_tree("tree", tree)
     if tree.num_chance_outcomes == 0:
         raise ValueError("stochastic_subtree needs a stochastic tree (num_chance_outcomes > "
                          "0); use get_subtree")
-    afterstate = reuse.get_subtree(tree, jnp.asarray(action, jnp.int32))
-    return reuse.get_subtree(afterstate, tree.num_decisions + jnp.asarray(outcome, jnp.int32))
+    batch_size, num_decisions = tree.batch_size, tree.num_decisions
+    num_outcomes = tree.num_chance_outcomes
+    action, outcome = jnp.asarray(action), jnp.asarray(outcome)
+    validation.check_ids("action", action, batch_size, "decision id", "A", num_decisions)
+    validation.check_ids("outcome", outcome, batch_size, "chance outcome id", "C",
+                         num_outcomes)
+    afterstate = reuse.get_subtree(tree, action.astype(jnp.int32))
+    outcome_id = num_decisions + outcome.astype(jnp.int32)  # [B], edge ids A + c
+    if validation.is_concrete(outcome_id) and validation.is_concrete(afterstate.priors):
+        root = jnp.zeros((batch_size,), jnp.int32)
+        at_outcome = (np.asarray(tree_lib.slot_actions(afterstate, root))
+                      == np.asarray(outcome_id)[:, None])  # [B, K]
+        probability = np.where(at_outcome, np.asarray(afterstate.priors[:, 0]), 0.0).sum(-1)
+        # A compact chance node that dropped outcomes (`pruned`) cannot tell.
+        unknown = np.asarray(afterstate.pruned[:, 0]) & ~at_outcome.any(-1)
+        impossible = (np.asarray(afterstate.num_nodes) > 0) & (probability <= 0) & ~unknown
+        rows = np.flatnonzero(impossible)[:10]
+        if rows.size:
+            raise ValueError(
+                f"outcome {np.asarray(outcome)[rows].tolist()} in rows {rows.tolist()} has "
+                f"probability 0 at the chance node of action "
+                f"{np.asarray(action)[rows].tolist()} (the tree's stored outcome prior): "
+                f"an impossible outcome; pass the outcome that happened")
+    return reuse.get_subtree(afterstate, outcome_id)

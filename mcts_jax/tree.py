@@ -17,7 +17,7 @@ the child's node index, `UNEXPANDED` (legal, not yet expanded) or `ILLEGAL`.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional, Tuple
+from typing import Any, ClassVar, Optional, Tuple
 
 import chex
 import jax
@@ -129,6 +129,11 @@ class Tree:
         layout (slot k is action k). Compact layout (`K = max_children`):
         int16 (int32 when A >= 32767), the node's legal actions in increasing
         id order, then `A` (no action) in the unused slots.
+      prior_logits: float32, the prior logits the node was given, as given
+        (the recurrent_fn's, the root's after the policy's noise), 0 in a
+        node not yet expanded; None unless the search kept them
+        (`SearchOptions.keep_prior_logits`, set by the mctx-signature
+        functions: mctx's `children_prior_logits`).
     Other:
       embeddings: pytree with leaves [B, N, ...], the state stored per node;
         with `replay_embeddings`, leaves [B, 1, ...]: the root's state only
@@ -169,6 +174,8 @@ class Tree:
     # None in the dense layout.
     children_actions: Optional[chex.Array] = tree_array("action_id", "num_actions",
                                                         per_edge=True)
+    # None unless the search keeps them (`SearchOptions.keep_prior_logits`).
+    prior_logits: Optional[chex.Array] = tree_array(jnp.float32, 0.0, per_edge=True)
     embeddings: Any = dataclasses.field(default=None)
     num_nodes: chex.Array = dataclasses.field(default=None)
     extra_data: Any = None
@@ -177,6 +184,11 @@ class Tree:
         metadata=dict(static=True), default=(-1.0, 1.0))
     replay_embeddings: bool = dataclasses.field(metadata=dict(static=True), default=False)
     num_chance_outcomes: int = dataclasses.field(metadata=dict(static=True), default=0)
+
+    # mctx's class constants (`mctx.Tree.ROOT_INDEX`, ...).
+    ROOT_INDEX: ClassVar[int] = ROOT_INDEX
+    NO_PARENT: ClassVar[int] = NO_PARENT
+    UNVISITED: ClassVar[int] = UNEXPANDED
 
     replace = dataclasses.replace
 
@@ -309,10 +321,14 @@ class Tree:
 
     @property
     def children_prior_logits(self) -> chex.Array:
-        """[B, N, A] log prior probability of each action (normalised logits:
-        `softmax` gives the priors the search used); `log_probabilities`'
-        floor (about -87) where the prior is 0 (illegal, or a node not yet
-        expanded)."""
+        """[B, N, A] prior logits of each action. Where the search kept them
+        (`prior_logits`), the logits each node was given (0 in a node not
+        yet expanded, as mctx); else the log prior probabilities
+        (normalised logits: `softmax` gives the priors the search used),
+        `log_probabilities`' floor (about -87) where the prior is 0."""
+        lowest = jnp.finfo(jnp.float32).min
+        if self.prior_logits is not None:
+            return self._edges_in_action_space(self.prior_logits, lowest)
         logits = log_probabilities(self.priors)
         return self._edges_in_action_space(logits, log_probabilities(jnp.float32(0.0)))
 
@@ -475,6 +491,18 @@ def at_slots(tree: "Tree", slot_action_ids: chex.Array, per_action: chex.Array) 
     return jnp.take_along_axis(per_action, jnp.minimum(slot_action_ids, num_actions - 1), axis=1)
 
 
+def slot_values(slot_action_ids: Optional[chex.Array], per_action: chex.Array) -> chex.Array:
+    """Per-action values [..., A] read at each child slot [..., K]: the
+    values themselves in the dense layout (`slot_action_ids` None); an unused
+    compact slot (id A) reads 0."""
+    if slot_action_ids is None:
+        return per_action
+    num_actions = per_action.shape[-1]
+    ids = slot_action_ids.astype(jnp.int32)
+    values = jnp.take_along_axis(per_action, jnp.minimum(ids, num_actions - 1), axis=-1)
+    return jnp.where(ids < num_actions, values, 0.0)
+
+
 def masked_priors(prior_logits: chex.Array, legal: chex.Array) -> chex.Array:
     """Softmax of logits over the legal entries; 0 where illegal. [.., K]."""
     logits = jnp.where(legal, prior_logits, -jnp.inf)
@@ -601,6 +629,7 @@ def init_tree(
     max_children: Optional[int] = None,
     slot_key: Optional[chex.PRNGKey] = None,
     replay_embeddings: bool = False,
+    root_logits: Optional[chex.Array] = None,
 ) -> Tree:
     """A fresh batch of trees holding only the root, visited once.
 
@@ -614,6 +643,8 @@ def init_tree(
       max_children: K for the compact layout, None for the dense one.
       slot_key: breaks ties when the root has more legal actions than K.
       replay_embeddings: store the root's embedding only.
+      root_logits: [B, A] the root's prior logits as given, kept in
+        `prior_logits`; None: not kept (`prior_logits` None).
     """
     batch_size, num_actions = root_priors.shape
     slots = make_slots(root_priors.astype(jnp.float32), root_legal, max_children, slot_key,
@@ -624,7 +655,9 @@ def init_tree(
     # array is absent in this layout, e.g. slot actions in the dense one).
     root_entries = dict(node_visits=1, value_sums=root_value, raw_values=root_value,
                         pruned=slots.pruned, children=slots.codes, priors=slots.priors,
-                        children_actions=slots.actions)
+                        children_actions=slots.actions,
+                        prior_logits=None if root_logits is None else slot_values(
+                            slots.actions, root_logits.astype(jnp.float32)))
     arrays = {}
     for name, spec in tree_arrays():
         if name in root_entries and root_entries[name] is None:

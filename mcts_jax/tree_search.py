@@ -29,7 +29,10 @@ from mcts_jax import phases
 from mcts_jax import reuse
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
-from mcts_jax.options import SearchOptions, Static, holds_tracer
+from mcts_jax.mctx_selection import MctxSearchData, MctxSelectionRule
+from mcts_jax.mctx_tree import MctxTree, mctx_view, our_tree
+from mcts_jax.options import (SearchOptions, Static, check_recompiles, holds_tracer,
+                              mctx_options_from)
 from mcts_jax.qtransforms import check_tree_function
 from mcts_jax.selection import Rules
 
@@ -38,9 +41,12 @@ _RULE_EXAMPLE = "functools.partial(mcts_jax.puct_scores, pb_c_init=1.25)"
 
 def with_result_checks(recurrent_fn: base.RecurrentFn) -> base.RecurrentFn:
     """recurrent_fn with trace-time checks of what it returns (pure Python:
-    the compiled search is the same)."""
+    the compiled search is the same). Its output may be any object with
+    mctx's fields (`base.as_recurrent_output`)."""
     def checked(params, rng_key, action, embedding):
         result = recurrent_fn(params, rng_key, action, embedding)
+        if isinstance(result, tuple) and len(result) == 2:  # any output with mctx's fields
+            result = (base.as_recurrent_output(result[0]), result[1])
         validation.check_recurrent_result(result, embedding)
         return result
 
@@ -68,7 +74,9 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
     fresh = tree_lib.init_tree(root_value, priors, legal, root.embedding, options.max_nodes,
                                options.value_range, max_children=options.max_children,
                                slot_key=phases.slot_key(rng_key),
-                               replay_embeddings=options.replay_embeddings)
+                               replay_embeddings=options.replay_embeddings,
+                               root_logits=root.prior_logits if options.keep_prior_logits
+                               else None)
     fresh = fresh.replace(extra_data=extra_data,
                           num_chance_outcomes=options.num_chance_outcomes)
     if tree is None:
@@ -83,6 +91,19 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
         slot_priors)
     continued = tree.replace(priors=tree.priors.at[:, tree_lib.ROOT_INDEX].set(slot_priors),
                              extra_data=extra_data)
+    if fresh.prior_logits is None:
+        continued = continued.replace(prior_logits=None)
+    elif tree.prior_logits is None:
+        raise ValueError("tree= holds no prior logits but this search keeps them "
+                         "(keep_prior_logits=True, the mctx-signature functions' default): "
+                         "continue a tree from a search that kept them, or pass "
+                         "keep_prior_logits=False")
+    else:
+        root_slots = tree_lib.gather_nodes(tree.children_actions, root_index) \
+            if tree.children_actions is not None else None
+        continued = continued.replace(prior_logits=tree.prior_logits.at[
+            :, tree_lib.ROOT_INDEX].set(tree_lib.slot_values(
+                root_slots, root.prior_logits.astype(jnp.float32))))
     if tree.replay_embeddings:
         continued = continued.replace(embeddings=fresh.embeddings)
     return reuse.select_rows(tree.num_nodes > 0, continued, fresh)
@@ -159,7 +180,9 @@ def run_body(body: Callable, params, rng_key, root, recurrent_fn, invalid_action
     static. A nested jit inside the caller's trace; traced inline instead
     when the settings bind a tracer of the caller's trace (a rule partial
     built inside the caller's jit). checks="checkify" compiles the value
-    checks in and raises (or stages) their error."""
+    checks in and raises (or stages) their error. A rule or Q transform in
+    `settings` that equals one seen before but for object identity (a
+    lambda made on every call) warns once (`options.check_recompiles`)."""
     validation.check_rng_key(rng_key)
     if not callable(recurrent_fn):
         raise TypeError(f"recurrent_fn must be callable, got {type(recurrent_fn).__name__}")
@@ -175,6 +198,7 @@ def run_body(body: Callable, params, rng_key, root, recurrent_fn, invalid_action
                              "arguments are not traced values; bind them outside jit or "
                              "use checks='host'")
         return _run_static(*dynamic, **statics)
+    check_recompiles(settings)  # a rule made anew on every call: warned once
     if checks != "checkify":
         return _compiled(*dynamic, **statics)
     error, result = _checkified(*dynamic, **statics)
@@ -191,6 +215,8 @@ def search(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
            tree: Optional[tree_lib.Tree] = None,
            extra_data: Any = None,
            options: Optional[SearchOptions] = None,
+           root_action_selection_fn: Optional[Callable] = None,
+           interior_action_selection_fn: Optional[Callable] = None,
            **option_keywords) -> tree_lib.Tree:
     """Runs `num_simulations` simulations of MCTS on each of B roots; returns the `Tree`.
 
@@ -219,12 +245,28 @@ def search(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
         for rules to read (Gumbel's root noise lives there); rules only.
       options: a `SearchOptions` (default: the defaults, or the policy's);
         `option_keywords`: any of its fields, applied on top.
+      root_action_selection_fn, interior_action_selection_fn: mctx's
+        signature instead of rules: `search(params, rng_key, root=,
+        recurrent_fn=, root_action_selection_fn=, interior_action_selection_fn=,
+        num_simulations=, max_depth=None, invalid_actions=None,
+        extra_data=None, loop_fn=...)` runs mctx's search with mctx's
+        semantics (`invalid_actions` only a mask the selection functions
+        read, discount 0 only a factor, node i + 1 written by simulation i)
+        and returns mctx's tree, `MctxTree` (see `mctx_search`).
 
     Compiled once per shapes, recurrent_fn, rules and options (rules that are
     equal `functools.partial`s of one function, with hashable bound
     arguments such as Python numbers, count as equal); inside the caller's
     `jit` it is a nested jit. Do not `vmap` it: it is batched.
     """
+    if root_action_selection_fn is not None or interior_action_selection_fn is not None:
+        if root_rule is not None or interior_rule is not None or policy is not None:
+            raise ValueError("search takes mctx's selection functions or our rules or a "
+                             "policy, not several")
+        return mctx_search(params, rng_key, root, recurrent_fn, num_simulations,
+                           root_action_selection_fn, interior_action_selection_fn,
+                           invalid_actions=invalid_actions, extra_data=extra_data, tree=tree,
+                           options=options, **option_keywords)
     if policy is not None:
         if root_rule is not None or interior_rule is not None or extra_data is not None:
             raise ValueError("search takes a policy or rules (root_rule, interior_rule, "
@@ -242,3 +284,39 @@ def search(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
         root, invalid_actions, num_simulations, tree)
     return run_body(search_as_body, params, rng_key, root, recurrent_fn, invalid_actions, 0.0,
                     tree, extra_data, options, rules, options.checks)
+
+
+def mctx_search(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
+                recurrent_fn: base.RecurrentFn, num_simulations: int,
+                root_action_selection_fn: Callable, interior_action_selection_fn: Callable, *,
+                invalid_actions: Optional[chex.Array] = None, extra_data: Any = None,
+                tree: Any = None, options: Optional[SearchOptions] = None,
+                **option_keywords) -> MctxTree:
+    """mctx's `search`: simulations selected by mctx-style functions
+    (`mctx_selection.MctxSelectionRule`: each gets the unbatched
+    `MctxTree` of its row), mctx's semantics (`options.mctx_options_from`),
+    the root mask `invalid_actions` (ones or True = invalid; None: zeros of
+    the root logits' dtype) handed to them as `tree.root_invalid_actions`
+    and never enforced by the search itself, as in mctx. Returns
+    `mctx_view` of the tree, `extra_data` as given."""
+    for name, fn in (("root_action_selection_fn", root_action_selection_fn),
+                     ("interior_action_selection_fn", interior_action_selection_fn)):
+        if not callable(fn):
+            raise TypeError(f"{name} must be a function (rng_key, tree, node_index"
+                            f"{'' if name.startswith('root') else ', depth'}) -> action, as "
+                            f"mcts_jax.muzero_action_selection; got {type(fn).__name__}")
+    root_mask = (jnp.zeros_like(root.prior_logits) if invalid_actions is None
+                 else jnp.asarray(invalid_actions))
+    if jnp.shape(root_mask) != jnp.shape(root.prior_logits):
+        raise ValueError(f"invalid_actions must have the root logits' shape [B, A] = "
+                         f"{tuple(jnp.shape(root.prior_logits))}, got {jnp.shape(root_mask)}")
+    rules = Rules(at_root=Static(MctxSelectionRule(root_action_selection_fn, at_root=True)),
+                  below_root=Static(MctxSelectionRule(interior_action_selection_fn,
+                                                      at_root=False)))
+    base_options = mctx_options_from() if options is None else options
+    options = SearchOptions.from_keywords(base_options, **option_keywords).resolve(
+        root, None, num_simulations, our_tree(tree))
+    search_data = MctxSearchData(user_data=extra_data, root_invalid=root_mask)
+    searched = run_body(search_as_body, params, rng_key, root, recurrent_fn, None, 0.0,
+                        our_tree(tree), search_data, options, rules, options.checks)
+    return mctx_view(searched, root_invalid_actions=root_mask).replace(extra_data=extra_data)

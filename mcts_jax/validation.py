@@ -256,6 +256,36 @@ def check_tree(tree: Any, root: base.RootFnOutput, batch_size: int, num_actions:
                          "shapes or dtypes): the tree comes from another problem")
 
 
+def check_tree_kind(tree: Any, num_chance_outcomes: int) -> None:
+    """A tree passed to `tree=` must be of the search's kind: a stochastic
+    search (C = `num_chance_outcomes` > 0) continues a tree of a stochastic
+    search with the same C, a deterministic search (C = 0) a tree without
+    chance nodes. Static (reads `tree.num_chance_outcomes`); None passes."""
+    from mcts_jax.tree import Tree  # local: tree imports nothing from here
+
+    if tree is None:
+        return
+    if not isinstance(tree, Tree):
+        raise TypeError(f"tree must be a mcts_jax.Tree or None, got {type(tree).__name__}")
+    have = tree.num_chance_outcomes
+    if have == num_chance_outcomes:
+        return
+    if have == 0:
+        raise ValueError(
+            f"tree has no chance nodes (num_chance_outcomes 0: it comes from a deterministic "
+            f"search such as muzero_policy or alphazero_policy), but this stochastic search has "
+            f"C = {num_chance_outcomes} chance outcomes; a stochastic search needs a tree from "
+            f"a stochastic search (stochastic_muzero_policy), or tree=None to start afresh")
+    if num_chance_outcomes == 0:
+        raise ValueError(
+            f"tree has chance nodes (num_chance_outcomes {have}: it comes from a stochastic "
+            f"search such as stochastic_muzero_policy), but this search is deterministic; "
+            f"continue it with the stochastic policy that built it, or pass tree=None")
+    raise ValueError(f"tree has {have} chance outcomes but this stochastic search has "
+                     f"C = {num_chance_outcomes}; continue a stochastic tree with the "
+                     f"stochastic policy (and game) that built it")
+
+
 # ---- value checks compiled into the search (checks="checkify") ------------
 
 def _first_row(bad_rows: jax.Array) -> jax.Array:
@@ -327,8 +357,9 @@ def check_recurrent_result(result: Any, embedding: Any) -> None:
                         f"{type(result).__name__}")
     output, new_embedding = result
     if not isinstance(output, base.RecurrentFnOutput):
-        raise TypeError(f"recurrent_fn must return a mcts_jax.RecurrentFnOutput first, got "
-                        f"{type(output).__name__}")
+        raise TypeError(f"recurrent_fn must return a mcts_jax.RecurrentFnOutput (or any "
+                        f"object with mctx's fields reward, discount, prior_logits, value) "
+                        f"first, got {type(output).__name__}")
     for name in ("reward", "discount", "prior_logits", "value"):
         if not jnp.issubdtype(jnp.result_type(getattr(output, name)), jnp.floating):
             raise TypeError(f"recurrent_fn returned {name} of dtype "
@@ -363,3 +394,23 @@ def check_row_mask(name: str, mask: Any, batch_size: int) -> None:
     dtype = jnp.result_type(mask)
     if dtype != jnp.bool_ and not jnp.issubdtype(dtype, jnp.integer):
         raise TypeError(f"{name} must be a bool array, got {dtype}")
+
+
+def check_ids(name: str, ids: Any, batch_size: int, meaning: str, symbol: str, bound: int,
+              per: str = "row") -> None:
+    """`ids` [B] integer, and (when concrete) in [0, bound); errors name
+    `name`, what the ids mean and their range [0, `symbol`) = [0, `bound`)
+    (one id per `per`)."""
+    ids_range = f"[0, {symbol}) = [0, {bound})"
+    if ids.shape != (batch_size,):
+        raise ValueError(f"{name} must have shape [B] = ({batch_size},), one {meaning} in "
+                         f"{ids_range} per {per}, got shape {ids.shape}")
+    if not jnp.issubdtype(ids.dtype, jnp.integer):
+        raise TypeError(f"{name} must be an integer array of {meaning}s in {ids_range}, got "
+                        f"dtype {ids.dtype}")
+    if is_concrete(ids):
+        values = np.asarray(ids)
+        rows = np.flatnonzero((values < 0) | (values >= bound))[:10]
+        if rows.size:
+            raise ValueError(f"{name} must be {meaning}s in {ids_range}, got "
+                             f"{values[rows].tolist()} in rows {rows.tolist()}")

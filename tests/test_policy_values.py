@@ -130,10 +130,12 @@ def test_a_users_policy_runs_through_search_sharding_arena_and_self_play():
 def test_a_policy_must_fit_the_games_kind():
     game = envs.make("tic_tac_toe")
     player = arena.SearchPlayer(evaluators.Uniform(), mcts_jax.StochasticMuZeroPolicy(), 8)
-    with pytest.raises(ValueError, match="chance nodes needs a stochastic game"):
+    with pytest.raises(ValueError, match="'tic_tac_toe' is a deterministic game .no chance "
+                                         "nodes. and this policy searches chance nodes"):
         player.policy_for(game)
     chance_game = envs.make("2048")
-    with pytest.raises(ValueError, match="stochastic game needs a policy with chance nodes"):
+    with pytest.raises(ValueError, match="is a stochastic game .chance nodes: afterstates and "
+                                         "outcomes. and needs a policy with chance nodes"):
         arena.SearchPlayer(evaluators.Uniform(), "alphazero", 8).policy_for(chance_game)
 
 
@@ -163,7 +165,7 @@ def test_mctx_family_defaults_and_several_paths_per_step_from_a_name():
     (it has no meaning there) instead of refusing the run; the arena takes
     a SearchOptions record."""
     assert mcts_jax.MuZeroPolicy() == mcts_jax.MuZeroPolicy.make()
-    assert mcts_jax.MuZeroPolicy().options == mcts_jax.mctx_policies.mctx_options()
+    assert mcts_jax.MuZeroPolicy().options == mcts_jax.options.mctx_options()
     assert mcts_jax.AlphaZeroPolicy().options == mcts_jax.SearchOptions()
     for name in ("stochastic", "gumbel_muzero", "muzero", "alphazero"):
         policy = policies.policy_from_name(name, num_actions=4, simulations_per_step=4)

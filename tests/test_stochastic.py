@@ -11,6 +11,7 @@ import pytest
 import mcts_jax
 from mcts_jax.chance_trees import ChanceTree
 from mcts_jax.synthetic import random_root_codes
+from test_mctx_trees import assert_same_tree
 
 mctx = pytest.importorskip("mctx")
 
@@ -46,44 +47,40 @@ def run(library, tree, codes, key, num_simulations=SIMULATIONS, **kwargs):
                                              tree.chance_recurrent_fn, num_simulations, **kwargs)
 
 
-@pytest.mark.parametrize("tree", [
-    ChanceTree(depth=3, branching=3, outcomes=4, informed=True),
-    ChanceTree(depth=3, branching=4, outcomes=6, two_player=False, distinct_afterstate=True,
-               informed=True),
-], ids=["two-player", "one-player-distinct-afterstate"])
-def test_matches_mctx_stochastic_muzero_policy(tree):
-    """Same root visit counts on >= 95% of rows; where they agree, the whole
-    tree (every node's visits and value, the children) agrees too."""
-    codes = random_root_codes(tree.outcomes, 64)
+@pytest.mark.parametrize("tree,mask,kwargs", [
+    (ChanceTree(depth=3, branching=3, outcomes=4, informed=True), False, {}),
+    (ChanceTree(depth=3, branching=4, outcomes=6, two_player=False, distinct_afterstate=True,
+                informed=True), True,
+     dict(qtransform_name="qtransform_by_min_max", min_value=-3.0, max_value=3.0,
+          dirichlet_fraction=0.1, pb_c_init=1.7, temperature=0.5)),
+], ids=["two-player", "one-player-distinct-afterstate-mask-min-max"])
+def test_builds_mctx_stochastic_tree(tree, mask, kwargs):
+    """On 48 random chance trees (rewards, discounts, chance outcomes and
+    their probabilities, root masks): mctx's whole tree, strictly (every
+    array an mctx user reads: same shapes [B, N, A], dtypes, non-finite
+    entries, values within 1e-5 relative), and the same action."""
+    kwargs = dict(kwargs)
+    constants = {name: kwargs.pop(name) for name in ("min_value", "max_value") if name in kwargs}
+    qtransform_name = kwargs.pop("qtransform_name", None)
+    codes = random_root_codes(tree.outcomes, 48)
+    if mask:
+        invalid = np.zeros((48, tree.branching), bool)
+        invalid[::3, 0] = True
+        invalid[1::4, -1] = True
+        kwargs["invalid_actions"] = jnp.asarray(invalid)
     key = jax.random.key(tree.branching)
-    ours = run("ours", tree, codes, key)
-    theirs = jax.jit(lambda k: run("mctx", tree, codes, k))(key)
-    our_visits = np.asarray(ours.search_tree.summary().visit_counts)
-    their_visits = np.asarray(theirs.search_tree.summary().visit_counts)
-    same_root = (our_visits == their_visits).all(-1)
-    print("identical root visits:", same_root.mean())
-    assert same_root.mean() >= 0.95
-    np.testing.assert_array_equal(np.asarray(ours.action)[same_root],
-                                  np.asarray(theirs.action)[same_root])
-    np.testing.assert_allclose(np.asarray(ours.action_weights)[same_root],
-                               np.asarray(theirs.action_weights)[same_root], atol=1e-6)
-    our_tree, their_tree = ours.search_tree, theirs.search_tree
-    same_nodes = (np.asarray(our_tree.node_visits) == np.asarray(their_tree.node_visits)).all(-1)
-    assert same_nodes.mean() >= 0.95
-    np.testing.assert_allclose(np.asarray(our_tree.node_values)[same_nodes],
-                               np.asarray(their_tree.node_values)[same_nodes], atol=1e-5)
-    # mctx's tree is cut to the A decisions; ours holds A + C edge ids.
-    our_children = np.asarray(our_tree.children_index)[..., :tree.branching]
-    np.testing.assert_array_equal(our_children[same_nodes],
-                                  np.asarray(their_tree.children_index)[same_nodes])
-    for name in ("children_visits", "children_values", "children_rewards",
-                 "children_discounts"):
-        ours_a = np.asarray(getattr(our_tree, name))
-        assert ours_a.shape[-1] == tree.branching + tree.outcomes, name
-        np.testing.assert_allclose(ours_a[..., :tree.branching][same_nodes],
-                                   np.asarray(getattr(their_tree, name))[same_nodes],
-                                   atol=1e-5, err_msg=name)
-    assert our_tree.num_chance_outcomes == tree.outcomes
+
+    def with_transform(library):
+        if qtransform_name is None:
+            return kwargs
+        return dict(kwargs, qtransform=functools.partial(getattr(library, qtransform_name),
+                                                         **constants))
+
+    ours = run("ours", tree, codes, key, **with_transform(mcts_jax))
+    theirs = jax.jit(lambda k: run("mctx", tree, codes, k, **with_transform(mctx)))(key)
+    assert ours.search_tree.children_index.shape[-1] == tree.branching  # mctx's [B, N, A]
+    assert ours.search_tree.source_tree.num_chance_outcomes == tree.outcomes
+    assert_same_tree(ours, theirs)
 
 
 @pytest.mark.parametrize("two_player", [True, False])
@@ -96,7 +93,7 @@ def test_solver_proves_exact_expectimax(two_player):
         None, jax.random.key(0), tree.root(codes), tree.decision_recurrent_fn,
         tree.chance_recurrent_fn, 200, dirichlet_fraction=0.0, stop_at_terminal=True,
         solver=True, temperature=0.0)
-    summary = out.search_tree.summary()
+    summary = out.search_tree.source_tree.summary()  # ours: with the proofs
     assert np.asarray(summary.root_proven).all()
     np.testing.assert_allclose(np.asarray(summary.root_proven_value), tree.root_value(codes),
                                atol=1e-5)
@@ -138,7 +135,7 @@ def test_chance_visits_follow_probabilities():
     out = mcts_jax.stochastic_muzero_policy(
         None, jax.random.key(0), tree.root(codes), tree.decision_recurrent_fn,
         tree.chance_recurrent_fn, 120, dirichlet_fraction=0.0, stop_at_terminal=True)
-    search = out.search_tree
+    search = out.search_tree.source_tree  # ours: A + C edge ids
     num_actions = search.num_decisions
     checked = 0
     for row in range(len(codes)):
@@ -178,12 +175,13 @@ def test_layouts_paths_and_reuse_agree():
     paths = run("ours", tree, codes, jax.random.key(2), simulations_per_step=4, **common)
     search = paths.search_tree
     assert (np.asarray(search.summary().visit_counts).sum(-1) == SIMULATIONS).all()
+    assert search.children_index.shape[-1] == tree.branching  # mctx's view: A decisions
     assert (np.asarray(search.node_visits[:, 0]) == SIMULATIONS + 1).all()
 
     action = dense.action
-    afterstate = dense.search_tree.children[jnp.arange(16), 0, action].astype(jnp.int32)
-    outcome_visits = dense.search_tree.children_visits[jnp.arange(16), afterstate,
-                                                       tree.branching:]
+    ours = dense.search_tree.source_tree  # A + C edge ids: the outcomes' visits too
+    afterstate = ours.children[jnp.arange(16), 0, action].astype(jnp.int32)
+    outcome_visits = ours.children_visits[jnp.arange(16), afterstate, tree.branching:]
     outcome = jnp.argmax(outcome_visits, axis=-1).astype(jnp.int32)
     expected = np.asarray(outcome_visits.max(-1)) + 0
     subtree = mcts_jax.stochastic_subtree(dense.search_tree, action, outcome)
@@ -217,7 +215,7 @@ def test_unbounded_returns():
     out = mcts_jax.stochastic_muzero_policy(
         None, jax.random.key(0), tree.root(codes), decide, chance, 200, dirichlet_fraction=0.0,
         stop_at_terminal=True, solver=True, value_range=None, temperature=0.0)
-    summary = out.search_tree.summary()
+    summary = out.search_tree.source_tree.summary()
     assert np.asarray(summary.root_proven).all()
     np.testing.assert_allclose(np.asarray(summary.root_proven_value),
                                scale * tree.root_value(codes), rtol=1e-5, atol=1e-3)

@@ -264,8 +264,9 @@ CASES = [
                                                q_transform="raw"), ValueError,
      "qtransform .* or q_transform"),
     ("gumbel-qtransform-wrong-arity", policy_call(
-        "gumbel", qtransform=lambda tree, node: tree.priors), TypeError,
-     "qtransform cannot be called"),
+        "gumbel", qtransform=lambda tree: tree.priors), TypeError,
+     r"qtransform cannot be called as qtransform\(tree, node, stats\) \(ours\) nor as "
+     r"qtransform\(tree, node_index\) \(mctx's form\)"),
     ("muzero-qtransform-not-callable", lambda: mcts_jax.muzero_policy(
         None, jax.random.key(0), good()[0], PROBLEM.recurrent_fn, SIMS, qtransform="min_max"),
      TypeError, "qtransform must be a function"),

@@ -116,16 +116,29 @@ class SearchPlayer:
                                                                    name)})
         if self.max_nodes is not None:
             changes["max_nodes"] = self.max_nodes
+        if policy is mcts_jax.stochastic_muzero_policy:  # takes (decision_fn, chance_fn)
+            raise TypeError(
+                "SearchPlayer's policy mcts_jax.stochastic_muzero_policy is a function with "
+                "its own signature (decision_recurrent_fn, chance_recurrent_fn); pass the "
+                "value mcts_jax.StochasticMuZeroPolicy() or the name 'stochastic'")
         policy = sharding.as_policy(policy, changes)
+        # A stochastic game (envs.make_chance_game) splits moves into afterstates
+        # and chance outcomes; a deterministic one has no chance nodes.
         chance_game = hasattr(game, "decision_recurrent_fn")
         if getattr(policy, "takes_chance_nodes", False) != chance_game:
+            policy_name = (f"{self.policy!r} ({type(policy).__name__})"
+                           if isinstance(self.policy, str)
+                           else getattr(self.policy, "__name__", type(self.policy).__name__))
+            game_name = getattr(game, "name", game)
             raise ValueError(
-                f"SearchPlayer's policy {type(policy).__name__} does not fit the game "
-                f"{getattr(game, 'name', game)!r}: " + (
-                    "a stochastic game needs a policy with chance nodes "
-                    "(mcts_jax.StochasticMuZeroPolicy, or the name 'stochastic')" if chance_game
-                    else "a policy with chance nodes needs a stochastic game "
-                         "(envs.make_chance_game)"))
+                f"SearchPlayer's policy {policy_name} does not fit the game {game_name!r}: " + (
+                    f"{game_name!r} is a stochastic game (chance nodes: afterstates and "
+                    f"outcomes) and needs a policy with chance nodes "
+                    f"(mcts_jax.StochasticMuZeroPolicy, or the name 'stochastic')"
+                    if chance_game else
+                    f"{game_name!r} is a deterministic game (no chance nodes) and this "
+                    f"policy searches chance nodes; use a deterministic policy (e.g. "
+                    f"mcts_jax.AlphaZeroPolicy) or a stochastic game (envs.make_chance_game)"))
         return policy
 
     def search(self, params, rng_key, game, states) -> mcts_jax.PolicyOutput:
@@ -233,7 +246,14 @@ def play_match(game, player_a, params_a, player_b, params_b, rng_key, num_games:
     max_plies: cap on game length (default: the game's `longest_game`, from
     its registry entry, else `DEFAULT_MAX_PLIES`); games still running are
     counted as draws.
+    A one-player game (2048) is refused (ValueError): use `play_solo`.
     """
+    num_players = getattr(game, "num_players", 2)  # pgx games of envs.make: two players
+    if num_players != 2:
+        raise ValueError(f"play_match needs a two-player game, but "
+                         f"{getattr(game, 'name', game)!r} has {num_players} player(s) (its "
+                         f"unfinished games would count as wins); play a one-player game "
+                         f"with arena.play_solo")
     if num_games < 2 or num_games % 2:
         raise ValueError(f"num_games must be even and >= 2, got {num_games}")
     started = time.perf_counter()
@@ -300,7 +320,13 @@ def play_solo(game, player, params, rng_key, num_games: int,
               max_plies: Optional[int] = None) -> SoloResult:
     """`num_games` games of a one-player game (2048) played by `player` at
     once, each to its end or `max_plies` moves (default: the game's
-    `longest_game`)."""
+    `longest_game`). A two-player game is refused (ValueError): use
+    `play_match`."""
+    num_players = getattr(game, "num_players", 2)  # pgx games of envs.make: two players
+    if num_players != 1:
+        raise ValueError(f"play_solo needs a one-player game (2048), but "
+                         f"{getattr(game, 'name', game)!r} has {num_players} players; play "
+                         f"a match between two players with arena.play_match")
     if num_games < 1:
         raise ValueError(f"num_games must be >= 1, got {num_games}")
     started = time.perf_counter()
