@@ -11,7 +11,8 @@ from mcts_jax.mctx_selection import (gumbel_muzero_interior_action_selection,
 from mcts_jax.mctx_tree import MctxSearchSummary, MctxTree, mctx_view
 from mcts_jax.mctx_policies import (MuZeroPolicy, StochasticMuZeroPolicy, gumbel_muzero_policy,
                                     muzero_policy, stochastic_muzero_policy)
-from mcts_jax.options import RecompileWarning, SearchOptions
+from mcts_jax.options import SearchOptions
+from mcts_jax.recompiles import RecompileWarning
 from mcts_jax.policies import (AlphaZeroPolicy, GumbelPolicy, Policy, RulePolicy, UCTPolicy,
                                alphazero_policy, gumbel_policy, rule_policy, uct_policy)
 from mcts_jax.qtransforms import (mixed_value, qtransform_by_min_max,
@@ -56,7 +57,8 @@ __all__ = [
     "gumbel_muzero_root_action_selection", "gumbel_muzero_interior_action_selection",
     "RootActionSelectionFn", "InteriorActionSelectionFn", "LoopFn", "RecurrentState",
     # the composable search, its rules and Q transforms
-    "search", "SearchOptions", "RecompileWarning", "Rules", "uct_scores", "puct_scores", "tie_break_noise",
+    "search", "SearchOptions", "RecompileWarning", "Rules", "uct_scores", "puct_scores",
+    "tie_break_noise",
     "gumbel_root_scores", "gumbel_interior_scores", "halving_scores", "prior_logits",
     "GumbelExtraData", "GumbelMuZeroExtraData", "qtransform_by_min_max", "qtransform_by_parent_and_siblings",
     "qtransform_completed_by_mix_value", "qtransform_raw", "mixed_value",

@@ -31,8 +31,8 @@ from mcts_jax import tree as tree_lib
 from mcts_jax import validation
 from mcts_jax.mctx_selection import MctxSearchData, MctxSelectionRule
 from mcts_jax.mctx_tree import MctxTree, mctx_view, our_tree
-from mcts_jax.options import (SearchOptions, Static, check_recompiles, holds_tracer,
-                              mctx_options_from)
+from mcts_jax.options import SearchOptions, Static, holds_tracer, mctx_options_from
+from mcts_jax.recompiles import check_recompiles
 from mcts_jax.qtransforms import check_tree_function
 from mcts_jax.selection import Rules
 
@@ -182,7 +182,7 @@ def run_body(body: Callable, params, rng_key, root, recurrent_fn, invalid_action
     built inside the caller's jit). checks="checkify" compiles the value
     checks in and raises (or stages) their error. A rule or Q transform in
     `settings` that equals one seen before but for object identity (a
-    lambda made on every call) warns once (`options.check_recompiles`)."""
+    lambda made on every call) warns once (`recompiles.check_recompiles`)."""
     validation.check_rng_key(rng_key)
     if not callable(recurrent_fn):
         raise TypeError(f"recurrent_fn must be callable, got {type(recurrent_fn).__name__}")
