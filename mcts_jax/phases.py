@@ -37,8 +37,8 @@ import jax.numpy as jnp
 from mcts_jax import base
 from mcts_jax import stochastic
 from mcts_jax import tree as tree_lib
-from mcts_jax.options import SearchOptions
-from mcts_jax.selection import Rules, check_slot_values
+from mcts_jax.options import SearchOptions, Static
+from mcts_jax.selection import Rules, check_slot_values, screens_its_own_slots
 
 # A proven Q-value at least this high is the best any move can achieve
 # (returns lie in [-1, 1]), so one such child proves its parent.
@@ -87,6 +87,15 @@ def check_scores(scores, name: str, batch_size: int, num_slots: int,
     [B, K], else a ValueError (shape) or TypeError (dtype, integers and
     bools included) naming `name` ("root_rule") and the function `rule`."""
     check_slot_values(scores, name, rule, batch_size, num_slots)
+
+
+def is_ours(rule) -> bool:
+    """One of our rules with our Q transforms (`selection.screens_its_own_slots`),
+    also inside the stochastic wrapper (`stochastic.ChanceAware`, whose chance
+    scores are ours)."""
+    while isinstance(rule, (Static, stochastic.ChanceAware)):
+        rule = rule.fn if isinstance(rule, Static) else rule.decision_rule
+    return screens_its_own_slots(rule)
 
 
 def usable_scores(scores: chex.Array, stats: tree_lib.ChildrenStats,
@@ -178,7 +187,9 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
                      max_depth: int, solver: bool, strategy: OnePath) -> Descent:
     """One step of `select_leaf` for the active rows; inactive rows keep
     their state. `name` names the rule in shape errors. The argmax is over
-    `usable_scores`: illegal and NaN slots are never chosen (see there)."""
+    `usable_scores`: illegal and NaN slots are never chosen (see there);
+    our own rules with our Q transforms (`selection.screens_its_own_slots`)
+    already score closed slots -inf and never NaN, and skip that work."""
     rows = tree_lib.batch_rows(tree.batch_size)
     node, depth, active = state.node, state.depth, state.active
     keys, step_keys = split_rows(state.keys)
@@ -186,7 +197,10 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
                           state.memo)
     scores = score_fn(tree, node, stats)
     check_scores(scores, name, tree.batch_size, tree.num_slots, score_fn)
-    scores = usable_scores(scores, stats, solver)
+    if is_ours(score_fn):  # ours: closed slots -inf already, never NaN
+        scores = jnp.where(stats.solved, -jnp.inf, scores) if solver else scores
+    else:
+        scores = usable_scores(scores, stats, solver)
     slot = jnp.argmax(scores, axis=-1).astype(jnp.int32)
     has_legal_child = jnp.max(scores, axis=-1) > -jnp.inf
     child = stats.index[rows, slot]

@@ -180,6 +180,11 @@ def check_tree_function(fn, name: str, example: str) -> None:
 
 
 
+# Ours: finite for finite inputs, one value per slot.
+OUR_QTRANSFORMS = frozenset({qtransform_by_min_max, qtransform_by_parent_and_siblings,
+                             qtransform_completed_by_mix_value, qtransform_raw})
+
+
 @dataclasses.dataclass(frozen=True)
 class MctxFormQTransform:
     """A Q transform written mctx's way, `fn(tree, node_index) -> [A]` on an

@@ -33,6 +33,7 @@ relative to their own range.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable, NamedTuple, Optional, Tuple
 
@@ -41,9 +42,10 @@ import jax
 import jax.numpy as jnp
 
 from mcts_jax import tree as tree_lib
+from mcts_jax.options import Static
 from mcts_jax.recompiles import describe_function
-from mcts_jax.qtransforms import (qtransform_by_parent_and_siblings,
-                                  qtransform_completed_by_mix_value)
+from mcts_jax.qtransforms import (OUR_QTRANSFORMS, qtransform_by_parent_and_siblings,
+                                  qtransform_completed_by_mix_value, qtransform_raw)
 
 ScoreFn = Callable[[tree_lib.Tree, chex.Array, tree_lib.ChildrenStats], chex.Array]
 
@@ -271,3 +273,31 @@ def gumbel_root_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.Ch
         num_considered=num_considered,
         table=halving_table(max_num_considered_actions, num_simulations),
         qtransform=qtransform)
+
+
+# Our rules: with our Q transforms (or none), they score every closed slot
+# (illegal) -inf and never NaN, so the descent can read them as they are.
+OUR_RULES = frozenset({uct_scores, puct_scores, gumbel_interior_scores, halving_scores,
+                       gumbel_root_scores})
+
+
+def screens_its_own_slots(rule: Callable) -> bool:
+    """True for one of `OUR_RULES` (a bare function, or a `functools.partial`
+    of one, through `options.Static` wrappers) whose Q transform, if it binds
+    one, is one of ours (`qtransforms.OUR_QTRANSFORMS`). Any other rule's
+    scores are screened by the descent (`phases.usable_scores`)."""
+    rule = _unwrapped(rule)
+    if isinstance(rule, functools.partial):
+        qtransform = _unwrapped(rule.keywords.get("qtransform", qtransform_raw))
+        if isinstance(qtransform, functools.partial):
+            qtransform = qtransform.func
+        if qtransform not in OUR_QTRANSFORMS:
+            return False
+        rule = rule.func
+    return rule in OUR_RULES
+
+
+def _unwrapped(fn: Callable) -> Callable:
+    while isinstance(fn, Static):
+        fn = fn.fn
+    return fn
