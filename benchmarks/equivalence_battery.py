@@ -134,7 +134,13 @@ def stochastic_case(tree, sims, with_mask=True, reuse=False, **kw):
             sims, invalid_actions=mask, **kw)
         result = {"": out}
         if reuse:
-            outcome = jnp.arange(B, dtype=jnp.int32) % tree.outcomes
+            # each row's likeliest outcome below the move played (an outcome of
+            # probability 0 is refused since issue 33)
+            ours_tree = ours(out).search_tree
+            rows = jnp.arange(B)
+            afterstate = jnp.maximum(ours_tree.children[rows, 0, out.action].astype(jnp.int32), 0)
+            outcome_priors = ours_tree.priors[rows, afterstate, tree.branching:]
+            outcome = jnp.argmax(outcome_priors, axis=-1).astype(jnp.int32)
             sub = mcts_jax.stochastic_subtree(out.search_tree, out.action, outcome)
             root2, mask2 = chance_inputs(tree, seed + 100, with_mask)
             out2 = mcts_jax.stochastic_muzero_policy(
