@@ -259,6 +259,27 @@ def check_training(workdir: str):
                       "8-device checkpoint continued on 1 device")
 
 
+def check_training_learned_model(workdir: str):
+    """A MuZero run (learned model, trajectory replay, reanalyse) on 8 devices
+    equals the one-device run, iteration by iteration, within float
+    tolerance; integer leaves (replay status, cursors, counters) exactly."""
+    quiet = lambda *_: None  # noqa: E731
+    runs = {}
+    for devices in (8, 1):
+        config, run_dir = loop.open_run(
+            os.path.join(workdir, f"muzero_d{devices}"),
+            dict(TRAIN, algorithm="muzero", devices=devices, num_unroll_steps=3,
+                 reanalyse_fraction=0.25), log=quiet)
+        loop.train(config, run_dir, progress=False, log=quiet)
+        runs[devices] = (config, run_dir)
+    for iteration in (1, 2):
+        v8, s8 = read_checkpoint(runs[8][1], runs[8][0], iteration)
+        v1, s1 = read_checkpoint(runs[1][1], runs[1][0], iteration)
+        assert int(s8["updates"]) == 2 * iteration
+        assert int(np.sum(np.asarray(s8["buffer"].samples.status) == 2)) > 0
+        _compare_training((v8, s8), (v1, s1), f"muzero iteration {iteration}")
+
+
 def main(out_path: str) -> int:
     assert jax.device_count() == 8, jax.devices()
     mesh = sharding.make_mesh(8)
@@ -284,6 +305,8 @@ def main(out_path: str) -> int:
          lambda: check_search(mesh, custom_rules.FlattenedRootPolicy.make(max_nodes=64),
                               reuse=True)),
         ("training", lambda: check_training(tempfile.mkdtemp(prefix="sharding_checks_"))),
+        ("training_learned_model",
+         lambda: check_training_learned_model(tempfile.mkdtemp(prefix="sharding_checks_"))),
     ]
     only = os.environ.get("SHARDING_CHECKS")
     result = dict(passed=[], failed={}, seconds={})

@@ -7,7 +7,8 @@ result with the one-device computation in that same subprocess:
   - sharded searches of B = 64 (UCT, AlphaZero, Gumbel with the compact
     layout and subtree reuse) equal the one-device searches bit for bit;
   - a training iteration on 8 devices equals the one-device iteration within
-    float tolerance; its checkpoint restores on 1 and 4 devices, and continues
+    float tolerance, for AlphaZero and for MuZero (learned model, trajectory
+    replay, reanalyse); its checkpoint restores on 1 and 4 devices, and continues
     on 1 device to the same result as the one-device run;
   - the communication-free "local" search mode: each device's rows equal the
     one-device search of those rows with that device's key;
@@ -26,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 EXPECTED = ["errors", "search_uct", "search_alphazero", "search_gumbel_compact_reuse",
             "search_custom_rule_reuse", "search_custom_qtransform_compact",
             "search_parallel_paths_reuse", "search_stochastic_compact_reuse",
-            "search_local_mode", "training"]
+            "search_local_mode", "training", "training_learned_model"]
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,8 @@
 
 `act` searches batched pgx states of the agent's game with the run's search
 policy (alphazero or gumbel) and the trained network; `num_simulations=0`
-plays the raw policy network (no search).
+plays the raw policy network (no search). A learned-model run's agent
+(--algorithm muzero, ...) searches its learned model, greedily.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import envs
 from training import arena, networks
 from training import checkpoint as checkpoint_lib
 from training import config as config_lib
+from training.muzero import setup as learned_model
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -46,8 +48,12 @@ class Agent:
         if not os.path.exists(config_path):
             raise FileNotFoundError(f"{run_dir} is not a training run (no config.json)")
         config = config_lib.load_json(config_path)
-        game = envs.make(config.game)
-        model = networks.make_model(config.network_config(), game)
+        if config_lib.uses_learned_model(config):
+            game = learned_model.make_game(config)
+            model = learned_model.make_model(config, game)
+        else:
+            game = envs.make(config.game)
+            model = networks.make_model(config.network_config(), game)
         like = jax.eval_shape(model.init, jax.random.key(0))
         checkpointer = checkpoint_lib.Checkpointer(os.path.join(run_dir, "checkpoints"),
                                                    keep=config.keep_checkpoints)
@@ -61,6 +67,13 @@ class Agent:
     def player(self, num_simulations: Optional[int] = None, greedy: bool = True,
                simulations_per_step: int = 1):
         """The `arena` player of this agent (for `arena.play_match`)."""
+        if config_lib.uses_learned_model(self.config):
+            if num_simulations == 0 or not greedy or simulations_per_step != 1:
+                raise ValueError("a learned-model agent plays its greedy search "
+                                 "(num_simulations >= 1, greedy=True, simulations_per_step=1)")
+            return learned_model.agent(self.config, self.model,
+                                       num_simulations or self.config.final_simulations,
+                                       self.game.num_actions)
         if num_simulations == 0:
             return arena.PolicyPlayer(self.model.evaluator, greedy=greedy)
         options = (("simulations_per_step", simulations_per_step),) \

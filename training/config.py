@@ -2,7 +2,8 @@
 
 Resolution order (later wins): `TrainConfig` defaults, the game's entry in
 `training.presets` (`presets.for_game(game)`: its default network, its
-`defaults`, then `presets[preset]`), flags given on the command line.
+`defaults`, its `algorithms[--algorithm]`, then `presets[preset]`), flags
+given on the command line.
 Resuming a run folder starts from its saved `config.json` instead, and only
 flags given on the command line change it; flags that fix array shapes
 (`shape_fields()`) must match the saved run. Each field's help text, check
@@ -40,6 +41,8 @@ def setting(default: Any, help: str, check: Optional[str] = None,
         help=help, check=check, choices=choices, shape=shape, aliases=aliases))
 
 
+ALGORITHMS = ("alphazero", "muzero", "gumbel_muzero", "stochastic_muzero")
+
 # check name -> (predicate, what the value must be)
 CHECKS: Dict[str, Tuple[Callable[[Any], bool], str]] = {
     "positive": (lambda v: v >= 1, "must be >= 1"),
@@ -69,6 +72,10 @@ class TrainConfig:
     seed: int = setting(0, "seed of every random number of the run", "non_negative")
     iterations: int = setting(100, "training iterations (self-play, updates, maybe evaluation "
                               "each)", "positive")
+    max_training_s: float = setting(0.0, "stop after the first iteration that ends past this "
+                                    "many seconds of training (all sessions; the final "
+                                    "evaluation follows; 0: run every iteration). For "
+                                    "comparisons at equal wall time", "non_negative_real")
     # ---- network (defaults: the game's registry entry) ----
     network: str = setting("resnet", "network family", choices=("resnet", "mlp"), shape=True)
     channels: int = setting(64, "resnet: channels of each convolution", "positive", shape=True)
@@ -83,6 +90,11 @@ class TrainConfig:
     value_scale: float = setting(1.0, "the value head's unit on the game's reward scale (1 "
                                  "for +-1 results; backgammon 3; 2048 1000 points)",
                                  "positive_real", shape=True)
+    # ---- algorithm ----
+    algorithm: str = setting("alphazero", "what is trained: alphazero (the search steps the "
+                             "real game) or a learned model that the search steps instead "
+                             "(muzero, gumbel_muzero, stochastic_muzero; see "
+                             "docs/learned_models.md)", choices=ALGORITHMS, shape=True)
     # ---- self-play ----
     policy: str = setting("gumbel", "search used in self-play", choices=("gumbel", "alphazero"),
                           shape=True)
@@ -144,6 +156,35 @@ class TrainConfig:
                                   "non_negative_real")
     augment: bool = setting(True, "a random board symmetry per training sample, where the game "
                             "has symmetries")
+    # ---- learned models (--algorithm muzero, gumbel_muzero, stochastic_muzero) ----
+    latent_size: int = setting(64, "learned model: width of the latent state", "positive",
+                               shape=True)
+    num_unroll_steps: int = setting(5, "learned model: moves unrolled per training sample (K)",
+                                    "positive")
+    value_targets: str = setting("auto", "learned model: value targets, outcome (the game's "
+                                 "result), n_step (td-steps rewards plus the search value "
+                                 "there) or auto (outcome for two players, n_step for one)",
+                                 choices=("auto", "outcome", "n_step"))
+    td_steps: int = setting(10, "learned model: n of the n-step value targets", "positive")
+    discount: float = setting(0.997, "learned model, one-player games: discount of one move "
+                              "in the search and the n-step targets", "fraction")
+    support_bound: float = setting(1.0, "learned model: values and rewards are categorical over "
+                                   "[-bound, bound] (in h-space with --support-transform)",
+                                   "positive_real", shape=True)
+    support_bins: int = setting(21, "learned model: points of the value and reward support "
+                                "(odd)", "positive", shape=True)
+    support_transform: bool = setting(False, "learned model: squash values and rewards by "
+                                      "MuZero's invertible h(x) before the support (unbounded "
+                                      "returns)", shape=True)
+    chance_codes: int = setting(32, "stochastic_muzero: chance codes of the learned encoder",
+                                "positive", shape=True)
+    commitment_weight: float = setting(1.0, "stochastic_muzero: weight of the encoder's "
+                                       "commitment loss", "non_negative_real")
+    reanalyse_fraction: float = setting(0.0, "learned model: share of each minibatch whose "
+                                        "policy (and n-step bootstrap) targets are recomputed "
+                                        "with the latest network", "fraction")
+    reanalyse_simulations: int = setting(0, "learned model: simulations of a reanalyse search "
+                                         "(0: --num-simulations)", "non_negative")
     # ---- checkpoints ----
     checkpoint_every: int = setting(1, "iterations between checkpoints", "positive")
     keep_checkpoints: int = setting(3, "checkpoints kept on disk", "positive")
@@ -396,6 +437,7 @@ def resolve(explicit: Dict[str, Any]) -> TrainConfig:
     settings: Dict[str, Any] = dict(game=game)
     settings.update(entry.network_settings())
     settings.update(entry.defaults)
+    settings.update(entry.algorithms.get(explicit.get("algorithm", TrainConfig.algorithm), {}))
     settings.update(entry.presets.get(preset, {}))
     settings.update(explicit)
     config = TrainConfig(**settings)
@@ -451,8 +493,43 @@ def validate(config: TrainConfig) -> None:
     if config.max_nodes and config.max_nodes < config.num_simulations + 1:
         raise ValueError(f"--max-nodes must be 0 or >= --num-simulations + 1, got "
                          f"{config.max_nodes}")
-    if is_stochastic(config.game):
+    if config.algorithm != "alphazero":
+        _validate_learned_model(config)
+    elif is_stochastic(config.game):
         _validate_stochastic(config)
+
+
+def uses_learned_model(config: TrainConfig) -> bool:
+    return config.algorithm != "alphazero"
+
+
+def search_label(config: TrainConfig) -> str:
+    """How the run's agent searches, for reports: the policy name, or the
+    algorithm and its learned model."""
+    if uses_learned_model(config):
+        return f"{config.algorithm}, learned model"
+    return "stochastic" if is_stochastic(config.game) else config.policy
+
+
+def _validate_learned_model(config: TrainConfig) -> None:
+    """What a learned-model run cannot do."""
+    spec = game_spec(config.game)
+    if getattr(spec, "num_players", 2) == 2 and not getattr(spec, "alternating_turns", True):
+        raise ValueError(f"--algorithm {config.algorithm} needs a game whose players alternate "
+                         f"(or a one-player game); {config.game} lets a player move several "
+                         f"times in a row, which the learned model's search cannot tell")
+    if getattr(spec, "num_players", 2) not in (1, 2):
+        raise ValueError(f"--algorithm {config.algorithm} trains one- and two-player games")
+    if config.support_bins % 2 == 0 or config.support_bins < 3:
+        raise ValueError(f"--support-bins must be odd and >= 3, got {config.support_bins}")
+    if config.reuse_tree and is_stochastic(config.game):
+        raise ValueError(f"--reuse-tree is not supported for {config.game}: pgx's step does not "
+                         f"say which chance outcome happened")
+    if config.algorithm == "stochastic_muzero" and config.chance_codes < 2:
+        raise ValueError(f"--chance-codes must be >= 2, got {config.chance_codes}")
+    if getattr(spec, "num_players", 2) == 1 and config.elo_every:
+        raise ValueError(f"--elo-every must be 0 for {config.game}: a one-player game has no "
+                         f"matches to rate (its evaluation is the score)")
 
 
 def _validate_stochastic(config: TrainConfig) -> None:

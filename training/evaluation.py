@@ -54,7 +54,8 @@ class Evaluation:
     match compiles once per shape)."""
 
     def __init__(self, config: TrainConfig, game, model: networks.Model,
-                 log: Callable[[str], None] = print):
+                 log: Callable[[str], None] = print, agent: Any = None,
+                 final_agent: Any = None):
         self.config = config
         self.game = game
         self.model = model
@@ -62,11 +63,13 @@ class Evaluation:
         self.stochastic = isinstance(game, envs.ChanceGame)
         self.one_player = getattr(game, "num_players", 2) == 1
         policy = "stochastic" if self.stochastic else config.policy
-        self.agent = arena.SearchPlayer(model.evaluator, policy, config.eval_simulations,
-                                        greedy=True, max_num_considered_actions=considered)
-        self.final_agent = arena.SearchPlayer(model.evaluator, policy,
-                                              config.final_simulations, greedy=True,
-                                              max_num_considered_actions=considered)
+        # A learned-model run brings its own agents (training.muzero.setup.agent).
+        self.agent = agent or arena.SearchPlayer(model.evaluator, policy,
+                                                 config.eval_simulations, greedy=True,
+                                                 max_num_considered_actions=considered)
+        self.final_agent = final_agent or arena.SearchPlayer(
+            model.evaluator, policy, config.final_simulations, greedy=True,
+            max_num_considered_actions=considered)
         playouts = evaluators.RandomPlayouts(
             num_playouts=config.uct_playouts,
             max_length=config.uct_playout_length or config.max_game_length or 512,

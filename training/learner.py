@@ -75,6 +75,10 @@ class Learner:
                             opt_state=self.optimizer.init(variables["params"]),
                             updates=jnp.zeros((), jnp.int32))
 
+    def num_ready(self, buffer: replay.ReplayBuffer) -> jax.Array:
+        """[] int32 samples that can be drawn."""
+        return replay.num_ready(buffer)
+
     def loss(self, params, batch_stats, observation, policy_target, value_target):
         """(total loss, (metrics dict, new batch_stats)) on one minibatch."""
         logits, value, new_stats = self.model.apply_train(

@@ -65,8 +65,13 @@ from training import evaluation as evaluation_lib
 from training import learner as learner_lib
 from training import replay, reporting, self_play
 from training.config import TrainConfig
+from training.muzero import setup as learned_model
 from training import state as state_lib
 from training.state import TrainState
+
+
+ALGORITHM_NAMES = dict(alphazero="AlphaZero", muzero="MuZero", gumbel_muzero="Gumbel MuZero",
+                       stochastic_muzero="Stochastic MuZero")
 
 
 def default_run_dir(config: TrainConfig) -> str:
@@ -148,6 +153,8 @@ def build(config: TrainConfig, mesh: Optional[jax.sharding.Mesh] = None, policy:
     the same config, mesh and policy give the same objects, so a second run
     in one process (a resumed run, a notebook, a test) reuses the compiled
     steps."""
+    if config_lib.uses_learned_model(config):
+        return learned_model.build(config, mesh, policy)
     game = envs.make(config.game)
     model = networks.make_model(config.network_config(), game)
     player = self_play.SelfPlay(
@@ -184,6 +191,8 @@ def checkpoint_identity(config: TrainConfig) -> Dict[str, Any]:
     game and the network's architecture (checked before any array is read).
     The value head's settings are named only when they are not the default
     (tanh, scale 1), so runs saved before they existed still match."""
+    if config_lib.uses_learned_model(config):
+        return dict(game=config.game, **learned_model.identity(config))
     network = dataclasses.asdict(config.network_config())
     default = networks.NetworkConfig()
     for name in ("value_head", "value_scale"):
@@ -221,9 +230,20 @@ class Run:
     def snapshot_dir(self) -> str:
         return os.path.join(self.run_dir, "snapshots")
 
+    iterations_done: int = 0           # the last finished iteration
+
     def elapsed(self) -> float:
         """Seconds trained so far, over every session of the run."""
         return self.elapsed_before + time.perf_counter() - self.started
+
+    def out_of_time(self) -> bool:
+        """The run has used its `max_training_s` (never, when 0)."""
+        return bool(self.config.max_training_s) and self.elapsed() >= self.config.max_training_s
+
+    def is_last(self, iteration: int) -> bool:
+        """`iteration` ends the run: the configured last one, or the first to
+        end past `max_training_s` (asked after its updates)."""
+        return iteration == self.config.iterations or self.out_of_time()
 
 
 def train(config: TrainConfig, run_dir: str, progress: bool = True,
@@ -237,8 +257,13 @@ def train(config: TrainConfig, run_dir: str, progress: bool = True,
     resume."""
     run = start_run(config, run_dir, progress, log, policy)
     state, start = resume_state(run)
+    run.iterations_done = start
     for iteration in range(start + 1, config.iterations + 1):
+        if run.out_of_time():  # a resumed run that had used its --max-training-s
+            break
         state = run_iteration(run, state, iteration)
+        if run.iterations_done == iteration and run.out_of_time():
+            break
     run.reporter.close()
     run.checkpoints.close()
     return finish_run(run, state)
@@ -256,8 +281,15 @@ def start_run(config: TrainConfig, run_dir: str, progress: bool,
     checkpoints = checkpoint_lib.Checkpointer(os.path.join(run_dir, "checkpoints"),
                                               keep=config.keep_checkpoints,
                                               identity=checkpoint_identity(config))
-    suite = evaluation_lib.Evaluation(config, game, model, log=reporter.log)
-    reporter.log(f"mcts_jax AlphaZero training: {config.game}, run folder {run_dir}")
+    agents = {}
+    if config_lib.uses_learned_model(config):
+        agents = dict(agent=learned_model.agent(config, model, config.eval_simulations,
+                                                game.num_actions),
+                      final_agent=learned_model.agent(config, model, config.final_simulations,
+                                                      game.num_actions))
+    suite = evaluation_lib.Evaluation(config, game, model, log=reporter.log, **agents)
+    reporter.log(f"mcts_jax {ALGORITHM_NAMES[config.algorithm]} training: {config.game}, "
+                 f"run folder {run_dir}")
     reporter.log(config_lib.describe(config))
     if policy is not None:
         reporter.log(f"self-play policy (a value, not the config's name): {player.policy!r}")
@@ -271,7 +303,9 @@ def resume_state(run: Run) -> Tuple[TrainState, int]:
     fresh one (iteration 0), placed on the mesh. Metrics and Elo snapshots
     made after that checkpoint are dropped (they are redone)."""
     fresh = initial_state(run.config, run.model, run.player, run.learner)
-    run.reporter.log(f"network: {run.config.network_config()}, "
+    architecture = (run.model.config if config_lib.uses_learned_model(run.config)
+                    else run.config.network_config())
+    run.reporter.log(f"network: {architecture}, "
                      f"{run.model.num_parameters(fresh.variables):,} parameters; "
                      f"devices: {sharding.describe(run.mesh)}")
     start, variables, arrays, meta = run.checkpoints.restore_latest(
@@ -318,10 +352,12 @@ def run_iteration(run: Run, state: TrainState, iteration: int) -> TrainState:
         record.update(played)
         state, learned = update_phase(run, state, update_key)
     record.update(learned, total_games=int(state.games))
-    record.update(evaluate_phase(run, state, iteration, eval_key))
+    last = run.is_last(iteration)
+    record.update(evaluate_phase(run, state, iteration, eval_key, last))
     record["elapsed_s"] = round(run.elapsed(), 2)
     run.reporter.iteration(record)  # before the checkpoint (see checkpoint.py)
-    checkpoint_phase(run, state, iteration, record["elapsed_s"])
+    checkpoint_phase(run, state, iteration, record["elapsed_s"], last)
+    run.iterations_done = iteration
     return state
 
 
@@ -395,7 +431,7 @@ def update_phase(run: Run, state: TrainState, key: jax.Array,
     reporter shows them)."""
     config = run.config
     tick = time.perf_counter()
-    ready = int(replay.num_ready(state.buffer))
+    ready = int(run.learner.num_ready(state.buffer))
     record: Dict[str, Any] = dict(replay_ready=ready)
     learner_state = state.learner
     if ready >= max(config.min_replay, 1):
@@ -413,19 +449,21 @@ def update_phase(run: Run, state: TrainState, key: jax.Array,
     return state.replace(learner=learner_state), record
 
 
-def evaluate_phase(run: Run, state: TrainState, iteration: int,
-                   key: jax.Array) -> Dict[str, Any]:
+def evaluate_phase(run: Run, state: TrainState, iteration: int, key: jax.Array,
+                   last: Optional[bool] = None) -> Dict[str, Any]:
     """Matches against the reference opponents every `eval_every` iterations,
     and an Elo snapshot with its matches every `elo_every` (both at the last
-    iteration too)."""
+    iteration too; `last` None: the configured last)."""
     config = run.config
     tick = time.perf_counter()
-    last = iteration == config.iterations
+    last = iteration == config.iterations if last is None else last
     record: Dict[str, Any] = {}
     evaluated = None
     if config.eval_every and (iteration % config.eval_every == 0 or last):
         evaluated = _local_copy(state.variables)
         record.update(run.suite.periodic(evaluated, _local_key(key, 0)))
+        if config_lib.uses_learned_model(config):
+            record.update(learned_model_error(run, state, _local_key(key, 2)))
     if config.elo_every and (iteration % config.elo_every == 0 or last):
         evaluated = _local_copy(state.variables) if evaluated is None else evaluated
         record["elo_matches"] = run.suite.elo_matches(evaluated, iteration, run.elo_pool,
@@ -441,10 +479,24 @@ def evaluate_phase(run: Run, state: TrainState, iteration: int,
     return record
 
 
-def checkpoint_phase(run: Run, state: TrainState, iteration: int, elapsed_s: float) -> None:
+def learned_model_error(run: Run, state: TrainState, key: jax.Array) -> Dict[str, Any]:
+    """A learned model's drift from the real game along replayed moves, per
+    unrolled step (`LearnedModelLearner.model_error`); nothing before the
+    replay holds a usable window."""
+    if int(run.learner.num_ready(state.buffer)) == 0:
+        return {}
+    rewards, values = run.learner.model_error(state.variables, key, state.buffer)
+    return dict(model_reward_error=[round(float(x), 4) for x in np.asarray(rewards)],
+                model_value_error=[round(float(x), 4) for x in np.asarray(values)])
+
+
+def checkpoint_phase(run: Run, state: TrainState, iteration: int, elapsed_s: float,
+                     last: Optional[bool] = None) -> None:
     """The TrainState to disk every `checkpoint_every` iterations and at the
-    last (blocks until the checkpoint is complete)."""
-    if iteration % run.config.checkpoint_every and iteration != run.config.iterations:
+    last (blocks until the checkpoint is complete; `last` None: the
+    configured last)."""
+    last = iteration == run.config.iterations if last is None else last
+    if iteration % run.config.checkpoint_every and not last:
         return
     variables, arrays = _for_checkpoint(*state.saved_items())
     run.checkpoints.save(iteration, variables, arrays, dict(elapsed_s=elapsed_s))
@@ -454,7 +506,7 @@ def finish_run(run: Run, state: TrainState) -> Dict[str, Any]:
     """The end-of-run evaluation and summary (final.json, plots, console)."""
     config, records = run.config, run.reporter.records
     final_key = jax.random.fold_in(jax.random.key(config.seed), 10 ** 6)
-    summary: Dict[str, Any] = dict(iterations=config.iterations, total_games=int(state.games))
+    summary: Dict[str, Any] = dict(iterations=run.iterations_done, total_games=int(state.games))
     tick = time.perf_counter()
     summary.update(run.suite.final(_local_copy(state.variables), final_key))
     summary["final_eval_s"] = round(time.perf_counter() - tick, 2)

@@ -36,11 +36,14 @@ class GamePresets:
     network: the default network (when none is given).
     defaults: TrainConfig fields on top of its defaults for this game.
     presets: {preset name: TrainConfig fields}; every game has "tiny".
+    algorithms: {--algorithm: TrainConfig fields}, applied after `defaults`
+      and before the preset (a learned model's supports, say).
     """
 
     network: NetworkConfig
     defaults: Mapping[str, Any]
     presets: Mapping[str, Mapping[str, Any]]
+    algorithms: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
 
     def network_settings(self) -> Dict[str, Any]:
         """The default network as TrainConfig fields."""
@@ -104,6 +107,10 @@ def _go(size: int) -> GamePresets:
 
 _PRESETS: Dict[str, GamePresets] = {
     "tic_tac_toe": GamePresets(
+        # MuZero reaches perfect play later than AlphaZero (it learns the rules
+        # too): twice the iterations, evaluated less often.
+        algorithms={name: dict(iterations=120, eval_every=10, elo_every=10)
+                    for name in ("muzero", "gumbel_muzero", "stochastic_muzero")},
         network=NetworkConfig(kind="mlp", hidden=128, num_layers=3, value_hidden=64),
         # Tic-tac-toe is the default job: perfect play in a few minutes on a laptop CPU.
         defaults=dict(iterations=60, policy="gumbel", num_simulations=32, num_games=256,
@@ -193,6 +200,10 @@ _PRESETS: Dict[str, GamePresets] = {
         presets={"tiny": _TINY_BOARD_GAME}),
     # The stochastic games (envs/chance_games.py).
     "2048": GamePresets(
+        # Stochastic MuZero: rewards and values of up to ~10^5 points on
+        # MuZero's h-scaled support of 601 points (h(10^5) ~ 316).
+        algorithms={name: dict(support_bound=300.0, support_bins=601, support_transform=True)
+                    for name in ("muzero", "gumbel_muzero", "stochastic_muzero")},
         # A network's value is the points still to come, with no bound (a
         # game reaching the 2048 tile scores about 20,000): a linear value
         # head in units of 1,000 points (the game's `value_scale`).
@@ -292,13 +303,16 @@ def markdown() -> str:
         "and the presets (`--preset NAME`) on top of the game's training",
         "defaults. [training.md](training.md) explains the settings.",
         "",
-        "| game | default network | presets |",
-        "|---|---|---|",
+        "| game | default network | presets | settings of its own per --algorithm |",
+        "|---|---|---|---|",
     ]
     for name in GAMES:
         entry = _PRESETS[name]
         presets = ", ".join(f"`{preset}`" for preset in sorted(entry.presets))
-        lines.append(f"| `{name}` | {_network_name(entry.network)} | {presets} |")
+        algorithms = "; ".join(
+            f"`{algorithm}`: " + ", ".join(f"{k}={v}" for k, v in settings.items())
+            for algorithm, settings in entry.algorithms.items()) or "-"
+        lines.append(f"| `{name}` | {_network_name(entry.network)} | {presets} | {algorithms} |")
     lines.append("")
     return "\n".join(lines)
 

@@ -25,6 +25,7 @@ import jax
 from tqdm.auto import tqdm
 
 from training import checkpoint as checkpoint_lib
+from training import config as config_lib
 from training import plots
 from training.config import TrainConfig
 
@@ -178,9 +179,9 @@ def describe_summary(config: TrainConfig, summary: Dict[str, Any]) -> List[str]:
                         ("random", "a random player")):
         if f"final_vs_{name}_wins" in summary:
             w, d, l = (summary[f"final_vs_{name}_{k}"] for k in ("wins", "draws", "losses"))
-            lines.append(f"agent ({config.policy}, {sims} simulations) vs {label}: {w} wins, "
+            lines.append(f"agent ({config_lib.search_label(config)}, {sims} simulations) vs {label}: {w} wins, "
                          f"{d} draws, {l} losses in {w + d + l} games (half as each side)")
-    for prefix, label in (("final_", f"agent ({config.policy}, {sims} simulations)"),
+    for prefix, label in (("final_", f"agent ({config_lib.search_label(config)}, {sims} simulations)"),
                           ("final_random_", "a random player")):
         if f"{prefix}score_mean" in summary:
             tiles = ", ".join(f"{tile} tile in {100 * summary[f'{prefix}tile_{tile}_rate']:.1f}%"
@@ -195,13 +196,13 @@ def describe_summary(config: TrainConfig, summary: Dict[str, Any]) -> List[str]:
                      f"non-terminal positions")
     if "final_vs_solver_first_wins" in summary:
         w, d, l = (summary[f"final_vs_solver_first_{k}"] for k in ("wins", "draws", "losses"))
-        lines.append(f"agent ({config.policy}, {sims} simulations) moving first vs the perfect "
+        lines.append(f"agent ({config_lib.search_label(config)}, {sims} simulations) moving first vs the perfect "
                      f"solver (bitbully): {w} wins, {d} draws, {l} losses in {w + d + l} games "
                      f"(a perfect first player wins them all)")
     if "final_solver_positions" in summary:
         lines.append(f"move accuracy on {summary['final_solver_positions']} solver-labelled "
                      f"positions (the move keeps the game-theoretic value): raw policy network "
-                     f"{_accuracy(summary, 'policy')}; search ({config.policy}, {sims} "
+                     f"{_accuracy(summary, 'policy')}; search ({config_lib.search_label(config)}, {sims} "
                      f"simulations) {_accuracy(summary, 'search')}")
     return lines
 

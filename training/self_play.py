@@ -188,6 +188,25 @@ class SelfPlay:
         [0, random_opening_plies]."""
         return jax.random.randint(rng_key, (self.num_games,), 0, self.random_opening_plies + 1)
 
+    def new_buffer(self, num_slots: int):
+        """An empty replay ring of `num_slots` x B samples for this self-play."""
+        dummy = self.game.init(jax.random.key(0), 1)
+        return replay.init(num_slots, self.num_games, dummy.observation.shape[1:],
+                           dummy.observation.dtype, self.game.num_actions)
+
+    def record(self, buffer, states, policy_target, action, recorded, search_value):
+        """The buffer with one pending sample per row written (traced): the
+        position (states [B]), the search's policy target [B, A], the move
+        played [B] (unused here), recorded [B] bool, the root value [B]."""
+        del action
+        return replay.add(buffer, states.observation, policy_target, states.current_player,
+                          record=recorded, search_value=search_value,
+                          search_value_weight=self.search_value_weight)
+
+    def credit(self, buffer, rewards, done):
+        """The buffer after the move (traced): rewards [B, num_players], done [B]."""
+        return replay.credit_rewards(buffer, rewards, done, self.search_value_weight)
+
     def step(self, variables, rng_key: chex.PRNGKey, state: SelfPlayState,
              buffer: replay.ReplayBuffer):
         """One move of every game: (state, buffer, StepStats). Compiled once."""
@@ -224,16 +243,14 @@ def _step(self: SelfPlay, variables, rng_key, state: SelfPlayState,
         action = jnp.where(opening, random_action, action)
     recorded = ~opening & full
     search_value = out.search_tree.summary().value
-    buffer = replay.add(buffer, states.observation, out.action_weights, states.current_player,
-                        record=recorded, search_value=search_value,
-                        search_value_weight=self.search_value_weight)
+    buffer = self.record(buffer, states, out.action_weights, action, recorded, search_value)
     next_states = self.game.step(states, action, step_key)
     done = self.game.is_terminal(next_states)
     if self.max_game_length > 0:
         # Truncated: no reward was given (the game is not over), so the value
         # targets of its samples are 0, a draw.
         done = done | (state.ply + 1 >= self.max_game_length)
-    buffer = replay.credit_rewards(buffer, next_states.rewards, done, self.search_value_weight)
+    buffer = self.credit(buffer, next_states.rewards, done)
     returns = state.returns + next_states.rewards
 
     fresh = self.game.init(reset_key, self.num_games)

@@ -79,9 +79,7 @@ def initial_state(seed: int, model, player: SelfPlay, learner: Learner,
     key = jax.random.key(seed)
     key, init_key, play_key = jax.random.split(key, 3)
     variables = model.init(init_key)
-    dummy = player.game.init(jax.random.key(0), 1)
-    buffer = replay.init(replay_slots, player.num_games, dummy.observation.shape[1:],
-                         dummy.observation.dtype, player.game.num_actions)
+    buffer = player.new_buffer(replay_slots)
     return TrainState(learner=learner.init(variables), self_play=player.init(play_key),
                       buffer=buffer, key=key, games=jnp.zeros((), jnp.int32),
                       moves=jnp.zeros((), jnp.int32))

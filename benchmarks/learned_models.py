@@ -1,0 +1,113 @@
+"""Learned-model training runs compared at equal wall time, interleaved.
+
+    python -m benchmarks.learned_models --section gumbel --minutes 4 --seeds 0
+    python -m benchmarks.learned_models --section reanalyse --minutes 4 --seeds 0 1 2
+
+Each cell is one `train.py` run in a subprocess, alone on the machine, with
+`--max-training-s` (every side stops after the first iteration past the
+same budget) and the same settings but the one compared. The runs are
+interleaved seed by seed (A seed 0, B seed 0, A seed 1, ...), so a drift of
+the machine's speed falls on both sides. Every run evaluates at its end
+only (`--eval-every 0`: no evaluation time inside the budget) against the
+game's strongest judge (tic-tac-toe: the perfect player, 200 games, half
+as each side). The learning rate is constant after a short warmup
+(`--iterations` well beyond the budget), the same for both sides.
+
+Sections (tic-tac-toe):
+  gumbel     Gumbel MuZero (learned model) against AlphaZero with the same
+             Gumbel search on the real game, at 4 and at 16 simulations.
+  reanalyse  MuZero with --reanalyse-fraction 0.5 against 0.
+
+The results file (benchmarks/results/learned_models_<section>-cpu.json)
+keeps, per run, its settings, iterations, self-play games and the final
+figures, with the run folders (each has its sessions.jsonl: commit,
+command, machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List
+
+from benchmarks import harness
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+COMMON = dict(game="tic_tac_toe", eval_every=0, elo_every=0, final_games=200,
+              final_simulations=64, iterations=2000, warmup_fraction=0.002,
+              end_learning_rate_fraction=1.0)
+
+SECTIONS = {
+    "gumbel": [
+        (f"{name}_{sims}", dict(algorithm=algorithm, policy="gumbel", num_simulations=sims,
+                                final_simulations=sims))
+        for sims in (4, 16)
+        for name, algorithm in (("gumbel_muzero", "gumbel_muzero"),
+                                ("alphazero_gumbel", "alphazero"))],
+    "reanalyse": [("muzero_reanalyse_0.5", dict(algorithm="muzero", reanalyse_fraction=0.5)),
+                  ("muzero_reanalyse_0", dict(algorithm="muzero", reanalyse_fraction=0.0))],
+}
+
+FIGURES = ("final_vs_perfect_wins", "final_vs_perfect_draws", "final_vs_perfect_losses",
+           "final_vs_perfect_as_first", "final_vs_perfect_as_second", "final_policy_optimal",
+           "final_vs_random_score", "final_vs_uct_score", "training_s", "total_games",
+           "iterations", "mean_simulations_per_s")
+
+
+def run_cell(run_dir: str, settings: Dict[str, Any], seed: int, seconds: float) -> Dict[str, Any]:
+    """One train.py run; its final.json figures."""
+    command = [sys.executable, os.path.join(ROOT, "train.py"), "--run-dir", run_dir,
+               "--no-progress", "--overwrite", "--seed", str(seed),
+               "--max-training-s", str(seconds)]
+    for name, value in settings.items():
+        command += [f"--{name.replace('_', '-')}", str(value)]
+    tick = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
+    with open(os.path.join(run_dir, "final.json")) as f:
+        final = json.load(f)
+    row = {k: final[k] for k in FIGURES if k in final}
+    row["wall_s"] = round(time.perf_counter() - tick, 1)
+    row["command"] = " ".join(command[1:])
+    return row
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--section", choices=sorted(SECTIONS), required=True)
+    parser.add_argument("--minutes", type=float, default=4.0, help="training budget per run")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--run-root", default=None, help="folder of the run folders")
+    parser.add_argument("--no-save", action="store_true")
+    args = parser.parse_args(argv)
+    run_root = args.run_root or tempfile.mkdtemp(prefix=f"learned_models_{args.section}_")
+    rows: List[Dict[str, Any]] = []
+    for seed in args.seeds:
+        for name, settings in SECTIONS[args.section]:
+            cell = dict(COMMON, **settings)
+            run_dir = os.path.join(run_root, f"{name}_seed{seed}")
+            row = dict(side=name, seed=seed, run_dir=run_dir,
+                       **run_cell(run_dir, cell, seed, 60.0 * args.minutes))
+            rows.append(row)
+            print(json.dumps({k: row[k] for k in row if k not in ("command", "run_dir")}),
+                  flush=True)
+    settings = dict(harness.provenance(seed=args.seeds), section=args.section,
+                    minutes=args.minutes, seeds=args.seeds, run_dir=run_root,
+                    common=COMMON, sides=dict(SECTIONS[args.section]))
+    columns = ["side", "seed", "iterations", "total_games", "training_s",
+               "final_vs_perfect_wins", "final_vs_perfect_draws", "final_vs_perfect_losses",
+               "final_policy_optimal"]
+    harness.report(f"learned_models_{args.section}",
+                   f"{args.section}: {args.minutes} min per run, seeds {args.seeds}", columns,
+                   rows, settings, save_results=not args.no_save)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,251 @@
+"""The learned-model trainers (training/muzero): supports, trajectory windows and
+their targets against a plain-Python reference, the unrolled loss, and tiny
+train.py runs of MuZero, Gumbel MuZero and Stochastic MuZero (a resumed run
+equal to an uninterrupted one)."""
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from training import checkpoint as checkpoint_lib
+from training import config as config_lib
+from training import loop
+from training.muzero import learner as learner_lib
+from training.muzero import support as support_lib
+from training.muzero import trajectories
+
+
+# ---- supports ----------------------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(-1e5, 1e5, allow_nan=False, width=32))
+def test_scaling_is_inverted(x):
+    back = float(support_lib.unscale(support_lib.scale(jnp.float32(x))))
+    assert abs(back - x) <= 1e-3 * max(1.0, abs(x)) + 1e-3
+
+
+@pytest.mark.parametrize("support", [support_lib.Support(1.0, 21, False),
+                                     support_lib.Support(300.0, 601, True)],
+                         ids=["bounded", "h_scaled"])
+def test_two_hot_mean_is_the_value_and_scalar_inverts_it(support):
+    x = jnp.array([-1.0, -0.37, 0.0, 0.05, 0.999, 1.0] + ([7.0, 123.4, 20000.0]
+                                                             if support.transform else []))
+    probs = support.two_hot(x)
+    np.testing.assert_allclose(np.sum(probs, -1), 1.0, rtol=1e-6)
+    assert np.all(np.asarray(probs) >= 0) and np.all(np.sum(np.asarray(probs) > 0, -1) <= 2)
+    y = support_lib.scale(x) if support.transform else x
+    np.testing.assert_allclose(np.sum(probs * support.points, -1), y, rtol=1e-5, atol=1e-5)
+    back = support.scalar(jnp.log(jnp.maximum(probs, 1e-30)))
+    np.testing.assert_allclose(back, x, rtol=1e-3, atol=1e-4)
+
+
+def test_values_beyond_the_bound_are_clipped_and_bad_supports_refused():
+    support = support_lib.Support(1.0, 5, False)
+    np.testing.assert_allclose(support.two_hot(jnp.array([3.0, -9.0])),
+                               [[0, 0, 0, 0, 1], [1, 0, 0, 0, 0]])
+    with pytest.raises(ValueError, match="num_bins"):
+        support_lib.Support(1.0, 4)
+    with pytest.raises(ValueError, match="bound"):
+        support_lib.Support(0.0, 5)
+
+
+def test_gradient_scaling_keeps_the_value_and_scales_the_gradient():
+    grad = jax.grad(lambda x: jnp.sum(learner_lib.scale_gradient(x, 0.5) ** 2))(
+        jnp.array([3.0]))
+    np.testing.assert_allclose(grad, [3.0])  # d/dx x^2 = 6, halved
+    np.testing.assert_allclose(learner_lib.scale_gradient(jnp.array([3.0]), 0.5), [3.0])
+
+
+# ---- trajectory windows against a Python reference ---------------------------------------
+
+T, B, A, GAMMA = 7, 3, 4, 0.9
+
+
+def _fill(num_moves, seed):
+    """Writes `num_moves` moves of B rows into a ring of T slots; returns the
+    buffer and, per row, the Python record of every move [(id, game, reward,
+    over, search value)] in write order (ids are the observations)."""
+    rng = np.random.default_rng(seed)
+    buffer = trajectories.init(T, B, (1,), jnp.float32, A)
+    history = [[] for _ in range(B)]
+    game = [0] * B
+    for move in range(num_moves):
+        ids = np.array([1000 * move + row for row in range(B)], np.float32)
+        policy = rng.dirichlet(np.ones(A), size=B).astype(np.float32)
+        action = rng.integers(0, A, size=B)
+        value = rng.normal(size=B).astype(np.float32)
+        buffer = trajectories.add(buffer, jnp.asarray(ids[:, None]), jnp.ones((B, A), bool),
+                                  jnp.asarray(policy), jnp.zeros(B, jnp.int32),
+                                  jnp.asarray(action), jnp.asarray(value), jnp.ones(B, bool))
+        reward = rng.integers(0, 5, size=B).astype(np.float32)
+        over = rng.random(B) < 0.15
+        buffer = trajectories.credit(buffer, jnp.asarray(reward[:, None]), jnp.asarray(over))
+        for row in range(B):
+            history[row].append((ids[row], game[row], reward[row], bool(over[row]),
+                                 value[row], int(action[row])))
+            game[row] += int(over[row])
+    return buffer, history
+
+
+def _reference(history, start_id, width):
+    """(alive, ended, rewards, values, actions) of the window from `start_id`."""
+    row = int(start_id) % 1000
+    moves = history[row]
+    first = [m[0] for m in moves].index(start_id)
+    alive, ended, rewards, values, actions = [], [], [], [], []
+    over_before, in_game = False, True
+    for k in range(width):
+        if k > 0:
+            over_before = over_before or (in_game and moves[first + k - 1][3])
+            in_game = in_game and not moves[first + k - 1][3] and first + k < len(moves)
+        alive.append(in_game)
+        ended.append(over_before)
+        here = moves[first + k] if in_game else None
+        rewards.append(here[2] if here else 0.0)
+        values.append(here[4] if here else 0.0)
+        actions.append(here[5] if here else -1)
+    return np.array(alive), np.array(ended), np.array(rewards), np.array(values), actions
+
+
+@pytest.mark.parametrize("num_moves", [5, 12])  # before and after the ring wraps
+def test_windows_and_n_step_targets_match_a_python_reference(num_moves):
+    buffer, history = _fill(num_moves, seed=num_moves)
+    unroll, td = 2, 3
+    width = unroll + 1 + td
+    window = jax.jit(trajectories.sample, static_argnums=(2, 3, 4))(
+        buffer, jax.random.key(1), 256, width, "n_step")
+    starts = np.asarray(window.observation[:, 0, 0])
+    written = {m[0]: i for row in history for i, m in enumerate(row)}
+    for start in np.unique(starts):  # every start had `width` moves written after it
+        assert written[start] + width <= num_moves or any(
+            m[3] for m in history[int(start) % 1000][written[start]:written[start] + width - 1])
+    targets = trajectories.value_targets(window, unroll, "n_step", td, GAMMA)
+    seen = set()
+    for n, start in enumerate(starts):
+        alive, ended, rewards, values, actions = _reference(history, start, width)
+        np.testing.assert_array_equal(np.asarray(window.alive[n]), alive, err_msg=str(start))
+        np.testing.assert_array_equal(np.asarray(window.ended[n]), ended, err_msg=str(start))
+        np.testing.assert_array_equal(np.asarray(window.action[n])[alive],
+                                      np.array(actions)[alive])
+        for k in range(unroll + 1):
+            want = sum(GAMMA ** i * rewards[k + i] for i in range(td)) \
+                + GAMMA ** td * values[k + td]
+            np.testing.assert_allclose(float(targets[n, k]), want, rtol=1e-5, atol=1e-5)
+        seen.add(bool(ended.any()))
+    if num_moves > T:  # windows through a game's end and windows inside one
+        assert seen == {True, False}
+
+
+def test_outcome_targets_need_a_finished_game_and_are_zero_past_it():
+    buffer, history = _fill(12, seed=3)
+    usable = np.asarray(trajectories.usable(buffer, 3, "outcome"))
+    status = np.asarray(buffer.samples.status)
+    np.testing.assert_array_equal(usable, status == 2)
+    window = trajectories.sample(buffer, jax.random.key(0), 128, 3, "outcome")
+    targets = np.asarray(trajectories.value_targets(window, 2, "outcome", 0, 1.0))
+    alive = np.asarray(window.alive)
+    np.testing.assert_array_equal(targets[~alive], 0.0)
+    # Rewards of 0..4 all credited to player 0: the outcome is the rewards to the game's end.
+    for n in range(8):
+        start = float(window.observation[n, 0, 0])
+        moves = history[int(start) % 1000]
+        first = [m[0] for m in moves].index(start)
+        total = 0.0
+        for m in moves[first:]:
+            total += m[2]
+            if m[3]:
+                break
+        np.testing.assert_allclose(targets[n, 0], total)
+
+
+# ---- tiny runs -------------------------------------------------------------------------------
+
+class _Crash(Exception):
+    pass
+
+
+def _metrics(run_dir):
+    records = checkpoint_lib.read_metrics(os.path.join(run_dir, "metrics.jsonl"))
+    for r in records:  # timings differ, results must not
+        for k in [k for k in r if k.endswith("_s") or k.endswith("_per_s")]:
+            del r[k]
+    return records
+
+
+def test_muzero_with_reanalyse_resumes_bit_for_bit(tmp_path):
+    """A tiny MuZero run with reanalyse, stopped after iteration 2 and
+    resumed, ends with the same metrics and variables as an uninterrupted run;
+    its losses are finite and it evaluates its learned-model agent."""
+    explicit = dict(preset="tiny", algorithm="muzero", iterations=3, eval_every=0,
+                    elo_every=1, final_games=2, checkpoint_every=1, min_replay=8,
+                    reanalyse_fraction=0.25, num_unroll_steps=3)
+    quiet = lambda *_: None  # noqa: E731
+    config, straight = loop.open_run(str(tmp_path / "straight"), explicit, log=quiet)
+    summary = loop.train(config, straight, progress=False, log=quiet)
+    assert summary["final_vs_perfect_wins"] + summary["final_vs_perfect_draws"] \
+        + summary["final_vs_perfect_losses"] == 2
+
+    def crash_after_iteration_2(message):
+        if message.startswith("iteration 2:"):
+            raise _Crash()
+
+    config, stopped = loop.open_run(str(tmp_path / "stopped"), explicit, log=quiet)
+    with pytest.raises(_Crash):
+        loop.train(config, stopped, progress=False, log=crash_after_iteration_2)
+    config, stopped = loop.open_run(stopped, explicit, log=quiet)
+    loop.train(config, stopped, progress=False, log=quiet)
+    got, want = _metrics(stopped), _metrics(straight)
+    assert got == want
+    last = want[-1]
+    assert last["updates"] > 0 and np.isfinite(last["loss"]) and last["reward_loss"] > 0
+    assert "elo" in last
+    _, model, player, learner = loop.build(config)
+    like = loop.initial_state(config, model, player, learner).saved_items()
+    for run_dir in (straight, stopped):
+        checkpoints = checkpoint_lib.Checkpointer(os.path.join(run_dir, "checkpoints"),
+                                                  identity=loop.checkpoint_identity(config))
+        variables, _, _ = checkpoints.restore(3, *like)
+        checkpoints.close()
+        if run_dir == straight:
+            first = variables
+    for x, y in zip(jax.tree.leaves(first), jax.tree.leaves(variables)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_checkpoint_of_another_algorithm_is_refused(tmp_path):
+    alphazero = config_lib.resolve(dict(preset="tiny"))
+    muzero = config_lib.resolve(dict(preset="tiny", algorithm="muzero"))
+    assert loop.checkpoint_identity(alphazero) != loop.checkpoint_identity(muzero)
+    assert loop.checkpoint_identity(muzero)["algorithm"] == "muzero"
+
+
+@pytest.mark.parametrize("game,algorithm", [("2048", "stochastic_muzero"),
+                                            ("connect_four", "gumbel_muzero")])
+def test_tiny_runs_of_the_other_algorithms(tmp_path, game, algorithm):
+    explicit = dict(game=game, preset="tiny", algorithm=algorithm, iterations=2,
+                    eval_every=2, elo_every=0, final_games=2, min_replay=8,
+                    num_unroll_steps=2, td_steps=3, chance_codes=4, max_game_length=6)
+    quiet = lambda *_: None  # noqa: E731
+    config, run_dir = loop.open_run(str(tmp_path / "run"), explicit, log=quiet)
+    summary = loop.train(config, run_dir, progress=False, log=quiet)
+    last = _metrics(run_dir)[-1]
+    assert last["updates"] > 0 and np.isfinite(last["loss"])
+    if algorithm == "stochastic_muzero":
+        assert last["chance_loss"] > 0 and np.isfinite(last["commitment_loss"])
+        assert "final_score_mean" in summary
+    else:
+        assert "final_vs_random_score" in summary
+
+
+@pytest.mark.parametrize("changes,message", [
+    (dict(game="backgammon", algorithm="muzero"), "alternate"),
+    (dict(algorithm="muzero", support_bins=4), "support-bins"),
+    (dict(game="2048", algorithm="stochastic_muzero", reuse_tree=True), "reuse-tree"),
+])
+def test_bad_learned_model_settings_name_the_flag(changes, message):
+    with pytest.raises(ValueError, match=message):
+        config_lib.resolve(dict(preset="tiny", **changes))

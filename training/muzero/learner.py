@@ -1,0 +1,281 @@
+"""The learned model's learner: K-step unrolled losses, reanalyse, one jitted update.
+
+For each window drawn from the trajectory replay (`trajectories.sample`),
+the model starts from the first position's observation and unrolls the K
+moves that were played:
+
+    s_0 = representation(o_t)
+    for k = 0..K:   policy and value of s_k          vs  pi_t+k, z_t+k
+                    (k < K) s_k+1, r_k = dynamics(s_k, a_t+k)   vs  u_t+k
+
+Stochastic MuZero unrolls through the afterstate: as_k = afterstate(s_k,
+a_t+k), whose Q (vs z_t+k) and chance logits (vs the encoder's code of
+o_t+k+1, a stop-gradient one-hot) are trained, and s_k+1, r_k =
+dynamics(as_k, code); the encoder is trained through the dynamics
+(straight-through) and by the commitment loss ||onehot - softmax(e)||^2.
+
+Losses (per position, cross-entropies; values and rewards on their
+categorical supports): policy (where the step is a searched position of
+the game), value and reward (0 past the game's end: absorbing), chance and
+commitment (Stochastic MuZero). Step 0 weighs 1, each unrolled step 1/K;
+the gradient into each new latent is halved (MuZero's dynamics scaling).
+total = policy + value_weight (value [+ Q]) + reward [+ chance +
+commitment_weight commitment]; weight decay is in adamw.
+
+Reanalyse (MuZero Reanalyse): a `reanalyse_fraction` of each minibatch
+gets fresh targets from the current network: the policy targets of its
+K + 1 positions from a new search with the learned model, and, for n-step
+value targets, the bootstrap values from the network's value at t + k + n.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Dict, Optional
+
+import chex
+import jax
+import jax.numpy as jnp
+import optax
+from jax.sharding import Mesh
+
+from mcts_jax import sharding
+from training.learner import LearnerState
+from training.muzero import search as search_lib
+from training.muzero import trajectories
+from training.muzero.networks import LearnedModel, quantise
+
+
+def scale_gradient(x: jax.Array, factor: float) -> jax.Array:
+    """x, with its gradient multiplied by `factor`."""
+    return x * factor + jax.lax.stop_gradient(x) * (1.0 - factor)
+
+
+@chex.dataclass(frozen=True)
+class Targets:
+    """What one minibatch is trained towards ([n, K + 1] unless said).
+
+    policy [n, K + 1, A] and has_policy; value; actions [n, K] (random past
+    a game's end); reward [n, K]; alive [n, K + 1]; observation [n, K + 1,
+    ...] (the encoder's inputs, Stochastic MuZero; the first is the
+    representation's input)."""
+
+    observation: chex.Array
+    policy: chex.Array
+    has_policy: chex.Array
+    value: chex.Array
+    actions: chex.Array
+    reward: chex.Array
+    alive: chex.Array
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class LearnedModelLearner:
+    """Updates of one learned model (static argument: compared by identity).
+
+    value_targets "outcome" or "n_step" (see `trajectories`); td_steps n;
+    discount gamma of one move (n-step targets; the search's discount of a
+    one-player game); reanalyse_policy / reanalyse_simulations: the search
+    that recomputes targets (a `mcts_jax.Policy` value)."""
+
+    model: LearnedModel
+    optimizer: optax.GradientTransformation
+    batch_size: int
+    num_unroll: int
+    value_targets: str
+    td_steps: int
+    discount: float
+    search_discount: float
+    value_weight: float = 1.0
+    commitment_weight: float = 1.0
+    reanalyse_fraction: float = 0.0
+    reanalyse_policy: Any = None
+    reanalyse_simulations: int = 0
+    mesh: Optional[Mesh] = None
+
+    @property
+    def window(self) -> int:
+        """W, moves per drawn window."""
+        return self.num_unroll + 1 + (self.td_steps if self.value_targets == "n_step" else 0)
+
+    @property
+    def num_reanalysed(self) -> int:
+        return int(round(self.reanalyse_fraction * self.batch_size))
+
+    def init(self, variables) -> LearnerState:
+        return LearnerState(variables=variables,
+                            opt_state=self.optimizer.init(variables["params"]),
+                            updates=jnp.zeros((), jnp.int32))
+
+    def num_ready(self, buffer: trajectories.TrajectoryBuffer) -> jax.Array:
+        """[] int32 slots a window can start from."""
+        return trajectories.num_usable(buffer, self.window, self.value_targets)
+
+    def targets(self, variables, rng_key, window: trajectories.Window) -> Targets:
+        """The targets of a drawn window, the first `num_reanalysed` rows
+        reanalysed with `variables`."""
+        steps, unroll = self.num_unroll + 1, self.num_unroll
+        policy = window.policy[:, :steps]
+        has_policy = window.alive[:, :steps] & window.searched[:, :steps]
+        bootstrap = None
+        count = self.num_reanalysed
+        if count:
+            search_key, rng_key = jax.random.split(rng_key)
+            fresh_policy, fresh_bootstrap = self.reanalyse(variables, search_key, window, count)
+            policy = policy.at[:count].set(fresh_policy)
+            has_policy = has_policy.at[:count].set(window.alive[:count, :steps])
+            if self.value_targets == "n_step":
+                bootstrap = window.search_value.at[:count].set(fresh_bootstrap)
+        value = trajectories.value_targets(window, unroll, self.value_targets, self.td_steps,
+                                           self.discount, bootstrap)
+        num_actions = policy.shape[-1]
+        random_actions = jax.random.randint(rng_key, (self.batch_size, unroll), 0, num_actions)
+        alive = window.alive[:, :steps]
+        return Targets(observation=window.observation[:, :steps], policy=policy,
+                       has_policy=has_policy, value=value,
+                       actions=jnp.where(alive[:, :unroll], window.action[:, :unroll],
+                                         random_actions),
+                       reward=jnp.where(alive[:, :unroll], window.reward[:, :unroll], 0.0),
+                       alive=alive)
+
+    def reanalyse(self, variables, rng_key, window: trajectories.Window, count: int):
+        """(policy [count, K + 1, A] of fresh searches at the first `count`
+        rows' positions, bootstrap values [count, W] from the network)."""
+        steps = self.num_unroll + 1
+        observation = window.observation[:count]
+        flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731
+        legal = window.legal[:count, :steps]
+        # A position past the game's end has no legal move: any legal set will do.
+        legal = jnp.where(jnp.any(legal, axis=-1, keepdims=True), legal, True)
+        out = search_lib.search(self.reanalyse_policy, self.model, self.search_discount,
+                                self.reanalyse_simulations, variables, rng_key,
+                                flat(observation[:, :steps]), flat(legal))
+        policy = out.action_weights.reshape(count, steps, -1)
+        _, values = self.model.predict(variables, flat(observation))
+        return jax.lax.stop_gradient(policy), jax.lax.stop_gradient(
+            values.reshape(count, -1))
+
+    def loss(self, params, targets: Targets):
+        """(total loss, metrics) of one minibatch."""
+        config = self.model.config
+        net = self.model.module({"params": params, "batch_stats": {}})
+        unroll = self.num_unroll
+        latent = net.represent(targets.observation[:, 0])
+        sums: Dict[str, Any] = {}
+
+        def add(name, value):
+            sums[name] = sums.get(name, 0.0) + value
+
+        for k in range(unroll + 1):
+            weight = 1.0 if k == 0 else 1.0 / unroll
+            logits, value_logits = net.predict(latent)
+            log_probs = jax.nn.log_softmax(logits, axis=-1)
+            mask = targets.has_policy[:, k].astype(jnp.float32)
+            policy_target = targets.policy[:, k]
+            cross_entropy = -jnp.sum(policy_target * log_probs, axis=-1)
+            entropy = -jnp.sum(policy_target * jnp.log(jnp.maximum(policy_target, 1e-12)), -1)
+            add("policy_loss", weight * jnp.mean(mask * cross_entropy))
+            add("policy_kl", weight * jnp.mean(mask * (cross_entropy - entropy)))
+            add("value_loss", weight * jnp.mean(config.value_support.loss(value_logits,
+                                                                          targets.value[:, k])))
+            value_error = jnp.mean(jnp.abs(config.value_support.scalar(value_logits)
+                                           - targets.value[:, k]))
+            if k == 0:
+                sums["value_error_0"] = value_error
+            if k == unroll:
+                sums["value_error_last"] = value_error
+            if k == unroll:
+                break
+            action = targets.actions[:, k]
+            next_weight = 1.0 / unroll
+            if config.stochastic:
+                afterstate = net.afterstate(latent, action)
+                chance_logits, q_logits = net.afterstate_predict(afterstate)
+                add("q_loss", weight * jnp.mean(config.value_support.loss(
+                    q_logits, targets.value[:, k])))
+                next_observation = targets.observation[:, k + 1]
+                code_logits = net.encode(next_observation)
+                code = quantise(code_logits)
+                hard = jax.lax.stop_gradient(code)
+                real = targets.alive[:, k + 1].astype(jnp.float32)
+                add("chance_loss", weight * jnp.mean(real * -jnp.sum(
+                    hard * jax.nn.log_softmax(chance_logits), axis=-1)))
+                add("commitment_loss", weight * jnp.mean(real * jnp.sum(
+                    (hard - jax.nn.softmax(code_logits)) ** 2, axis=-1)))
+                latent, reward_logits = net.dynamics(afterstate, code)
+            else:
+                latent, reward_logits = net.dynamics(latent, action)
+            add("reward_loss", next_weight * jnp.mean(config.reward_support.loss(
+                reward_logits, targets.reward[:, k])))
+            add("reward_error", jnp.mean(jnp.abs(config.reward_support.scalar(reward_logits)
+                                                 - targets.reward[:, k])) / unroll)
+            latent = scale_gradient(latent, 0.5)
+
+        total = sums["policy_loss"] + sums["reward_loss"] + self.value_weight * (
+            sums["value_loss"] + sums.get("q_loss", 0.0))
+        if config.stochastic:
+            total = total + sums["chance_loss"] + self.commitment_weight * sums["commitment_loss"]
+        sums["loss"] = total
+        return total, sums
+
+    def model_error(self, variables, rng_key, buffer: trajectories.TrajectoryBuffer,
+                    num_windows: int = 256):
+        """How far the learned model drifts from the real game along played
+        moves: (reward error [K], value error [K + 1]), the mean absolute
+        error of the unrolled model's reward for move k and value at step k
+        against the game's rewards and the value targets, over `num_windows`
+        windows of the replay (no reanalyse). Step 0 is the representation
+        alone; step k has gone through k learned transitions."""
+        return _model_error(self, variables, rng_key, buffer, num_windows)
+
+    def update(self, state: LearnerState, rng_key, buffer: trajectories.TrajectoryBuffer):
+        """One update on a minibatch of windows drawn from `buffer`: (state, metrics)."""
+        return _update(self, state, rng_key, buffer)
+
+
+@functools.partial(jax.jit, static_argnums=0, donate_argnums=1)
+def _update(self: LearnedModelLearner, state: LearnerState, rng_key, buffer):
+    sample_key, target_key = jax.random.split(rng_key)
+    window = trajectories.sample(buffer, sample_key, self.batch_size, self.window,
+                                 self.value_targets, self.mesh)
+    window = sharding.constrain_batch(window, self.mesh)
+    targets = self.targets(state.variables, target_key, window)
+    targets = sharding.constrain_batch(targets, self.mesh)
+    grads, metrics = jax.grad(self.loss, has_aux=True)(state.variables["params"], targets)
+    updates, opt_state = self.optimizer.update(grads, state.opt_state,
+                                               state.variables["params"])
+    params = optax.apply_updates(state.variables["params"], updates)
+    metrics["grad_norm"] = optax.tree.norm(grads)
+    new_state = LearnerState(variables={"params": params, "batch_stats": {}},
+                             opt_state=opt_state, updates=state.updates + 1)
+    return sharding.constrain_replicated((new_state, metrics), self.mesh)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 4))
+def _model_error(self: LearnedModelLearner, variables, rng_key, buffer, num_windows: int):
+    sample_key, target_key = jax.random.split(rng_key)
+    window = trajectories.sample(buffer, sample_key, num_windows, self.window,
+                                 self.value_targets, None)
+    targets = dataclasses.replace(self, reanalyse_fraction=0.0, batch_size=num_windows).targets(
+        variables, target_key, window)
+    config = self.model.config
+    net = self.model.module(variables)
+    latent = net.represent(targets.observation[:, 0])
+    reward_error, value_error = [], []
+    for k in range(self.num_unroll + 1):
+        _, value_logits = net.predict(latent)
+        value_error.append(jnp.mean(jnp.abs(config.value_support.scalar(value_logits)
+                                            - targets.value[:, k])))
+        if k == self.num_unroll:
+            break
+        action = targets.actions[:, k]
+        if config.stochastic:
+            afterstate = net.afterstate(latent, action)
+            code = quantise(net.encode(targets.observation[:, k + 1]))
+            latent, reward_logits = net.dynamics(afterstate, code)
+        else:
+            latent, reward_logits = net.dynamics(latent, action)
+        reward_error.append(jnp.mean(jnp.abs(config.reward_support.scalar(reward_logits)
+                                             - targets.reward[:, k])))
+    return jnp.stack(reward_error), jnp.stack(value_error)
