@@ -16,7 +16,7 @@ as each side). The learning rate is constant after a short warmup
 Sections (tic-tac-toe):
   gumbel     Gumbel MuZero (learned model) against AlphaZero with the same
              Gumbel search on the real game, at 4 and at 16 simulations.
-  reanalyse  MuZero with --reanalyse-fraction 0.5 against 0.
+  reanalyse  MuZero with --reanalyse-fraction 0.125 against 0.
 
 The results file (benchmarks/results/learned_models_<section>-cpu.json)
 keeps, per run, its settings, iterations, self-play games and the final
@@ -50,7 +50,9 @@ SECTIONS = {
         for sims in (4, 16)
         for name, algorithm in (("gumbel_muzero", "gumbel_muzero"),
                                 ("alphazero_gumbel", "alphazero"))],
-    "reanalyse": [("muzero_reanalyse_0.5", dict(algorithm="muzero", reanalyse_fraction=0.5)),
+    # 0.125 of a 256-window minibatch, K + 1 = 6 positions each: about 1.6 times
+    # self-play's own searches per iteration (48 updates, 256 games x 18 moves).
+    "reanalyse": [("muzero_reanalyse_0.125", dict(algorithm="muzero", reanalyse_fraction=0.125)),
                   ("muzero_reanalyse_0", dict(algorithm="muzero", reanalyse_fraction=0.0))],
 }
 

@@ -8,7 +8,8 @@ writes benchmarks/results/<name>.json: the settings, the sessions, one row
 per evaluated iteration (training seconds so far, self-play games so far,
 and every evaluation figure of that iteration: the solver's move accuracy
 of the raw network and of the search, games against the solver, UCT,
-random, tic-tac-toe's perfect play) and the end-of-run evaluation. Nothing
+random, tic-tac-toe's perfect play, 2048's scores, a learned model's drift)
+and the end-of-run evaluation. Nothing
 is retyped by hand: quoted training figures come from this file.
 """
 
@@ -24,7 +25,7 @@ from benchmarks import harness
 from training import checkpoint as checkpoint_lib
 
 # Keys of an iteration record that belong to its evaluation.
-EVALUATION_PREFIXES = ("solver_", "vs_", "policy_optimal", "elo")
+EVALUATION_PREFIXES = ("solver_", "vs_", "policy_optimal", "elo", "score_", "tile_", "model_")
 
 
 def curve(records: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
@@ -34,7 +35,7 @@ def curve(records: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     for record in records:
         figures = {k: v for k, v in record.items()
                    if k.startswith(EVALUATION_PREFIXES) and k != "elo_matches"}
-        if not any(k.startswith(("solver_", "vs_")) for k in figures):
+        if not any(k.startswith(("solver_", "vs_", "score_")) for k in figures):
             continue
         rows.append(dict(iteration=record["iteration"], elapsed_s=record.get("elapsed_s"),
                          total_games=record.get("total_games"), updates=record.get("updates"),

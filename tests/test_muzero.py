@@ -14,6 +14,7 @@ from hypothesis import given, settings, strategies as st
 from training import checkpoint as checkpoint_lib
 from training import config as config_lib
 from training import loop
+from training.agent import Agent
 from training.muzero import learner as learner_lib
 from training.muzero import support as support_lib
 from training.muzero import trajectories
@@ -214,6 +215,14 @@ def test_muzero_with_reanalyse_resumes_bit_for_bit(tmp_path):
             first = variables
     for x, y in zip(jax.tree.leaves(first), jax.tree.leaves(variables)):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    # The trained agent plays with its learned model: legal moves only.
+    agent = Agent.load(straight)
+    states = agent.game.init(jax.random.key(4), 3)
+    states = agent.game.step(states, jnp.array([4, 0, 8], jnp.int32), jax.random.key(5))
+    actions = np.asarray(agent.act(jax.random.key(6), states, num_simulations=4))
+    assert np.asarray(agent.game.legal_actions(states))[np.arange(3), actions].all()
+    with pytest.raises(ValueError, match="greedy search"):
+        agent.act(jax.random.key(6), states, num_simulations=0)
 
 
 def test_checkpoint_of_another_algorithm_is_refused(tmp_path):

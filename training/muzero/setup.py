@@ -25,7 +25,7 @@ import envs
 from training import arena
 from training import learner as learner_lib
 from training import policies
-from training.config import TrainConfig, game_spec
+from training.config import TrainConfig, game_spec, self_play_policy
 from training.muzero import networks, search, trajectories
 from training.muzero.learner import LearnedModelLearner
 from training.muzero.self_play import LearnedModelSelfPlay
@@ -88,9 +88,10 @@ def build(config: TrainConfig, mesh=None, user_policy: Any = None):
     changes = dict(max_nodes=config.search_max_nodes)
     if config.simulations_per_step > 1:
         changes["simulations_per_step"] = config.simulations_per_step
-    play_policy = user_policy if user_policy is not None else policy(
-        config, game.num_actions, **changes)
+    play_policy = (self_play_policy(config, game.num_actions, user_policy)
+                   if user_policy is not None else policy(config, game.num_actions, **changes))
     discount = search_discount(config)
+    reanalyse_simulations = config.reanalyse_simulations or config.num_simulations
     player = LearnedModelSelfPlay(
         game=game, model=model, policy=play_policy, num_simulations=config.num_simulations,
         num_games=config.num_games, reuse_tree=config.reuse_tree,
@@ -107,8 +108,10 @@ def build(config: TrainConfig, mesh=None, user_policy: Any = None):
         num_unroll=config.num_unroll_steps, value_targets=value_targets(config),
         td_steps=config.td_steps, discount=float(config.discount), search_discount=discount,
         value_weight=config.value_weight, commitment_weight=config.commitment_weight,
-        reanalyse_fraction=config.reanalyse_fraction, reanalyse_policy=play_policy,
-        reanalyse_simulations=config.reanalyse_simulations or config.num_simulations,
+        reanalyse_fraction=config.reanalyse_fraction,
+        reanalyse_policy=play_policy if reanalyse_simulations < play_policy.options.max_nodes
+        else play_policy.replace(max_nodes=reanalyse_simulations + 1),
+        reanalyse_simulations=reanalyse_simulations,
         mesh=mesh)
     return game, model, player, learner
 
