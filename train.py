@@ -1,9 +1,10 @@
-"""Train an AlphaZero agent with mcts_jax.
+"""Train an AlphaZero (or MuZero-family) agent with mcts_jax.
 
     python train.py                                   # tic-tac-toe to perfect play, CPU
     python train.py --game connect_four --preset cpu  # a short Connect Four run on a CPU
     python train.py --game chess --preset tiny        # chess end to end, tiny shapes
     python train.py --game othello                    # full-size defaults (GPU / TPU)
+    python train.py --algorithm muzero                # a learned model: MuZero (docs/learned_models.md)
     python train.py --help                            # every flag
     python train.py --devices 4                       # split over 4 devices (default: all)
     python train.py --distributed ...                 # one process per TPU VM host
@@ -12,7 +13,7 @@ Several hosts: start the same command on every host, with --distributed on a
 Cloud TPU pod slice (or --coordinator-address/--num-processes/--process-id,
 or the JAX_* environment variables); see docs/multi_device.md.
 
-The run folder (default runs/<game>[_<preset>]) holds config.json,
+The run folder (default runs/<game>[_<algorithm>][_<preset>]) holds config.json,
 metrics.jsonl, checkpoints/, plots/ and final.json. Running the same command
 again continues the run from its last checkpoint.
 """

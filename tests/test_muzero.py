@@ -258,3 +258,22 @@ def test_tiny_runs_of_the_other_algorithms(tmp_path, game, algorithm):
 def test_bad_learned_model_settings_name_the_flag(changes, message):
     with pytest.raises(ValueError, match=message):
         config_lib.resolve(dict(preset="tiny", **changes))
+
+
+def test_the_search_never_steps_the_game(monkeypatch):
+    """Self-play's search with the learned model runs with the game's step,
+    recurrent_fn and root disabled: only the observation and the root's legal
+    moves are read from the game."""
+    config = config_lib.resolve(dict(preset="tiny", algorithm="muzero", num_games=4))
+    game, model, player, _ = loop.build(config)
+    states = game.init(jax.random.key(0), 4)
+    variables = model.init(jax.random.key(1))
+
+    def refuse(*_, **__):
+        raise AssertionError("the learned-model search called the game")
+
+    for name in ("step", "recurrent_fn", "root"):
+        monkeypatch.setattr(type(game), name, refuse)
+    out = jax.jit(player.search)(variables, jax.random.key(2), states)
+    assert out.action.shape == (4,)
+    assert np.asarray(states.legal_action_mask)[np.arange(4), np.asarray(out.action)].all()

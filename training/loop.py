@@ -75,7 +75,9 @@ ALGORITHM_NAMES = dict(alphazero="AlphaZero", muzero="MuZero", gumbel_muzero="Gu
 
 
 def default_run_dir(config: TrainConfig) -> str:
-    suffix = "" if config.preset == "default" else f"_{config.preset}"
+    """runs/<game>[_<algorithm>][_<preset>] (the algorithm when not alphazero)."""
+    suffix = "" if config.algorithm == "alphazero" else f"_{config.algorithm}"
+    suffix += "" if config.preset == "default" else f"_{config.preset}"
     return os.path.join("runs", config.game + suffix)
 
 
