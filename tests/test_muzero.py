@@ -1,7 +1,7 @@
 """The learned-model trainers (training/muzero): supports, trajectory windows and
-their targets against a plain-Python reference, the unrolled loss, and tiny
-train.py runs of MuZero, Gumbel MuZero and Stochastic MuZero (a resumed run
-equal to an uninterrupted one)."""
+their targets against a plain-Python reference, the search that never steps
+the game, tiny train.py runs of Gumbel MuZero and Stochastic MuZero, and a
+MuZero run killed twice with SIGKILL equal bit for bit to one never killed."""
 
 import os
 
@@ -165,64 +165,12 @@ def test_outcome_targets_need_a_finished_game_and_are_zero_past_it():
 
 # ---- tiny runs -------------------------------------------------------------------------------
 
-class _Crash(Exception):
-    pass
-
-
 def _metrics(run_dir):
     records = checkpoint_lib.read_metrics(os.path.join(run_dir, "metrics.jsonl"))
     for r in records:  # timings differ, results must not
         for k in [k for k in r if k.endswith("_s") or k.endswith("_per_s")]:
             del r[k]
     return records
-
-
-def test_muzero_with_reanalyse_resumes_bit_for_bit(tmp_path):
-    """A tiny MuZero run with reanalyse, stopped after iteration 2 and
-    resumed, ends with the same metrics and variables as an uninterrupted run;
-    its losses are finite and it evaluates its learned-model agent."""
-    explicit = dict(preset="tiny", algorithm="muzero", iterations=3, eval_every=0,
-                    elo_every=1, final_games=2, checkpoint_every=1, min_replay=8,
-                    reanalyse_fraction=0.25, num_unroll_steps=3)
-    quiet = lambda *_: None  # noqa: E731
-    config, straight = loop.open_run(str(tmp_path / "straight"), explicit, log=quiet)
-    summary = loop.train(config, straight, progress=False, log=quiet)
-    assert summary["final_vs_perfect_wins"] + summary["final_vs_perfect_draws"] \
-        + summary["final_vs_perfect_losses"] == 2
-
-    def crash_after_iteration_2(message):
-        if message.startswith("iteration 2:"):
-            raise _Crash()
-
-    config, stopped = loop.open_run(str(tmp_path / "stopped"), explicit, log=quiet)
-    with pytest.raises(_Crash):
-        loop.train(config, stopped, progress=False, log=crash_after_iteration_2)
-    config, stopped = loop.open_run(stopped, explicit, log=quiet)
-    loop.train(config, stopped, progress=False, log=quiet)
-    got, want = _metrics(stopped), _metrics(straight)
-    assert got == want
-    last = want[-1]
-    assert last["updates"] > 0 and np.isfinite(last["loss"]) and last["reward_loss"] > 0
-    assert "elo" in last
-    _, model, player, learner = loop.build(config)
-    like = loop.initial_state(config, model, player, learner).saved_items()
-    for run_dir in (straight, stopped):
-        checkpoints = checkpoint_lib.Checkpointer(os.path.join(run_dir, "checkpoints"),
-                                                  identity=loop.checkpoint_identity(config))
-        variables, _, _ = checkpoints.restore(3, *like)
-        checkpoints.close()
-        if run_dir == straight:
-            first = variables
-    for x, y in zip(jax.tree.leaves(first), jax.tree.leaves(variables)):
-        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
-    # The trained agent plays with its learned model: legal moves only.
-    agent = Agent.load(straight)
-    states = agent.game.init(jax.random.key(4), 3)
-    states = agent.game.step(states, jnp.array([4, 0, 8], jnp.int32), jax.random.key(5))
-    actions = np.asarray(agent.act(jax.random.key(6), states, num_simulations=4))
-    assert np.asarray(agent.game.legal_actions(states))[np.arange(3), actions].all()
-    with pytest.raises(ValueError, match="greedy search"):
-        agent.act(jax.random.key(6), states, num_simulations=0)
 
 
 def test_checkpoint_of_another_algorithm_is_refused(tmp_path):
@@ -237,7 +185,8 @@ def test_checkpoint_of_another_algorithm_is_refused(tmp_path):
 def test_tiny_runs_of_the_other_algorithms(tmp_path, game, algorithm):
     explicit = dict(game=game, preset="tiny", algorithm=algorithm, iterations=2,
                     eval_every=2, elo_every=0, final_games=2, min_replay=8,
-                    num_unroll_steps=2, td_steps=3, chance_codes=4, max_game_length=6)
+                    num_unroll_steps=2, td_steps=3, chance_codes=4, max_game_length=6,
+                    solver_positions=0, solver_games=0, final_solver_positions=0)
     quiet = lambda *_: None  # noqa: E731
     config, run_dir = loop.open_run(str(tmp_path / "run"), explicit, log=quiet)
     summary = loop.train(config, run_dir, progress=False, log=quiet)
@@ -277,3 +226,51 @@ def test_the_search_never_steps_the_game(monkeypatch):
     out = jax.jit(player.search)(variables, jax.random.key(2), states)
     assert out.action.shape == (4,)
     assert np.asarray(states.legal_action_mask)[np.arange(4), np.asarray(out.action)].all()
+
+
+def test_muzero_killed_mid_checkpoint_and_mid_iteration_loses_nothing(tmp_path):
+    """train.py --algorithm muzero (tiny, a checkpoint every iteration) killed
+    with SIGKILL while a checkpoint is being written and again at a random
+    moment of training, restarted each time, ends equal bit for bit to a run
+    never killed (metrics, replay included through them, and variables).
+    The kill harness is test_checkpoint's (there, five kills of AlphaZero)."""
+    import random
+    from test_checkpoint import ITERATIONS, _iterations, _kill_at, _train
+
+    cache = str(tmp_path / "compile_cache")
+    flags = ("--algorithm", "muzero", "--reanalyse-fraction", "0.25")
+    straight_dir = str(tmp_path / "straight")
+    straight = _train(straight_dir, cache, *flags)
+    output = straight.communicate(timeout=400)[0]
+    assert straight.returncode == 0, output
+    elapsed = [r["elapsed_s"] for r in checkpoint_lib.read_metrics(
+        os.path.join(straight_dir, "metrics.jsonl"))]
+    window_s = float(np.median(np.diff(elapsed)))
+    rng = random.Random(34)
+    run_dir = str(tmp_path / "run")
+    process = _train(run_dir, cache, *flags)
+    kills = []
+    for moment in ("writing", "running"):
+        at_kill = _kill_at(process, run_dir, moment, rng, window_s, deadline=400.0)
+        assert at_kill is not None, "the run finished before the kill"
+        kills.append(at_kill)
+        process = _train(run_dir, cache, *flags)
+    rest = process.communicate(timeout=400)[0]
+    assert process.returncode == 0, rest
+    assert kills[0]["writing"], kills  # the first kill landed while a checkpoint was written
+    assert _iterations(run_dir) == list(range(1, ITERATIONS + 1))
+    assert _metrics(run_dir) == _metrics(straight_dir)
+    records = _metrics(straight_dir)
+    assert records[-1]["updates"] > 0 and np.isfinite(records[-1]["loss"])
+    assert records[-1]["reward_loss"] > 0 and "elo" in records[-1]  # its agent played
+    a, b = Agent.load(straight_dir), Agent.load(run_dir)
+    assert a.iteration == b.iteration == ITERATIONS
+    for x, y in zip(jax.tree.leaves(a.variables), jax.tree.leaves(b.variables)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    # The trained agent plays with its learned model: legal moves only.
+    states = a.game.init(jax.random.key(4), 3)
+    states = a.game.step(states, jnp.array([4, 0, 8], jnp.int32), jax.random.key(5))
+    actions = np.asarray(a.act(jax.random.key(6), states, num_simulations=4))
+    assert np.asarray(a.game.legal_actions(states))[np.arange(3), actions].all()
+    with pytest.raises(ValueError, match="greedy search"):
+        a.act(jax.random.key(6), states, num_simulations=0)
