@@ -186,14 +186,18 @@ def test_tiny_runs_of_the_other_algorithms(tmp_path, game, algorithm):
     explicit = dict(game=game, preset="tiny", algorithm=algorithm, iterations=2,
                     eval_every=2, elo_every=0, final_games=2, min_replay=8,
                     num_unroll_steps=2, td_steps=3, chance_codes=4, max_game_length=6,
-                    solver_positions=0, solver_games=0, final_solver_positions=0)
+                    solver_positions=0, solver_games=0, final_solver_positions=0,
+                    consistency_weight=1.0,
+                    code_usage_weight=1.0 if algorithm == "stochastic_muzero" else 0.0)
     quiet = lambda *_: None  # noqa: E731
     config, run_dir = loop.open_run(str(tmp_path / "run"), explicit, log=quiet)
     summary = loop.train(config, run_dir, progress=False, log=quiet)
     last = _metrics(run_dir)[-1]
     assert last["updates"] > 0 and np.isfinite(last["loss"])
+    assert 0 <= last["consistency_loss"] <= 2.0  # 1 - cosine
     if algorithm == "stochastic_muzero":
         assert last["chance_loss"] > 0 and np.isfinite(last["commitment_loss"])
+        assert 0 <= last["code_usage_loss"] <= 2 * np.log(4)  # weights 1 + 1/K
         assert "final_score_mean" in summary
     else:
         assert "final_vs_random_score" in summary

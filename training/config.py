@@ -180,6 +180,14 @@ class TrainConfig:
                                 "positive", shape=True)
     commitment_weight: float = setting(1.0, "stochastic_muzero: weight of the encoder's "
                                        "commitment loss", "non_negative_real")
+    code_usage_weight: float = setting(0.0, "stochastic_muzero: weight of the codebook-usage "
+                                       "loss (log C minus the entropy of a minibatch's mean "
+                                       "code distribution; against one code taking every "
+                                       "outcome)", "non_negative_real")
+    consistency_weight: float = setting(0.0, "learned model: weight of the temporal "
+                                        "consistency loss (EfficientZero: each predicted "
+                                        "latent against the representation of the real next "
+                                        "observation; 0: none)", "non_negative_real")
     reanalyse_fraction: float = setting(0.0, "learned model: share of each minibatch whose "
                                         "policy (and n-step bootstrap) targets are recomputed "
                                         "with the latest network", "fraction")

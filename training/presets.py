@@ -200,10 +200,17 @@ _PRESETS: Dict[str, GamePresets] = {
         presets={"tiny": _TINY_BOARD_GAME}),
     # The stochastic games (envs/chance_games.py).
     "2048": GamePresets(
-        # Stochastic MuZero: rewards and values of up to ~10^5 points on
-        # MuZero's h-scaled support of 601 points (h(10^5) ~ 316).
-        algorithms={name: dict(support_bound=300.0, support_bins=601, support_transform=True)
-                    for name in ("muzero", "gumbel_muzero", "stochastic_muzero")},
+        # The learned models: rewards and values of up to ~10^5 points on
+        # MuZero's h-scaled support of 601 points (h(10^5) ~ 316). Without the
+        # usage and consistency losses Stochastic MuZero's codebook collapsed
+        # to one code in the first iterations (its chance loss fell to about
+        # 0: the model had made 2048 deterministic); see docs/learned_models.md.
+        algorithms=dict(
+            {name: dict(support_bound=300.0, support_bins=601, support_transform=True)
+             for name in ("muzero", "gumbel_muzero")},
+            stochastic_muzero=dict(support_bound=300.0, support_bins=601,
+                                   support_transform=True, consistency_weight=1.0,
+                                   code_usage_weight=1.0)),
         # A network's value is the points still to come, with no bound (a
         # game reaching the 2048 tile scores about 20,000): a linear value
         # head in units of 1,000 points (the game's `value_scale`).

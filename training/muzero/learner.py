@@ -20,7 +20,11 @@ the game), value and reward (0 past the game's end: absorbing), chance and
 commitment (Stochastic MuZero). Step 0 weighs 1, each unrolled step 1/K;
 the gradient into each new latent is halved (MuZero's dynamics scaling).
 total = policy + value_weight (value [+ Q]) + reward [+ chance +
-commitment_weight commitment]; weight decay is in adamw.
+commitment_weight commitment] [+ consistency_weight consistency: 1 - the
+cosine between each predicted latent and the stop-gradient representation
+of the real next observation, EfficientZero's temporal consistency; it also
+gives Stochastic MuZero's encoder a reason to use its codes]; weight decay
+is in adamw.
 
 Reanalyse (MuZero Reanalyse): a `reanalyse_fraction` of each minibatch
 gets fresh targets from the current network: the policy targets of its
@@ -89,6 +93,8 @@ class LearnedModelLearner:
     search_discount: float
     value_weight: float = 1.0
     commitment_weight: float = 1.0
+    consistency_weight: float = 0.0
+    code_usage_weight: float = 0.0
     reanalyse_fraction: float = 0.0
     reanalyse_policy: Any = None
     reanalyse_simulations: int = 0
@@ -203,9 +209,30 @@ class LearnedModelLearner:
                     hard * jax.nn.log_softmax(chance_logits), axis=-1)))
                 add("commitment_loss", weight * jnp.mean(real * jnp.sum(
                     (hard - jax.nn.softmax(code_logits)) ** 2, axis=-1)))
+                # Codebook usage: the entropy of the minibatch's mean code
+                # distribution, short of its maximum log C (0 when every code
+                # is used alike; log C when one code takes every outcome).
+                usage = jnp.sum(real[:, None] * jax.nn.softmax(code_logits), axis=0) / \
+                    jnp.maximum(jnp.sum(real), 1.0)
+                add("code_usage_loss", weight * (jnp.log(usage.shape[-1]) + jnp.sum(
+                    usage * jnp.log(jnp.maximum(usage, 1e-12)))))
                 latent, reward_logits = net.dynamics(afterstate, code)
             else:
                 latent, reward_logits = net.dynamics(latent, action)
+            if self.consistency_weight:
+                # EfficientZero's temporal consistency: the latent the dynamics
+                # predicts should point where the representation of the real
+                # next observation points (a stop-gradient target).
+                # Latents are scaled to [0, 1]; centred, their cosine compares
+                # directions rather than the shared positive mean.
+                target = jax.lax.stop_gradient(net.represent(targets.observation[:, k + 1]))
+                target = target - jnp.mean(target, axis=-1, keepdims=True)
+                predicted = latent - jnp.mean(latent, axis=-1, keepdims=True)
+                cosine = jnp.sum(predicted * target, axis=-1) / jnp.maximum(
+                    jnp.linalg.norm(predicted, axis=-1) * jnp.linalg.norm(target, axis=-1),
+                    1e-6)
+                real = targets.alive[:, k + 1].astype(jnp.float32)
+                add("consistency_loss", next_weight * jnp.mean(real * (1.0 - cosine)))
             add("reward_loss", next_weight * jnp.mean(config.reward_support.loss(
                 reward_logits, targets.reward[:, k])))
             add("reward_error", jnp.mean(jnp.abs(config.reward_support.scalar(reward_logits)
@@ -215,7 +242,11 @@ class LearnedModelLearner:
         total = sums["policy_loss"] + sums["reward_loss"] + self.value_weight * (
             sums["value_loss"] + sums.get("q_loss", 0.0))
         if config.stochastic:
-            total = total + sums["chance_loss"] + self.commitment_weight * sums["commitment_loss"]
+            total = (total + sums["chance_loss"]
+                     + self.commitment_weight * sums["commitment_loss"]
+                     + self.code_usage_weight * sums["code_usage_loss"])
+        if self.consistency_weight:
+            total = total + self.consistency_weight * sums["consistency_loss"]
         sums["loss"] = total
         return total, sums
 

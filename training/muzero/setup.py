@@ -108,6 +108,8 @@ def build(config: TrainConfig, mesh=None, user_policy: Any = None):
         num_unroll=config.num_unroll_steps, value_targets=value_targets(config),
         td_steps=config.td_steps, discount=float(config.discount), search_discount=discount,
         value_weight=config.value_weight, commitment_weight=config.commitment_weight,
+        consistency_weight=config.consistency_weight,
+        code_usage_weight=config.code_usage_weight,
         reanalyse_fraction=config.reanalyse_fraction,
         reanalyse_policy=play_policy if reanalyse_simulations < play_policy.options.max_nodes
         else play_policy.replace(max_nodes=reanalyse_simulations + 1),
