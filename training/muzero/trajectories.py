@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh
 
+from mcts_jax import sharding
 from training import replay
 
 
@@ -176,9 +177,7 @@ def sample(buffer: TrajectoryBuffer, rng_key, batch_size: int, window: int,
     (observation, legal, policy, action, reward, search_value, outcome, searched,
      game_over) = (x.reshape((batch_size, window) + x.shape[1:]) for x in gathered)
     consecutive = buffer.written_at[slots] == buffer.written_at[slot0][:, None] + steps
-    if mesh is not None:
-        from mcts_jax import sharding
-        consecutive = sharding.constrain_batch(consecutive, mesh)
+    consecutive = sharding.constrain_batch(consecutive, mesh)
     alive, ended = _alive_and_ended(consecutive, game_over)
     return Window(observation=observation, legal=legal, policy=policy, action=action,
                   reward=reward, search_value=search_value, outcome=outcome, searched=searched,
