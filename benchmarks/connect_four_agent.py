@@ -4,8 +4,10 @@
         --simulations 200 800 3200 --uct-simulations 4000
 
 Move accuracy (the chosen column keeps the game-theoretic value, judged by
-the perfect solver bitbully) on the 1000 positions of
-benchmarks/data/connect_four_positions.json, overall and by stage, of
+the perfect solver bitbully) on the 1000 positions of a set under
+benchmarks/data/ (`--set random_play`, the default: train.py's set, random
+games cut at plies 4-30; `--set mixed`: every stage, random and near-perfect
+games), overall, by stage and by difficulty (one, 2-3, 4-6 optimal moves), of
 
 - the raw policy network (its legal argmax, no search);
 - the agent's search (the run's policy, greedy) at each `--simulations`;
@@ -31,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks import harness
+from benchmarks.connect_four_positions import SETS
 from envs import connect_four_solver as solver
 from mcts_jax import evaluators
 from training import arena
@@ -64,11 +67,13 @@ def main(argv=None) -> None:
     parser.add_argument("--simulations", type=int, nargs="+", default=[200, 800, 3200])
     parser.add_argument("--uct-simulations", type=int, nargs="*", default=[4000])
     parser.add_argument("--positions", type=int, default=1000)
+    parser.add_argument("--set", choices=sorted(SETS), default="random_play",
+                        help="the labelled positions (benchmarks.connect_four_positions)")
     parser.add_argument("--name", default="connect_four_agent")
     args = parser.parse_args(argv)
 
     agent = Agent.load(args.run_dir)
-    positions = solver.load_positions(limit=args.positions)
+    positions = solver.load_positions(SETS[args.set], limit=args.positions)
     states = solver.states_from_moves(positions["moves"], agent.game)
     legal = np.asarray(positions["legal"])
     rows = []
@@ -100,10 +105,12 @@ def main(argv=None) -> None:
     settings = dict(harness.provenance(seed=None), keys="search: key(budget), UCT: key(budget + 1)",
                     run_dir=args.run_dir, iteration=agent.iteration,
                     run_sessions=sessions, positions=len(positions["moves"]),
+                    position_set=args.set,
                     simulations=args.simulations, uct_simulations=args.uct_simulations)
     harness.report(args.name, f"Connect Four agent of {args.run_dir} (iteration "
                    f"{agent.iteration}) on {len(positions['moves'])} solver-labelled positions",
-                   ["player", "simulations", "all", "opening", "middle", "late", "seconds"],
+                   ["player", "simulations", "all", "opening", "middle", "late", "hard",
+                    "medium", "easy", "seconds"],
                    rows, settings)
 
 

@@ -1,9 +1,19 @@
-"""The Connect Four position benchmark: labelled positions at every game stage.
+"""The Connect Four position benchmarks: labelled positions by game stage and difficulty.
 
-    python -m benchmarks.connect_four_positions            # writes benchmarks/data/...json
+    python -m benchmarks.connect_four_positions                    # the mixed set
+    python -m benchmarks.connect_four_positions --set random_play  # train.py's set
     python -m benchmarks.connect_four_positions --out positions.json --count 200
 
-Positions are move lists from the empty board, drawn from two kinds of games:
+Two sets, 1000 positions each, under benchmarks/data/:
+
+- `connect_four_random_play.json` (`--set random_play`), the set a training
+  run is judged on: positions of uniformly random games at a ply drawn
+  uniformly from 4 to 30 (a game over before it is redrawn);
+- `connect_four_positions.json` (`--set mixed`, the default): every stage
+  (plies 0-41) from random and near-perfect games, as below.
+
+Positions are move lists from the empty board. The mixed set draws them from
+two kinds of games:
 
 - random: both sides play uniformly random legal moves;
 - noisy: each game draws eps ~ U[0.05, 0.5]; every move is a uniformly
@@ -20,8 +30,11 @@ the game is not over, no earlier kept position has the same board, and at
 least one legal move loses the game-theoretic value (a position where every
 move keeps it tests nothing). Every kept position is labelled by bitbully:
 the value for the player to move, the optimal columns (those keeping it) and
-the solver's score of each column. The file lists them in a shuffled order,
-so a prefix mixes every stage and source. Everything is drawn from
+the solver's score of each column. Its difficulty follows from how many
+moves keep the value (`envs.connect_four_solver.DIFFICULTIES`: one is hard,
+2-3 medium, 4-6 easy), like the published Connect Four test sets that
+grade positions by stage and difficulty. The file lists them in a shuffled
+order, so a prefix mixes every stage and source. Everything is drawn from
 `random.Random(--seed)`: the same seed and solver give the same file.
 
 The solver's time per position (cold: transposition table cleared before
@@ -39,14 +52,16 @@ import random
 import statistics
 import sys
 import time
-from typing import Dict, List
+from typing import Dict, List, Union
 
 import numpy as np
 
 from envs import connect_four_solver as solver
 
-DEFAULT_OUT = solver.POSITIONS_PATH
 SOURCES = ("random", "noisy")
+SETS = {"mixed": solver.POSITIONS_PATH, "random_play": solver.RANDOM_PLAY_PATH}
+# The random-play set's plies (games over before their drawn ply are redrawn).
+RANDOM_PLAY_PLIES = (4, 30)
 
 
 def _play(rng: random.Random, source: str, low: int, high: int):
@@ -73,38 +88,67 @@ def _play(rng: random.Random, source: str, low: int, high: int):
     return moves
 
 
+def _label(moves: List[int], source: str, seen: set) -> Union[Dict, str]:
+    """The labelled row of the position after `moves`, or why it is left out:
+    "repeated" (its board was drawn already) or "trivial" (every legal move
+    keeps the value)."""
+    grid = solver.grid_from_moves(moves)
+    key = grid.tobytes()
+    if key in seen:
+        return "repeated"
+    seen.add(key)
+    value, optimal = solver.analyse_grid(grid)
+    if optimal.sum() == solver.legal_columns(grid).sum():
+        return "trivial"
+    scores = solver.move_scores(moves)
+    return dict(moves=solver.moves_to_string(moves), source=source, value=int(value),
+                optimal="".join(str(c) for c in np.flatnonzero(optimal)),
+                scores=[scores.get(c) for c in range(solver.COLUMNS)])
+
+
 def generate(count: int, seed: int, log=print) -> List[Dict]:
+    """The mixed set: `count` positions, an equal share per (source, stage)."""
     rng = random.Random(seed)
     cells = [(source, stage) for source in SOURCES for stage in solver.STAGES]
     quotas = [count // len(cells) + (i < count % len(cells)) for i in range(len(cells))]
-    seen = set()
+    seen: set = set()
     positions = []
     for (source, (stage, low, high)), quota in zip(cells, quotas):
-        kept = trivial = repeated = ended = 0
+        kept, redrawn = 0, collections.Counter()
         while kept < quota:
             moves = _play(rng, source, low, high)
-            if moves is None:
-                ended += 1
+            row = "ended" if moves is None else _label(moves, source, seen)
+            if isinstance(row, str):
+                redrawn[row] += 1
                 continue
-            grid = solver.grid_from_moves(moves)
-            key = grid.tobytes()
-            if key in seen:
-                repeated += 1
-                continue
-            seen.add(key)
-            value, optimal = solver.analyse_grid(grid)
-            if optimal.sum() == solver.legal_columns(grid).sum():
-                trivial += 1
-                continue
-            scores = solver.move_scores(moves)
-            positions.append(dict(moves=solver.moves_to_string(moves), source=source,
-                                  value=int(value),
-                                  optimal="".join(str(c) for c in np.flatnonzero(optimal)),
-                                  scores=[scores.get(c) for c in range(solver.COLUMNS)]))
+            positions.append(row)
             kept += 1
-        log(f"{source:>6} {stage:>7}: {kept} kept; redrawn: {ended} games ended before the stage, "
-            f"{repeated} repeated boards, {trivial} with every move optimal")
+        log(f"{source:>6} {stage:>7}: {kept} kept; redrawn: {redrawn['ended']} games ended "
+            f"before the stage, {redrawn['repeated']} repeated boards, "
+            f"{redrawn['trivial']} with every move optimal")
     rng.shuffle(positions)
+    return positions
+
+
+def generate_random_play(count: int, seed: int, log=print) -> List[Dict]:
+    """The random-play set: `count` positions of uniformly random games, each
+    at a ply drawn uniformly from `RANDOM_PLAY_PLIES` (a game that ends
+    first is redrawn: every position is undecided, not over)."""
+    rng = random.Random(seed)
+    low, high = RANDOM_PLAY_PLIES
+    seen: set = set()
+    positions, redrawn = [], collections.Counter()
+    while len(positions) < count:
+        ply = rng.randint(low, high)
+        moves = _play(rng, "random", ply, ply)
+        row = "ended" if moves is None else _label(moves, "random", seen)
+        if isinstance(row, str):
+            redrawn[row] += 1
+            continue
+        positions.append(row)
+    log(f"random play, plies {low}-{high}: {len(positions)} kept; redrawn: "
+        f"{redrawn['ended']} games over before their ply, {redrawn['repeated']} repeated "
+        f"boards, {redrawn['trivial']} with every move optimal")
     return positions
 
 
@@ -143,42 +187,64 @@ def write(path: str, positions: List[Dict], header: Dict) -> None:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default=DEFAULT_OUT, help="the JSON file to write")
+    parser.add_argument("--set", choices=sorted(SETS), default="mixed",
+                        help="mixed: every stage, random and near-perfect games; random_play: "
+                             "random games at plies 4-30 (the training run's set)")
+    parser.add_argument("--out", default=None,
+                        help="the JSON file to write (default: the set's file under "
+                             "benchmarks/data/)")
     parser.add_argument("--count", type=int, default=1000, help="positions in all")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-timings", action="store_true",
-                        help="skip the solver timing (and its results file)")
+                        help="skip the solver timing (and its results file; the mixed set only)")
     args = parser.parse_args(argv)
     from importlib import metadata
 
     command = "python -m benchmarks.connect_four_positions" + "".join(
         f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
+    out = args.out or SETS[args.set]
     started = time.perf_counter()
-    positions = generate(args.count, args.seed)
+    if args.set == "mixed":
+        positions = generate(args.count, args.seed)
+        source_note = ("random: uniformly random games; noisy: solver-optimal moves mixed with "
+                       "random ones (eps ~ U[0.05, 0.5] per game)")
+    else:
+        positions = generate_random_play(args.count, args.seed)
+        source_note = (f"random: uniformly random games, cut at a ply drawn uniformly from "
+                       f"{RANDOM_PLAY_PLIES[0]}-{RANDOM_PLAY_PLIES[1]}")
+    sources = SOURCES if args.set == "mixed" else ("random",)
     counts = collections.Counter((row["source"], solver.stage_of(len(row["moves"])))
                                  for row in positions)
+    difficulties = collections.Counter(
+        (solver.stage_of(len(row["moves"])), solver.difficulty_of(len(row["optimal"])))
+        for row in positions)
     values = collections.Counter(row["value"] for row in positions)
     header = dict(
         description="Connect Four positions (move lists from the empty board, columns 0-6) "
                     "labelled by a perfect solver; see benchmarks/connect_four_positions.py",
+        set=args.set,
         fields=dict(moves="columns played from the empty board, first mover first",
-                    source="random: uniformly random games; noisy: solver-optimal moves "
-                           "mixed with random ones (eps ~ U[0.05, 0.5] per game)",
+                    source=source_note,
                     value="game-theoretic value for the player to move: 1 win, 0 draw, -1 loss",
                     optimal="the columns that keep that value",
                     scores="bitbully's score per column (null: full); sign as value, larger "
                            "magnitude: a quicker win or a slower loss"),
         stages={name: [low, high] for name, low, high in solver.STAGES},
+        difficulties={name: (f"{low}" if low == high else f"{low}-{high}") + " optimal move"
+                      + ("" if high == 1 else "s") for name, low, high in solver.DIFFICULTIES},
         command=command, seed=args.seed,
         solver=f"bitbully {metadata.version('bitbully')} (default opening book)",
         count=len(positions),
-        counts={f"{source}/{stage}": counts[(source, stage)] for source in SOURCES
+        counts={f"{source}/{stage}": counts[(source, stage)] for source in sources
                 for stage, _, _ in solver.STAGES},
+        difficulty_counts={f"{stage}/{difficulty}": difficulties[(stage, difficulty)]
+                           for stage, _, _ in solver.STAGES
+                           for difficulty, _, _ in solver.DIFFICULTIES},
         values={str(v): values[v] for v in (1, 0, -1)})
-    write(args.out, positions, header)
-    print(f"wrote {len(positions)} positions to {args.out} ({os.path.getsize(args.out):,} bytes, "
+    write(out, positions, header)
+    print(f"wrote {len(positions)} positions to {out} ({os.path.getsize(out):,} bytes, "
           f"{time.perf_counter() - started:.1f} s); values {dict(values)}")
-    if not args.no_timings:
+    if not args.no_timings and args.set == "mixed":
         from benchmarks import harness
         rows = time_solver(positions)
         harness.report("connect_four_solver",

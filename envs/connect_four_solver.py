@@ -60,8 +60,16 @@ COLUMNS = 7
 CELLS = ROWS * COLUMNS
 # Game stages by the number of discs on the board (plies played).
 STAGES = (("opening", 0, 9), ("middle", 10, 24), ("late", 25, CELLS - 1))
-POSITIONS_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                              "benchmarks", "data", "connect_four_positions.json")
+# Position difficulty by how many legal moves keep the game-theoretic value
+# (a labelled position has at least one move that does not): one is hard.
+DIFFICULTIES = (("hard", 1, 1), ("medium", 2, 3), ("easy", 4, COLUMNS - 1))
+_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                     "benchmarks", "data")
+# Every stage, from random and near-perfect games (plies 0-41).
+POSITIONS_PATH = os.path.join(_DATA, "connect_four_positions.json")
+# Uniformly random games cut at plies 4-30: the set `train.py` judges its
+# Connect Four agent on.
+RANDOM_PLAY_PATH = os.path.join(_DATA, "connect_four_random_play.json")
 
 Moves = Union[str, Sequence[int]]
 
@@ -85,6 +93,15 @@ def stage_of(ply: int) -> str:
         if low <= ply <= high:
             return name
     raise ValueError(f"ply must be in [0, {CELLS - 1}], got {ply}")
+
+
+def difficulty_of(num_optimal: int) -> str:
+    """"hard" (one move keeps the value), "medium" (2-3) or "easy" (4-6)."""
+    for name, low, high in DIFFICULTIES:
+        if low <= num_optimal <= high:
+            return name
+    raise ValueError(f"a labelled position has 1 to {COLUMNS - 1} optimal moves, "
+                     f"got {num_optimal}")
 
 
 # ---- boards ------------------------------------------------------------------
@@ -310,14 +327,16 @@ def states_from_moves(move_lists: Sequence[Moves], game=None):
 # ---- the position benchmark --------------------------------------------------------
 
 def load_positions(path: Optional[str] = None, limit: Optional[int] = None) -> Dict[str, object]:
-    """The labelled benchmark positions (benchmarks/data/connect_four_positions.json,
-    made by `python -m benchmarks.connect_four_positions`), the first `limit`
-    of them (the file's order is shuffled, so a prefix mixes every stage).
+    """The labelled benchmark positions of `path` (default `POSITIONS_PATH`;
+    `RANDOM_PLAY_PATH`, the training run's set; both made by `python -m
+    benchmarks.connect_four_positions`), the first `limit` of them (a file's
+    order is shuffled, so a prefix mixes every stage).
 
     Returns a dict, P positions:
       moves: list of P move strings ("3342": columns from the empty board);
-      ply [P] int32; stage: list of P stage names (`STAGES`); source: list
-        of P ("random" or "noisy", how the game was played);
+      ply [P] int32; stage: list of P stage names (`STAGES`); difficulty:
+        list of P names (`DIFFICULTIES`, by the number of optimal moves);
+        source: list of P ("random" or "noisy", how the game was played);
       value [P] int8 (player to move); optimal [P, 7] bool; legal [P, 7] bool;
       meta: the file's header (seed, command, solver, counts).
     Needs no solver.
@@ -333,23 +352,32 @@ def load_positions(path: Optional[str] = None, limit: Optional[int] = None) -> D
     return dict(moves=[row["moves"] for row in rows],
                 ply=np.array([len(row["moves"]) for row in rows], np.int32),
                 stage=[stage_of(len(row["moves"])) for row in rows],
+                difficulty=[difficulty_of(len(row["optimal"])) for row in rows],
                 source=[row["source"] for row in rows],
                 value=np.array([row["value"] for row in rows], np.int8),
                 optimal=optimal, legal=legal,
                 meta={k: v for k, v in data.items() if k != "positions"})
 
 
-def move_accuracy(chosen_columns, positions: Dict[str, object]) -> Dict[str, float]:
+def move_accuracy(chosen_columns, positions: Dict[str, object],
+                  cells: bool = False) -> Dict[str, float]:
     """Fraction of `positions` (from `load_positions`) where the chosen column
     [P] keeps the game-theoretic value: {"all": ..., "opening": ...,
-    "middle": ..., "late": ...} (a stage with no position is left out)."""
+    "middle": ..., "late": ..., "hard": ..., "medium": ..., "easy": ...},
+    and with `cells` each stage's difficulties too ("opening_hard", ...). A
+    group with no position is left out."""
     chosen = np.asarray(chosen_columns).astype(np.int64)
     optimal = np.asarray(positions["optimal"])
     correct = optimal[np.arange(len(chosen)), chosen]
     stages = np.asarray(positions["stage"])
+    difficulties = np.asarray(positions["difficulty"])
     out = {"all": float(np.mean(correct)) if len(correct) else float("nan")}
-    for name, _, _ in STAGES:
-        mask = stages == name
+    groups = [(name, stages == name) for name, _, _ in STAGES]
+    groups += [(name, difficulties == name) for name, _, _ in DIFFICULTIES]
+    if cells:
+        groups += [(f"{stage}_{difficulty}", (stages == stage) & (difficulties == difficulty))
+                   for stage, _, _ in STAGES for difficulty, _, _ in DIFFICULTIES]
+    for name, mask in groups:
         if mask.any():
             out[name] = float(np.mean(correct[mask]))
     return out

@@ -361,3 +361,47 @@ def test_floor_replays_every_recurrent_fn_call_of_the_search():
     assert jax.tree.leaves(embeddings)[0].shape[:2] == (3, 8)
     run = parallel_leaves.floor_runner("tic_tac_toe", 2, 10, 4)
     run()
+
+
+# ---- equal-time training comparisons --------------------------------------------
+
+@pytest.mark.parametrize("module", ["connect_four_recipe", "learned_models"])
+def test_equal_time_sides_differ_from_their_section_only_where_they_say(module):
+    """Every side's train.py command line resolves (through train.py's own
+    parser) to the section's shared settings plus exactly the side's change
+    (and what its algorithm's preset sets), with the budget and the seed on
+    the line."""
+    import dataclasses
+    import importlib
+    from benchmarks import equal_time
+    from training import config as config_lib
+    from training import presets
+    sections = importlib.import_module(f"benchmarks.{module}").SECTIONS
+    for common, sides in sections.values():
+        shared = config_lib.resolve(common)
+        for side, settings in sides:
+            line = equal_time.command("/tmp/unused", dict(common, **settings), 3, 90.0)
+            _, explicit = config_lib.parse(line[2:])
+            config = config_lib.resolve(explicit)
+            assert (config.seed, config.max_training_s) == (3, 90.0), side
+            assert config == dataclasses.replace(config_lib.resolve(dict(common, **settings)),
+                                                 seed=3, max_training_s=90.0), side
+            changed = {name for name in config_lib.TrainConfig.__dataclass_fields__
+                       if getattr(config, name) != getattr(shared, name)}
+            said = {name for name, value in settings.items() if getattr(shared, name) != value}
+            by_algorithm = set(presets.for_game(common["game"]).algorithms.get(
+                settings.get("algorithm"), {}))
+            assert said <= changed - {"seed", "max_training_s"} <= said | by_algorithm, side
+
+
+def test_equal_time_curve_keeps_the_evaluated_iterations(tmp_path):
+    from benchmarks import equal_time
+    records = [dict(iteration=1, elapsed_s=5.0, loss=1.0),
+               dict(iteration=2, elapsed_s=9.5, solver_search_accuracy=0.8,
+                    vs_solver_first_wins=3, loss=0.9),
+               dict(iteration=3, elapsed_s=14.0, score_mean=812.5)]
+    with open(tmp_path / "metrics.jsonl", "w") as f:
+        f.write("\n".join(json.dumps(r) for r in records) + "\n")
+    assert equal_time.curve(str(tmp_path)) == [
+        dict(iteration=2, elapsed_s=9.5, solver_search_accuracy=0.8, vs_solver_first_wins=3),
+        dict(iteration=3, elapsed_s=14.0, score_mean=812.5)]

@@ -72,6 +72,16 @@ def _train(run_dir, cache_dir, *extra):
                             stderr=subprocess.STDOUT, text=True, env=env)
 
 
+def timeless_metrics(run_dir):
+    """The run's metrics.jsonl records without timings (seconds, rates):
+    what must be the same between two runs of the same settings."""
+    records = checkpoint_lib.read_metrics(os.path.join(run_dir, "metrics.jsonl"))
+    for r in records:
+        for k in [k for k in r if k.endswith("_s") or k.endswith("_per_s")]:
+            del r[k]
+    return records
+
+
 def _iterations(run_dir):
     path = os.path.join(run_dir, "metrics.jsonl")
     if not os.path.exists(path):
@@ -189,14 +199,7 @@ def test_sigkill_at_five_random_moments_loses_nothing(tmp_path):
     assert snapshots == checkpoint_lib.list_snapshots(os.path.join(straight_dir, "snapshots"))
     assert snapshots == [0, 4, 8, ITERATIONS]
 
-    def results(folder):
-        records = checkpoint_lib.read_metrics(os.path.join(folder, "metrics.jsonl"))
-        for r in records:  # timings differ, results must not
-            for k in [k for k in r if k.endswith("_s") or k.endswith("_per_s")]:
-                del r[k]
-        return records
-
-    assert results(run_dir) == results(straight_dir)
+    assert timeless_metrics(run_dir) == timeless_metrics(straight_dir)
     from training.agent import Agent
     a, b = Agent.load(straight_dir), Agent.load(run_dir)
     assert a.iteration == b.iteration == ITERATIONS
@@ -233,15 +236,8 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path, overlap):
     config, stopped = loop.open_run(stopped, explicit, log=quiet)
     loop.train(config, stopped, progress=False, log=quiet)
 
-    def load(run_dir):
-        records = checkpoint_lib.read_metrics(os.path.join(run_dir, "metrics.jsonl"))
-        for r in records:  # timings differ, results must not
-            for k in [k for k in r if k.endswith("_s") or k.endswith("_per_s")]:
-                del r[k]
-        return records
-
-    assert load(stopped) == load(straight)
-    assert load(straight)[-1]["updates"] > 0  # the learner took part
+    assert timeless_metrics(stopped) == timeless_metrics(straight)
+    assert timeless_metrics(straight)[-1]["updates"] > 0  # the learner took part
     from training.agent import Agent
     a, b = Agent.load(straight), Agent.load(stopped)
     assert a.iteration == b.iteration == 3

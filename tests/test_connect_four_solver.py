@@ -232,17 +232,71 @@ def test_benchmark_file_loads_and_is_labelled_correctly():
     assert not np.asarray(states.terminated).any()
 
 
-def test_move_accuracy_overall_and_by_stage():
+@needs_solver
+def test_random_play_file_is_the_issue_definition_and_labelled_correctly():
+    """train.py's set: random games cut at plies 4-30, not over, at least one
+    move losing the value; labels from bitbully (fresh) on a spread of rows;
+    difficulty from the number of optimal moves."""
+    from benchmarks import connect_four_positions as generator
+    positions = solver.load_positions(solver.RANDOM_PLAY_PATH)
+    meta, count = positions["meta"], len(positions["moves"])
+    assert count == meta["count"] == 1000 and meta["set"] == "random_play"
+    assert len(set(positions["moves"])) == count
+    low, high = generator.RANDOM_PLAY_PLIES
+    assert positions["ply"].min() == low and positions["ply"].max() == high
+    assert set(positions["source"]) == {"random"}
+    optimal, legal = positions["optimal"], positions["legal"]
+    assert not (optimal & ~legal).any() and optimal.any(1).all()
+    assert ((legal & ~optimal).any(1)).all()
+    counts = optimal.sum(1)
+    expected = np.where(counts == 1, "hard", np.where(counts <= 3, "medium", "easy"))
+    np.testing.assert_array_equal(np.asarray(positions["difficulty"]), expected)
+    cells = {f"{s}/{d}": int(np.sum((np.asarray(positions["stage"]) == s)
+                                    & (np.asarray(positions["difficulty"]) == d)))
+             for s, _, _ in solver.STAGES for d, _, _ in solver.DIFFICULTIES}
+    assert cells == meta["difficulty_counts"]
+    fresh = bitbully.BitBully()
+    for i in range(0, count, count // 20):
+        scores = fresh.score_all_moves(bitbully.Board(positions["moves"][i]))
+        value = max(np.sign(s) for s in scores.values())
+        assert positions["value"][i] == value
+        assert sorted(c for c, s in scores.items() if np.sign(s) == value) == \
+            np.flatnonzero(optimal[i]).tolist()
+    states = solver.states_from_moves(positions["moves"][:50])
+    assert not np.asarray(states.terminated).any()
+
+
+def test_difficulty_of_counts_the_optimal_moves():
+    assert [solver.difficulty_of(n) for n in range(1, 7)] == [
+        "hard", "medium", "medium", "easy", "easy", "easy"]
+    for bad in (0, 7):
+        with pytest.raises(ValueError, match="optimal moves"):
+            solver.difficulty_of(bad)
+
+
+def test_move_accuracy_overall_by_stage_and_by_difficulty():
     positions = solver.load_positions(limit=60)
     best = np.argmax(positions["optimal"], axis=1)
     worst = np.argmax(positions["legal"] & ~positions["optimal"], axis=1)
-    assert solver.move_accuracy(best, positions) == dict(all=1.0, opening=1.0, middle=1.0,
-                                                         late=1.0)
+    groups = ["all", "opening", "middle", "late", "hard", "medium", "easy"]
+    perfect = solver.move_accuracy(best, positions)
+    assert sorted(perfect) == sorted(groups) and set(perfect.values()) == {1.0}
     assert set(solver.move_accuracy(worst, positions).values()) == {0.0}
     opening = np.asarray(positions["stage"]) == "opening"
     mixed = solver.move_accuracy(np.where(opening, best, worst), positions)
     assert mixed["opening"] == 1.0 and mixed["late"] == 0.0
     assert mixed["all"] == pytest.approx(opening.mean())
+    hard = np.asarray(positions["difficulty"]) == "hard"
+    by_difficulty = solver.move_accuracy(np.where(hard, best, worst), positions, cells=True)
+    assert by_difficulty["hard"] == 1.0 and by_difficulty["easy"] == 0.0
+    assert by_difficulty["medium"] == 0.0
+    stages, difficulties = np.asarray(positions["stage"]), np.asarray(positions["difficulty"])
+    assert by_difficulty["middle"] == pytest.approx(np.mean(hard[stages == "middle"]))
+    expected = {f"{s}_{d}": float(np.mean(hard[(stages == s) & (difficulties == d)]))
+                for s, _, _ in solver.STAGES for d, _, _ in solver.DIFFICULTIES
+                if ((stages == s) & (difficulties == d)).any()}
+    assert {k: v for k, v in by_difficulty.items() if "_" in k} == expected
+    assert set(expected.values()) == {0.0, 1.0}
     logits = np.where(positions["optimal"], 1.0, 0.0) + np.where(positions["legal"], 0.0, 5.0)
     np.testing.assert_array_equal(solver.legal_argmax(logits, positions["legal"]), best)
 
@@ -273,10 +327,25 @@ def test_tiny_training_run_writes_the_solver_metrics(tmp_path):
     records = [json.loads(line) for line in open(os.path.join(run_dir, "metrics.jsonl"))]
     evaluated = records[-1]
     assert evaluated["solver_positions"] == config.solver_positions == 16
+    # The run's set is the random-play one: its first 16 positions.
+    positions = solver.load_positions(solver.RANDOM_PLAY_PATH, limit=16)
+    groups = {"opening", "middle", "late", "hard", "medium", "easy"} & (
+        set(positions["stage"]) | set(positions["difficulty"]))
+    cells = {f"{s}_{d}" for s, d in zip(positions["stage"], positions["difficulty"])}
     for name in ("policy", "search"):
-        for suffix in ("", "_opening", "_middle", "_late"):
+        for suffix in [""] + [f"_{g}" for g in groups]:
             assert 0.0 <= evaluated[f"solver_{name}_accuracy{suffix}"] <= 1.0
             assert 0.0 <= summary[f"final_solver_{name}_accuracy{suffix}"] <= 1.0
+        for cell in cells:
+            assert f"solver_{name}_accuracy_{cell}" not in evaluated
+            assert 0.0 <= summary[f"final_solver_{name}_accuracy_{cell}"] <= 1.0
+    # Accuracy by hand: the raw network's legal argmax on the same positions.
+    from training.agent import Agent
+    agent = Agent.load(run_dir)
+    logits, _ = agent.policy_value(solver.states_from_moves(positions["moves"]))
+    chosen = solver.legal_argmax(logits, positions["legal"])
+    assert summary["final_solver_policy_accuracy"] == round(
+        solver.move_accuracy(chosen, positions)["all"], 4)
     games = [evaluated[f"vs_solver_first_{k}"] for k in ("wins", "draws", "losses")]
     assert sum(games) == config.solver_games // 2
     assert evaluated["vs_solver_first_score"] == (games[0] + 0.5 * games[1]) / sum(games)
@@ -285,6 +354,7 @@ def test_tiny_training_run_writes_the_solver_metrics(tmp_path):
     assert final["final_solver_positions"] == 16
     assert any("move accuracy on 16 solver-labelled positions" in line for line in lines)
     assert os.path.getsize(os.path.join(run_dir, "plots", "win_rates.png")) > 1000
+    assert os.path.getsize(os.path.join(run_dir, "plots", "solver.png")) > 1000
     summary = dict(summary, final_vs_solver_first_wins=3, final_vs_solver_first_draws=1,
                    final_vs_solver_first_losses=0)
     assert any("moving first vs the perfect solver (bitbully): 3 wins, 1 draws, 0 losses in 4 "

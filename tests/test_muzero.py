@@ -18,6 +18,7 @@ from training.agent import Agent
 from training.muzero import learner as learner_lib
 from training.muzero import support as support_lib
 from training.muzero import trajectories
+from test_checkpoint import timeless_metrics
 
 
 # ---- supports ----------------------------------------------------------------------------
@@ -165,14 +166,6 @@ def test_outcome_targets_need_a_finished_game_and_are_zero_past_it():
 
 # ---- tiny runs -------------------------------------------------------------------------------
 
-def _metrics(run_dir):
-    records = checkpoint_lib.read_metrics(os.path.join(run_dir, "metrics.jsonl"))
-    for r in records:  # timings differ, results must not
-        for k in [k for k in r if k.endswith("_s") or k.endswith("_per_s")]:
-            del r[k]
-    return records
-
-
 def test_checkpoint_of_another_algorithm_is_refused(tmp_path):
     alphazero = config_lib.resolve(dict(preset="tiny"))
     muzero = config_lib.resolve(dict(preset="tiny", algorithm="muzero"))
@@ -192,7 +185,7 @@ def test_tiny_runs_of_the_other_algorithms(tmp_path, game, algorithm):
     quiet = lambda *_: None  # noqa: E731
     config, run_dir = loop.open_run(str(tmp_path / "run"), explicit, log=quiet)
     summary = loop.train(config, run_dir, progress=False, log=quiet)
-    last = _metrics(run_dir)[-1]
+    last = timeless_metrics(run_dir)[-1]
     assert last["updates"] > 0 and np.isfinite(last["loss"])
     assert 0 <= last["consistency_loss"] <= 2.0  # 1 - cosine
     if algorithm == "stochastic_muzero":
@@ -263,8 +256,8 @@ def test_muzero_killed_mid_checkpoint_and_mid_iteration_loses_nothing(tmp_path):
     assert process.returncode == 0, rest
     assert kills[0]["writing"], kills  # the first kill landed while a checkpoint was written
     assert _iterations(run_dir) == list(range(1, ITERATIONS + 1))
-    assert _metrics(run_dir) == _metrics(straight_dir)
-    records = _metrics(straight_dir)
+    assert timeless_metrics(run_dir) == timeless_metrics(straight_dir)
+    records = timeless_metrics(straight_dir)
     assert records[-1]["updates"] > 0 and np.isfinite(records[-1]["loss"])
     assert records[-1]["reward_loss"] > 0 and "elo" in records[-1]  # its agent played
     a, b = Agent.load(straight_dir), Agent.load(run_dir)

@@ -48,11 +48,10 @@ class Agent:
         if not os.path.exists(config_path):
             raise FileNotFoundError(f"{run_dir} is not a training run (no config.json)")
         config = config_lib.load_json(config_path)
+        game = envs.make(config.game)
         if config_lib.uses_learned_model(config):
-            game = learned_model.make_game(config)
             model = learned_model.make_model(config, game)
         else:
-            game = envs.make(config.game)
             model = networks.make_model(config.network_config(), game)
         like = jax.eval_shape(model.init, jax.random.key(0))
         checkpointer = checkpoint_lib.Checkpointer(os.path.join(run_dir, "checkpoints"),

@@ -15,11 +15,13 @@ Opponents:
     half with the agent moving first (a perfect first player wins them all:
     `vs_solver_first_*`; as second the agent always loses, kept as
     `vs_solver_as_second`); plus move accuracy on the first
-    `solver_positions` positions of the benchmark file (the move keeps the
-    game-theoretic value), of the raw network (legal argmax,
-    `solver_policy_accuracy`) and of the agent's search
-    (`solver_search_accuracy`), overall and by stage (`_opening`,
-    `_middle`, `_late`);
+    `solver_positions` positions of the random-play set
+    (`connect_four_solver.RANDOM_PLAY_PATH`: random games cut at plies
+    4-30; the move keeps the game-theoretic value), of the raw network
+    (legal argmax, `solver_policy_accuracy`) and of the agent's search
+    (`solver_search_accuracy`), overall, by stage (`_opening`, `_middle`,
+    `_late`) and by difficulty (`_hard`, `_medium`, `_easy`: one, 2-3, 4-6
+    optimal moves), and at the end by both (`_opening_hard`, ...);
   - 2048 (one player): no opponent; `eval_games` games played to the end
     (or --max-game-length): the mean and median score and the share of
     games whose best tile reached 512, 1024, 2048 (`score_*`, `tile_*`),
@@ -102,11 +104,12 @@ class Evaluation:
             log("connect_four: bitbully is not installed, no evaluation against the perfect "
                 "solver (pip install 'mcts_jax[eval]')")
             return None
-        if not os.path.exists(connect_four_solver.POSITIONS_PATH):
-            log(f"connect_four: no benchmark file at {connect_four_solver.POSITIONS_PATH}; "
-                f"only games against the perfect solver")
+        path = connect_four_solver.RANDOM_PLAY_PATH
+        if not os.path.exists(path):
+            log(f"connect_four: no benchmark file at {path}; only games against the perfect "
+                f"solver")
             return {}
-        return connect_four_solver.load_positions(limit=max(wanted, 1))
+        return connect_four_solver.load_positions(path, limit=max(wanted, 1))
 
     def _benchmark_slice(self, count: int):
         """(positions, pgx states) of the first `count` benchmark positions
@@ -118,9 +121,10 @@ class Evaluation:
         return positions, self._benchmark_states[count]
 
     def solver_accuracy(self, variables, key, agent, count: int,
-                        prefix: str = "") -> Dict[str, Any]:
+                        prefix: str = "", cells: bool = False) -> Dict[str, Any]:
         """Move accuracy on the first `count` benchmark positions of the raw
-        network (legal argmax) and of `agent`'s search."""
+        network (legal argmax) and of `agent`'s search, overall, by stage and
+        by difficulty (`cells`: by both as well)."""
         if not self.benchmark or count < 1:
             return {}
         positions, states = self._benchmark_slice(count)
@@ -129,8 +133,9 @@ class Evaluation:
         choices = dict(policy=connect_four_solver.legal_argmax(logits, positions["legal"]),
                        search=np.asarray(agent(variables, key, self.game, states)))
         for name, chosen in choices.items():
-            for stage, accuracy in connect_four_solver.move_accuracy(chosen, positions).items():
-                suffix = "" if stage == "all" else f"_{stage}"
+            for group, accuracy in connect_four_solver.move_accuracy(chosen, positions,
+                                                                     cells).items():
+                suffix = "" if group == "all" else f"_{group}"
                 out[f"{prefix}solver_{name}_accuracy{suffix}"] = round(accuracy, 4)
         return out
 
@@ -218,7 +223,8 @@ class Evaluation:
         solver_keys = jax.random.split(jax.random.fold_in(key, 3))
         if self.game.name == "connect_four":
             out.update(self.solver_accuracy(variables, solver_keys[1], self.final_agent,
-                                            self.config.final_solver_positions, "final_"))
+                                            self.config.final_solver_positions, "final_",
+                                            cells=True))
         if num_games < 2:
             return out
         keys = jax.random.split(key, 3)

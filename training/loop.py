@@ -63,7 +63,7 @@ from training import checkpoint as checkpoint_lib
 from training import config as config_lib
 from training import evaluation as evaluation_lib
 from training import learner as learner_lib
-from training import replay, reporting, self_play
+from training import reporting, self_play
 from training.config import TrainConfig
 from training.muzero import setup as learned_model
 from training import state as state_lib

@@ -1,10 +1,11 @@
 """PNG plots of a run from its metrics records: loss, Elo, win rates (with the
-perfect-play and solver figures of tic-tac-toe and Connect Four)."""
+perfect-play and solver figures of tic-tac-toe and Connect Four), and for
+Connect Four the solver figures over training time."""
 
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 # Figures without pyplot: no global backend switch, so importing the trainer
 # in a notebook leaves inline plotting alone.
@@ -16,9 +17,66 @@ def _series(records: List[Dict[str, Any]], key: str):
     return [p[0] for p in points], [p[1] for p in points]
 
 
+def _first_win_rate(record: Dict[str, Any], prefix: str = ""):
+    """Share of the games moving first against the solver that the agent won
+    (None when `record` has none)."""
+    wins = record.get(f"{prefix}vs_solver_first_wins")
+    if wins is None:
+        return None
+    games = wins + record[f"{prefix}vs_solver_first_draws"] + \
+        record[f"{prefix}vs_solver_first_losses"]
+    return wins / max(1, games)
+
+
+def write_solver_plot(records: List[Dict[str, Any]], summary: Optional[Dict[str, Any]],
+                      path: str, title: str) -> bool:
+    """Connect Four: move accuracy on the solver's positions (search and raw
+    network) and the share of games won moving first against the perfect
+    solver, against minutes of training (`elapsed_s`), with the end-of-run
+    check of `summary` (final.json; at its `training_s`) as stars. False
+    (nothing written) when there is no such figure."""
+    timed = [r for r in records if r.get("elapsed_s") is not None]
+    end = summary.get("training_s") if summary else None
+    lines = []
+    for key, label in (("solver_search_accuracy", "search accuracy"),
+                       ("solver_policy_accuracy", "raw network accuracy"),
+                       ("first_win_rate", "games won moving first vs the solver")):
+        if key == "first_win_rate":
+            points = [(r["elapsed_s"] / 60, _first_win_rate(r)) for r in timed]
+            final = _first_win_rate(summary, "final_") if end is not None else None
+        else:
+            points = [(r["elapsed_s"] / 60, r.get(key)) for r in timed]
+            final = summary.get(f"final_{key}") if end is not None else None
+        lines.append((label, [p for p in points if p[1] is not None],
+                      [(end / 60, final)] if final is not None else []))
+    if not any(points or final for _, points, final in lines):
+        return False
+    fig = Figure(figsize=(6, 4))
+    ax = fig.add_subplot()
+    for label, points, final in lines:
+        color = None
+        if points:
+            (line,) = ax.plot(*zip(*points), marker="o", label=label)
+            color = line.get_color()
+        if final:
+            ax.plot(*zip(*final), marker="*", markersize=12, linestyle="none", color=color,
+                    label=None if points else f"{label} (end of run)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("minutes of training")
+    ax.set_ylabel("fraction")
+    ax.set_title(f"{title}: against the perfect solver (stars: end of run)")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    return True
+
+
 def write_plots(records: List[Dict[str, Any]], elo: Dict[int, float], directory: str,
-                title: str) -> List[str]:
-    """loss.png, elo.png, win_rates.png under `directory`; returns their paths."""
+                title: str, summary: Optional[Dict[str, Any]] = None) -> List[str]:
+    """loss.png, elo.png, win_rates.png under `directory` (and solver.png,
+    `write_solver_plot`, for a Connect Four run judged by the solver);
+    returns their paths."""
     os.makedirs(directory, exist_ok=True)
     paths = []
 
@@ -78,4 +136,8 @@ def write_plots(records: List[Dict[str, Any]], elo: Dict[int, float], directory:
     paths.append(os.path.join(directory, "win_rates.png"))
     fig.tight_layout()
     fig.savefig(paths[-1], dpi=100)
+
+    solver_path = os.path.join(directory, "solver.png")
+    if write_solver_plot(records, summary, solver_path, title):
+        paths.append(solver_path)
     return paths

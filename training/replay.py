@@ -163,10 +163,10 @@ def sample(buffer: ReplayBuffer, rng_key: chex.PRNGKey, batch_size: int,
     if mesh is None:
         flat = lambda x: x.reshape((-1,) + x.shape[2:])[index]  # noqa: E731
         return tuple(flat(x) for x in arrays)
-    return _gather_sharded(arrays, index, mesh)
+    return gather_rows(arrays, index, mesh)
 
 
-def _gather_sharded(arrays, index, mesh: Mesh):
+def gather_rows(arrays, index, mesh: Mesh):
     """Rows `index` [n] (flat t * B + b) of `arrays` [T, B, ...] split along
     B over `mesh`: each device picks the rows it holds (zeros elsewhere) and
     `psum_scatter` sums them (x + 0 = x: exact) into n / D rows per device."""

@@ -161,7 +161,7 @@ class Reporter:
             summary = dict(summary, sessions=checkpoint_lib.read_metrics(self.sessions_path))
             write_json(os.path.join(self.run_dir, "final.json"), summary)
             plots.write_plots(self.records, ratings, os.path.join(self.run_dir, "plots"),
-                              self.config.game)
+                              self.config.game, summary)
         self.log("final evaluation: " + json.dumps(summary))
         for line in describe_summary(self.config, summary):
             self.log(line)
@@ -201,15 +201,19 @@ def describe_summary(config: TrainConfig, summary: Dict[str, Any]) -> List[str]:
                      f"(a perfect first player wins them all)")
     if "final_solver_positions" in summary:
         lines.append(f"move accuracy on {summary['final_solver_positions']} solver-labelled "
-                     f"positions (the move keeps the game-theoretic value): raw policy network "
+                     f"positions of random play, plies 4-30 (the move keeps the "
+                     f"game-theoretic value; hard: one move does): raw policy network "
                      f"{_accuracy(summary, 'policy')}; search ({config_lib.search_label(config)}, {sims} "
                      f"simulations) {_accuracy(summary, 'search')}")
     return lines
 
 
 def _accuracy(summary: Dict[str, Any], name: str) -> str:
-    """'93.1% (opening 98.0%, middle 92.5%, late 90.0%)' of final_solver_<name>_accuracy."""
-    stages = ", ".join(f"{stage} {100 * summary[f'final_solver_{name}_accuracy_{stage}']:.1f}%"
-                       for stage in ("opening", "middle", "late")
-                       if f"final_solver_{name}_accuracy_{stage}" in summary)
+    """'93.1% (opening 98.0%, middle 92.5%, late 90.0%; hard 85.0%, medium 95.1%, easy
+    99.0%)' of final_solver_<name>_accuracy."""
+    groups = [", ".join(f"{group} {100 * summary[f'final_solver_{name}_accuracy_{group}']:.1f}%"
+                        for group in names
+                        if f"final_solver_{name}_accuracy_{group}" in summary)
+              for names in (("opening", "middle", "late"), ("hard", "medium", "easy"))]
+    stages = "; ".join(g for g in groups if g)
     return f"{100 * summary[f'final_solver_{name}_accuracy']:.1f}% ({stages})"

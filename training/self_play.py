@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Optional, Tuple
+from typing import Any, Optional
 
 import chex
 import jax
@@ -188,11 +188,15 @@ class SelfPlay:
         [0, random_opening_plies]."""
         return jax.random.randint(rng_key, (self.num_games,), 0, self.random_opening_plies + 1)
 
+    def observation_spec(self):
+        """(shape, dtype) of one position's observation in this game."""
+        dummy = self.game.init(jax.random.key(0), 1)
+        return dummy.observation.shape[1:], dummy.observation.dtype
+
     def new_buffer(self, num_slots: int):
         """An empty replay ring of `num_slots` x B samples for this self-play."""
-        dummy = self.game.init(jax.random.key(0), 1)
-        return replay.init(num_slots, self.num_games, dummy.observation.shape[1:],
-                           dummy.observation.dtype, self.game.num_actions)
+        return replay.init(num_slots, self.num_games, *self.observation_spec(),
+                           self.game.num_actions)
 
     def record(self, buffer, states, policy_target, action, recorded, search_value):
         """The buffer with one pending sample per row written (traced): the

@@ -74,6 +74,21 @@ class Targets:
     alive: chex.Array
 
 
+@chex.dataclass(frozen=True)
+class Unrolled:
+    """The model unrolled K steps along played moves ([n, ...] arrays).
+
+    predictions: K + 1 pairs (policy logits [n, A], value logits [n, V]) at
+    steps 0..K (step 0 from the representation alone); transitions: K dicts,
+    one per move k: reward_logits [n, R] and the new latent [n, D] (before
+    the gradient scaling), and for Stochastic MuZero the afterstate's
+    chance_logits [n, C] and q_logits [n, V] and the encoder's code_logits
+    [n, C] of the real next observation."""
+
+    predictions: list
+    transitions: list
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class LearnedModelLearner:
     """Updates of one learned model (static argument: compared by identity).
@@ -162,20 +177,45 @@ class LearnedModelLearner:
         return jax.lax.stop_gradient(policy), jax.lax.stop_gradient(
             values.reshape(count, -1))
 
+    def unroll(self, net, targets: Targets) -> "Unrolled":
+        """The model unrolled along the played moves of `targets` from the
+        first observation: K + 1 predictions and K transitions (the
+        gradient into each new latent halved, MuZero's dynamics scaling)."""
+        config = self.model.config
+        latent = net.represent(targets.observation[:, 0])
+        predictions, transitions = [], []
+        for k in range(self.num_unroll + 1):
+            predictions.append(net.predict(latent))
+            if k == self.num_unroll:
+                break
+            action = targets.actions[:, k]
+            step: Dict[str, Any] = {}
+            if config.stochastic:
+                afterstate = net.afterstate(latent, action)
+                step["chance_logits"], step["q_logits"] = net.afterstate_predict(afterstate)
+                step["code_logits"] = net.encode(targets.observation[:, k + 1])
+                code = quantise(step["code_logits"])
+                latent, step["reward_logits"] = net.dynamics(afterstate, code)
+            else:
+                latent, step["reward_logits"] = net.dynamics(latent, action)
+            step["latent"] = latent
+            transitions.append(step)
+            latent = scale_gradient(latent, 0.5)
+        return Unrolled(predictions=predictions, transitions=transitions)
+
     def loss(self, params, targets: Targets):
         """(total loss, metrics) of one minibatch."""
         config = self.model.config
         net = self.model.module({"params": params, "batch_stats": {}})
         unroll = self.num_unroll
-        latent = net.represent(targets.observation[:, 0])
+        unrolled = self.unroll(net, targets)
         sums: Dict[str, Any] = {}
 
         def add(name, value):
             sums[name] = sums.get(name, 0.0) + value
 
-        for k in range(unroll + 1):
+        for k, (logits, value_logits) in enumerate(unrolled.predictions):
             weight = 1.0 if k == 0 else 1.0 / unroll
-            logits, value_logits = net.predict(latent)
             log_probs = jax.nn.log_softmax(logits, axis=-1)
             mask = targets.has_policy[:, k].astype(jnp.float32)
             policy_target = targets.policy[:, k]
@@ -191,22 +231,18 @@ class LearnedModelLearner:
                 sums["value_error_0"] = value_error
             if k == unroll:
                 sums["value_error_last"] = value_error
-            if k == unroll:
-                break
-            action = targets.actions[:, k]
+
+        for k, step in enumerate(unrolled.transitions):
+            weight = 1.0 if k == 0 else 1.0 / unroll
             next_weight = 1.0 / unroll
+            real = targets.alive[:, k + 1].astype(jnp.float32)
             if config.stochastic:
-                afterstate = net.afterstate(latent, action)
-                chance_logits, q_logits = net.afterstate_predict(afterstate)
                 add("q_loss", weight * jnp.mean(config.value_support.loss(
-                    q_logits, targets.value[:, k])))
-                next_observation = targets.observation[:, k + 1]
-                code_logits = net.encode(next_observation)
-                code = quantise(code_logits)
-                hard = jax.lax.stop_gradient(code)
-                real = targets.alive[:, k + 1].astype(jnp.float32)
+                    step["q_logits"], targets.value[:, k])))
+                code_logits = step["code_logits"]
+                hard = jax.lax.stop_gradient(quantise(code_logits))
                 add("chance_loss", weight * jnp.mean(real * -jnp.sum(
-                    hard * jax.nn.log_softmax(chance_logits), axis=-1)))
+                    hard * jax.nn.log_softmax(step["chance_logits"]), axis=-1)))
                 add("commitment_loss", weight * jnp.mean(real * jnp.sum(
                     (hard - jax.nn.softmax(code_logits)) ** 2, axis=-1)))
                 # Codebook usage: the entropy of the minibatch's mean code
@@ -216,9 +252,6 @@ class LearnedModelLearner:
                     jnp.maximum(jnp.sum(real), 1.0)
                 add("code_usage_loss", weight * (jnp.log(usage.shape[-1]) + jnp.sum(
                     usage * jnp.log(jnp.maximum(usage, 1e-12)))))
-                latent, reward_logits = net.dynamics(afterstate, code)
-            else:
-                latent, reward_logits = net.dynamics(latent, action)
             if self.consistency_weight:
                 # EfficientZero's temporal consistency: the latent the dynamics
                 # predicts should point where the representation of the real
@@ -227,17 +260,15 @@ class LearnedModelLearner:
                 # directions rather than the shared positive mean.
                 target = jax.lax.stop_gradient(net.represent(targets.observation[:, k + 1]))
                 target = target - jnp.mean(target, axis=-1, keepdims=True)
-                predicted = latent - jnp.mean(latent, axis=-1, keepdims=True)
+                predicted = step["latent"] - jnp.mean(step["latent"], axis=-1, keepdims=True)
                 cosine = jnp.sum(predicted * target, axis=-1) / jnp.maximum(
                     jnp.linalg.norm(predicted, axis=-1) * jnp.linalg.norm(target, axis=-1),
                     1e-6)
-                real = targets.alive[:, k + 1].astype(jnp.float32)
                 add("consistency_loss", next_weight * jnp.mean(real * (1.0 - cosine)))
             add("reward_loss", next_weight * jnp.mean(config.reward_support.loss(
-                reward_logits, targets.reward[:, k])))
-            add("reward_error", jnp.mean(jnp.abs(config.reward_support.scalar(reward_logits)
-                                                 - targets.reward[:, k])) / unroll)
-            latent = scale_gradient(latent, 0.5)
+                step["reward_logits"], targets.reward[:, k])))
+            add("reward_error", jnp.mean(jnp.abs(config.reward_support.scalar(
+                step["reward_logits"]) - targets.reward[:, k])) / unroll)
 
         total = sums["policy_loss"] + sums["reward_loss"] + self.value_weight * (
             sums["value_loss"] + sums.get("q_loss", 0.0))
@@ -291,22 +322,11 @@ def _model_error(self: LearnedModelLearner, variables, rng_key, buffer, num_wind
     targets = dataclasses.replace(self, reanalyse_fraction=0.0, batch_size=num_windows).targets(
         variables, target_key, window)
     config = self.model.config
-    net = self.model.module(variables)
-    latent = net.represent(targets.observation[:, 0])
-    reward_error, value_error = [], []
-    for k in range(self.num_unroll + 1):
-        _, value_logits = net.predict(latent)
-        value_error.append(jnp.mean(jnp.abs(config.value_support.scalar(value_logits)
-                                            - targets.value[:, k])))
-        if k == self.num_unroll:
-            break
-        action = targets.actions[:, k]
-        if config.stochastic:
-            afterstate = net.afterstate(latent, action)
-            code = quantise(net.encode(targets.observation[:, k + 1]))
-            latent, reward_logits = net.dynamics(afterstate, code)
-        else:
-            latent, reward_logits = net.dynamics(latent, action)
-        reward_error.append(jnp.mean(jnp.abs(config.reward_support.scalar(reward_logits)
-                                             - targets.reward[:, k])))
+    unrolled = self.unroll(self.model.module(variables), targets)
+    value_error = [jnp.mean(jnp.abs(config.value_support.scalar(value_logits)
+                                    - targets.value[:, k]))
+                   for k, (_, value_logits) in enumerate(unrolled.predictions)]
+    reward_error = [jnp.mean(jnp.abs(config.reward_support.scalar(step["reward_logits"])
+                                     - targets.reward[:, k]))
+                    for k, step in enumerate(unrolled.transitions)]
     return jnp.stack(reward_error), jnp.stack(value_error)

@@ -54,9 +54,8 @@ class LearnedModelSelfPlay(SelfPlay):
                                    invalid_actions=invalid, tree=tree)
 
     def new_buffer(self, num_slots: int):
-        dummy = self.game.init(jax.random.key(0), 1)
-        return trajectories.init(num_slots, self.num_games, dummy.observation.shape[1:],
-                                 dummy.observation.dtype, self.game.num_actions)
+        return trajectories.init(num_slots, self.num_games, *self.observation_spec(),
+                                 self.game.num_actions)
 
     def record(self, buffer, states, policy_target, action, recorded, search_value):
         return trajectories.add(buffer, states.observation, self.game.legal_actions(states),

@@ -16,17 +16,13 @@ steps it.
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Optional
-
-import jax
+from typing import Any
 
 import envs
-from training import arena
 from training import learner as learner_lib
 from training import policies
 from training.config import TrainConfig, game_spec, self_play_policy
-from training.muzero import networks, search, trajectories
+from training.muzero import networks, search
 from training.muzero.learner import LearnedModelLearner
 from training.muzero.self_play import LearnedModelSelfPlay
 from training.muzero.support import Support
@@ -73,17 +69,14 @@ def policy(config: TrainConfig, num_actions: int, greedy: bool = False, **change
         **extra)
 
 
-def make_game(config: TrainConfig):
-    return envs.make(config.game)
-
-
 def make_model(config: TrainConfig, game) -> networks.LearnedModel:
+    """The learned model of a run's settings for `game`."""
     return networks.make_model(model_config(config), game)
 
 
 def build(config: TrainConfig, mesh=None, user_policy: Any = None):
     """(game, model, self-play, learner) of a learned-model run."""
-    game = make_game(config)
+    game = envs.make(config.game)
     model = make_model(config, game)
     changes = dict(max_nodes=config.search_max_nodes)
     if config.simulations_per_step > 1:
@@ -116,12 +109,6 @@ def build(config: TrainConfig, mesh=None, user_policy: Any = None):
         reanalyse_simulations=reanalyse_simulations,
         mesh=mesh)
     return game, model, player, learner
-
-
-def new_buffer(config: TrainConfig, player: LearnedModelSelfPlay):
-    dummy = player.game.init(jax.random.key(0), 1)
-    return trajectories.init(config.replay_slots, player.num_games, dummy.observation.shape[1:],
-                             dummy.observation.dtype, player.game.num_actions)
 
 
 def agent(config: TrainConfig, model: networks.LearnedModel, num_simulations: int,

@@ -173,7 +173,7 @@ def sample(buffer: TrajectoryBuffer, rng_key, batch_size: int, window: int,
     if mesh is None:
         gathered = tuple(x.reshape((-1,) + x.shape[2:])[flat] for x in per_slot)
     else:
-        gathered = replay._gather_sharded(per_slot, flat, mesh)
+        gathered = replay.gather_rows(per_slot, flat, mesh)
     (observation, legal, policy, action, reward, search_value, outcome, searched,
      game_over) = (x.reshape((batch_size, window) + x.shape[1:]) for x in gathered)
     consecutive = buffer.written_at[slots] == buffer.written_at[slot0][:, None] + steps

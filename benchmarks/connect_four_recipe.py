@@ -1,0 +1,81 @@
+"""The Connect Four training recipe: each change against the cpu preset at equal wall time.
+
+    python -m benchmarks.connect_four_recipe --section network --minutes 55 --seeds 0
+    python -m benchmarks.connect_four_recipe --section ablation --minutes 55 --seeds 0 1 2
+
+Every side is `python train.py --game connect_four --preset cpu` with one
+change, stopped by `--max-training-s` at the same training budget, and
+judged by the perfect solver at the end: the search at 200 simulations on
+the 1000 random-play positions (plies 4-30, `connect_four_solver.
+RANDOM_PLAY_PATH`), the raw network beside it, and 200 games against the
+solver (100 moving first). Runs are interleaved seed by seed
+(`benchmarks.equal_time`); the curve of search accuracy against training
+minutes of every run is in results/plots/connect_four_recipe_<section>-cpu.png.
+
+Sections:
+  network   the preset's 32-channel, 3-block residual network against wider
+            and deeper ones (fewer, slower self-play games in the same time).
+  ablation  the preset against the preset without one of its parts: the
+            mirror augmentation, playout cap randomisation (every move
+            searched fully), the search-value mix in the value target
+            (outcome only), Gumbel self-play (PUCT instead), overlapped phases.
+
+The preset's learning rate decays over its 660 iterations; a side whose
+budget ends earlier stops before its decay ends, as a user stopping the
+run at that time would.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from benchmarks import equal_time
+
+PRESET = dict(game="connect_four", preset="cpu", final_solver_positions=1000)
+
+SECTIONS = {
+    "network": (PRESET, [
+        ("resnet_32x3", dict()),
+        ("resnet_48x4", dict(channels=48, blocks=4, value_hidden=48)),
+        ("resnet_64x5", dict(channels=64, blocks=5, value_hidden=64)),
+    ]),
+    "ablation": (PRESET, [
+        ("preset", dict()),
+        ("no_mirror", dict(augment=False)),
+        ("no_playout_cap", dict(fast_simulations=0)),
+        ("outcome_value_target", dict(search_value_weight=0.0)),
+        ("puct_self_play", dict(policy="alphazero")),
+        ("phases_in_turn", dict(overlap_phases=False)),
+    ]),
+}
+
+JUDGED = ["final_solver_search_accuracy", "final_solver_search_accuracy_opening",
+          "final_solver_search_accuracy_hard", "final_solver_policy_accuracy",
+          "final_vs_solver_first_wins", "final_vs_solver_first_draws",
+          "final_vs_solver_first_losses"]
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--section", choices=sorted(SECTIONS), required=True)
+    parser.add_argument("--sides", nargs="*", default=None,
+                        help="only these sides of the section (default: all)")
+    parser.add_argument("--minutes", type=float, default=55.0, help="training budget per run")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--run-root", default=None, help="folder of the run folders")
+    parser.add_argument("--no-save", action="store_true")
+    args = parser.parse_args(argv)
+    common, sides = SECTIONS[args.section]
+    if args.sides:
+        unknown = sorted(set(args.sides) - {name for name, _ in sides})
+        if unknown:
+            parser.error(f"--sides: no side {unknown} in section {args.section!r} "
+                         f"(it has {[name for name, _ in sides]})")
+        sides = [(name, settings) for name, settings in sides if name in args.sides]
+    equal_time.compare(f"connect_four_recipe_{args.section}", (common, sides), args.minutes,
+                       args.seeds, JUDGED, "solver_search_accuracy", args.run_root,
+                       save=not args.no_save, extra_settings=dict(section=args.section))
+
+
+if __name__ == "__main__":
+    main()
