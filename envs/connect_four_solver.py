@@ -26,15 +26,12 @@ position is that array, a "grid" (np.int8 [7, 6]); `grid_from_moves` and
 `grid_from_pgx_board` build it, and its bytes are the key of the cache of
 solved positions (so transpositions are solved once).
 
-Solver cost: bitbully 0.0.79 with its 12-ply opening book, cold
-(transposition table cleared), one position of the 1000 benchmark positions
-at a time, on a 2-core Xeon (benchmarks/results/connect_four_solver-cpu.json,
-`python -m benchmarks.connect_four_positions`): opening (plies 0-9) median
-1.5 ms, 90th percentile 14 ms, max 70 ms; middle (10-24) median 0.16 ms,
-90th percentile 55 ms, max 0.56 s; late (25-41) median 0.09 ms, max 1.3 ms.
-The slowest positions are at plies 12-16, just past the book (up to 0.56,
-0.30, 0.20, 0.24, 0.14 s at plies 12 to 16); plies 0-1 take up to 70 ms,
-plies 8-11 and 26-41 under a millisecond.
+Solver cost: bitbully with its 12-ply opening book, cold (transposition
+table cleared), one position of the mixed benchmark set at a time, is
+measured by `python -m benchmarks.connect_four_positions` into
+benchmarks/results/connect_four_solver-cpu.json, by stage: under a
+millisecond at the median, at most tens of milliseconds in the opening,
+and up to about half a second just past the book (plies 12-16).
 Results are cached per position (`functools.lru_cache`, a million entries).
 
 The position benchmark (`load_positions`, `move_accuracy`) and
