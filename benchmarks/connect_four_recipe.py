@@ -36,9 +36,9 @@ PRESET = dict(game="connect_four", preset="cpu", final_solver_positions=1000)
 
 SECTIONS = {
     # Iterations (and evaluations) scaled to each network's iteration time so
-    # that its learning-rate schedule ends near 55 minutes: 4.2, 11.3 and
-    # 25 s per iteration measured on the 2-core VM (12 iterations each, no
-    # evaluation).
+    # that its learning-rate schedule ends near 55 minutes: median 4.3, 12.1
+    # and 26.5 s per iteration on the 2-core VM, 12 iterations each without
+    # evaluation (results/connect_four_network_probe_{32x3,48x4,64x5}-cpu.json).
     "network": (PRESET, [
         ("resnet_32x3", dict()),
         ("resnet_48x4", dict(channels=48, blocks=4, value_hidden=48, iterations=290,
