@@ -1,6 +1,7 @@
 """The Connect Four training recipe: each change against the cpu preset at equal wall time.
 
     python -m benchmarks.connect_four_recipe --section network --minutes 55 --seeds 0
+    python -m benchmarks.connect_four_recipe --section targets --minutes 55 --seeds 0
     python -m benchmarks.connect_four_recipe --section ablation --minutes 55 --seeds 0 1 2
 
 Every side is `python train.py --game connect_four --preset cpu` with one
@@ -15,6 +16,9 @@ minutes of every run is in results/plots/connect_four_recipe_<section>-cpu.png.
 Sections:
   network   the preset's 32-channel, 3-block residual network against wider
             and deeper ones (fewer, slower self-play games in the same time).
+  targets   what the network imitates: self-play searches of 64 and 128
+            simulations (16 and 32 in fast moves) instead of 32 (8), and the
+            value target 0.2 z + 0.8 v instead of 0.5 z + 0.5 v.
   ablation  the preset against the preset without one of its parts: the
             mirror augmentation, playout cap randomisation (every move
             searched fully), the search-value mix in the value target
@@ -45,6 +49,14 @@ SECTIONS = {
                              eval_every=73)),
         ("resnet_64x5", dict(channels=64, blocks=5, value_hidden=64, iterations=130,
                              eval_every=33)),
+    ]),
+    # What the network imitates: deeper self-play searches (fewer games in the
+    # same time), and a value target leaning further on the search.
+    "targets": (PRESET, [
+        ("preset", dict()),
+        ("simulations_64", dict(num_simulations=64, fast_simulations=16)),
+        ("simulations_128", dict(num_simulations=128, fast_simulations=32)),
+        ("search_value_0.8", dict(search_value_weight=0.8)),
     ]),
     "ablation": (PRESET, [
         ("preset", dict()),
