@@ -38,15 +38,12 @@ def write_solver_plot(records: List[Dict[str, Any]], summary: Optional[Dict[str,
     timed = [r for r in records if r.get("elapsed_s") is not None]
     end = summary.get("training_s") if summary else None
     lines = []
-    for key, label in (("solver_search_accuracy", "search accuracy"),
-                       ("solver_policy_accuracy", "raw network accuracy"),
-                       ("first_win_rate", "games won moving first vs the solver")):
-        if key == "first_win_rate":
-            points = [(r["elapsed_s"] / 60, _first_win_rate(r)) for r in timed]
-            final = _first_win_rate(summary, "final_") if end is not None else None
-        else:
-            points = [(r["elapsed_s"] / 60, r.get(key)) for r in timed]
-            final = summary.get(f"final_{key}") if end is not None else None
+    for label, figure in (
+            ("search accuracy", lambda r, p: r.get(f"{p}solver_search_accuracy")),
+            ("raw network accuracy", lambda r, p: r.get(f"{p}solver_policy_accuracy")),
+            ("games won moving first vs the solver", _first_win_rate)):
+        points = [(r["elapsed_s"] / 60, figure(r, "")) for r in timed]
+        final = figure(summary, "final_") if end is not None else None
         lines.append((label, [p for p in points if p[1] is not None],
                       [(end / 60, final)] if final is not None else []))
     if not any(points or final for _, points, final in lines):
