@@ -2,6 +2,7 @@
 
     python -m benchmarks.connect_four_recipe --section network --minutes 55 --seeds 0
     python -m benchmarks.connect_four_recipe --section targets --minutes 55 --seeds 0
+    python -m benchmarks.connect_four_recipe --section openings --minutes 20 --seeds 0
     python -m benchmarks.connect_four_recipe --section ablation --minutes 55 --seeds 0 1 2
 
 Every side is `python train.py --game connect_four --preset cpu` with one
@@ -19,6 +20,8 @@ Sections:
   targets   what the network imitates: self-play searches of 64 and 128
             simulations (16 and 32 in fast moves) instead of 32 (8), and the
             value target 0.2 z + 0.8 v instead of 0.5 z + 0.5 v.
+  openings  self-play games that open with U[0, 8] or U[0, 16] random,
+            unrecorded plies, against the preset's games from the empty board.
   ablation  the preset against the preset without one of its parts: the
             mirror augmentation, playout cap randomisation (every move
             searched fully), the search-value mix in the value target
@@ -57,6 +60,14 @@ SECTIONS = {
         ("simulations_64", dict(num_simulations=64, fast_simulations=16)),
         ("simulations_128", dict(num_simulations=128, fast_simulations=32)),
         ("search_value_0.8", dict(search_value_weight=0.8)),
+    ]),
+    # Self-play games that open with U[0, k] uniformly random, unrecorded plies:
+    # positions off the agent's own lines (the judged positions come from
+    # random play, and the solver varies its best moves).
+    "openings": (PRESET, [
+        ("preset", dict()),
+        ("random_openings_8", dict(random_opening_plies=8)),
+        ("random_openings_16", dict(random_opening_plies=16)),
     ]),
     "ablation": (PRESET, [
         ("preset", dict()),
