@@ -3,6 +3,7 @@
     python -m benchmarks.connect_four_recipe --section network --minutes 55 --seeds 0
     python -m benchmarks.connect_four_recipe --section targets --minutes 55 --seeds 0
     python -m benchmarks.connect_four_recipe --section openings --minutes 20 --seeds 0
+    python -m benchmarks.connect_four_recipe --section forced_playouts --minutes 20 --seeds 0
     python -m benchmarks.connect_four_recipe --section ablation --minutes 55 --seeds 0 1 2
 
 Every side is `python train.py --game connect_four --preset cpu` with one
@@ -22,6 +23,9 @@ Sections:
             value target 0.2 z + 0.8 v instead of 0.5 z + 0.5 v.
   openings  self-play games that open with U[0, 8] or U[0, 16] random,
             unrecorded plies, against the preset's games from the empty board.
+  forced_playouts
+            PUCT self-play (--policy alphazero) with KataGo's forced playouts
+            and policy target pruning (k = 2) against PUCT self-play without.
   ablation  the preset against the preset without one of its parts: the
             mirror augmentation, playout cap randomisation (every move
             searched fully), the search-value mix in the value target
@@ -68,6 +72,12 @@ SECTIONS = {
         ("preset", dict()),
         ("random_openings_8", dict(random_opening_plies=8)),
         ("random_openings_16", dict(random_opening_plies=16)),
+    ]),
+    # KataGo's forced playouts with policy target pruning, for PUCT self-play
+    # (Gumbel's halving has its own improved target), against PUCT without.
+    "forced_playouts": (PRESET, [
+        ("puct_self_play", dict(policy="alphazero")),
+        ("puct_forced_playouts", dict(policy="alphazero", forced_playouts=2.0)),
     ]),
     "ablation": (PRESET, [
         ("preset", dict()),
