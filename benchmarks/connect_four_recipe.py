@@ -3,6 +3,8 @@
     python -m benchmarks.connect_four_recipe --section network --minutes 55 --seeds 0
     python -m benchmarks.connect_four_recipe --section targets --minutes 55 --seeds 0
     python -m benchmarks.connect_four_recipe --section openings --minutes 20 --seeds 0
+    python -m benchmarks.connect_four_recipe --section forced_playouts --minutes 20 --seeds 0
+    python -m benchmarks.connect_four_recipe --section learning --minutes 20 --seeds 0
     python -m benchmarks.connect_four_recipe --section ablation --minutes 55 --seeds 0 1 2
 
 Every side is `python train.py --game connect_four --preset cpu` with one
@@ -22,6 +24,11 @@ Sections:
             value target 0.2 z + 0.8 v instead of 0.5 z + 0.5 v.
   openings  self-play games that open with U[0, 8] or U[0, 16] random,
             unrecorded plies, against the preset's games from the empty board.
+  forced_playouts
+            PUCT self-play (--policy alphazero) with KataGo's forced playouts
+            and policy target pruning (k = 2) against PUCT self-play without.
+  learning  the replay ratio (24 or 96 updates of 256 per iteration against
+            48) and the peak learning rate (1e-3 or 4e-3 against 2e-3).
   ablation  the preset against the preset without one of its parts: the
             mirror augmentation, playout cap randomisation (every move
             searched fully), the search-value mix in the value target
@@ -68,6 +75,22 @@ SECTIONS = {
         ("preset", dict()),
         ("random_openings_8", dict(random_opening_plies=8)),
         ("random_openings_16", dict(random_opening_plies=16)),
+    ]),
+    # KataGo's forced playouts with policy target pruning, for PUCT self-play
+    # (Gumbel's halving has its own improved target), against PUCT without.
+    "forced_playouts": (PRESET, [
+        ("puct_self_play", dict(policy="alphazero")),
+        ("puct_forced_playouts", dict(policy="alphazero", forced_playouts=2.0)),
+    ]),
+    # How hard the learner works on the replay: half and twice the updates per
+    # iteration (replay ratio 1.5 and 6 samples per recorded position against
+    # 3), and half and twice the peak learning rate.
+    "learning": (PRESET, [
+        ("preset", dict()),
+        ("updates_24", dict(updates_per_iteration=24)),
+        ("updates_96", dict(updates_per_iteration=96)),
+        ("learning_rate_1e-3", dict(learning_rate=1e-3)),
+        ("learning_rate_4e-3", dict(learning_rate=4e-3)),
     ]),
     "ablation": (PRESET, [
         ("preset", dict()),

@@ -362,7 +362,14 @@ class AlphaZeroPolicy(Policy):
     `Q + c(N) * P * sqrt(N) / (1 + n)` with `c(N) = pb_c_init + log((N +
     pb_c_base + 1) / pb_c_base)` everywhere, Q through `qtransform`, then
     `final_action` (default: sampled from the visit counts at temperature 1,
-    as `mctx.muzero_policy`)."""
+    as `mctx.muzero_policy`).
+
+    `forced_playouts` k > 0: KataGo's forced playouts at the root (every
+    legal child gets about `sqrt(k P N)` visits first; KataGo uses k = 2)
+    with policy target pruning: `action_weights` are the root visits with
+    the forced ones taken back (`selection.prune_forced_visits`), the
+    target to train on; the action is still chosen from the full visits.
+    0 (default): plain PUCT."""
 
     pb_c_init: Any = 1.25
     pb_c_base: Any = 19652.0
@@ -370,14 +377,40 @@ class AlphaZeroPolicy(Policy):
     dirichlet_alpha: Any = 0.3
     qtransform: Callable = qtransform_by_parent_and_siblings
     final_action: str = "sampled"
+    forced_playouts: Any = 0.0
 
     def __post_init__(self):
         super().__post_init__()
         check_puct_fields(self)
         check_final_action_name(self.final_action)
+        # A Python number (it picks the root rule when the search is traced).
+        object.__setattr__(self, "forced_playouts",
+                           validation.check_number("forced_playouts", self.forced_playouts,
+                                                   low=0.0))
 
     def rules(self, options: SearchOptions) -> selection.Rules:
-        return selection.everywhere(puct_rule(self.pb_c_init, self.pb_c_base, self.qtransform))
+        puct = puct_rule(self.pb_c_init, self.pb_c_base, self.qtransform)
+        if self.forced_playouts == 0.0:
+            return selection.everywhere(puct)
+        return selection.Rules(
+            at_root=Static(functools.partial(selection.forced_playout_scores,
+                                             forced_playouts=self.forced_playouts, rule=puct)),
+            below_root=puct)
+
+    def choose(self, rng_key, tree: tree_lib.Tree, temperature,
+               options: SearchOptions) -> Tuple[chex.Array, chex.Array]:
+        """(action [B] from the root visits, action_weights [B, A]: the visit
+        distribution, pruned of forced playouts when `forced_playouts` > 0)."""
+        action, weights = super().choose(rng_key, tree, temperature, options)
+        if self.forced_playouts == 0.0:
+            return action, weights
+        root = jnp.zeros((tree.batch_size,), jnp.int32)
+        pruned = selection.prune_forced_visits(
+            tree, root, tree_lib.children_stats(tree, root),
+            forced_playouts=self.forced_playouts, pb_c_init=self.pb_c_init,
+            pb_c_base=self.pb_c_base, qtransform=self.qtransform)
+        pruned = tree_lib.slots_to_actions(tree, root, pruned, 0.0)
+        return action, pruned / jnp.maximum(jnp.sum(pruned, axis=-1, keepdims=True), 1.0)
 
     def body(self, params, rng_key, root, invalid_actions, temperature, tree, *,
              recurrent_fn, options: SearchOptions) -> base.PolicyOutput:

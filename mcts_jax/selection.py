@@ -152,6 +152,58 @@ def puct_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenS
     return jnp.where(stats.legal, scores, -jnp.inf)
 
 
+def forced_visits(stats: tree_lib.ChildrenStats, forced_playouts: float) -> chex.Array:
+    """KataGo's forced playouts (Wu, 2019): `sqrt(k * P * N)` visits [B, K]
+    float that each child is owed, P its prior, N the node's children's
+    visits, k = `forced_playouts`; 0 where illegal."""
+    total = jnp.sum(stats.visits, axis=-1, keepdims=True).astype(jnp.float32)
+    owed = jnp.sqrt(forced_playouts * stats.priors * total)
+    return jnp.where(stats.legal, owed, 0.0)
+
+
+def forced_playout_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenStats,
+                          *, forced_playouts: float, rule: ScoreFn) -> chex.Array:
+    """A root rule: while a legal child has fewer visits than it is owed
+    (`forced_visits`), the best of those children by `rule`; else `rule`'s
+    scores. Every legal child with a prior gets about `sqrt(k P N)` visits
+    (noise-boosted moves are tried); `prune_forced_visits` takes them out of
+    the policy target again."""
+    scores = rule(tree, node, stats)
+    owed = stats.legal & (stats.visits.astype(jnp.float32) < forced_visits(stats,
+                                                                           forced_playouts))
+    return jnp.where(jnp.any(owed, axis=-1, keepdims=True),
+                     jnp.where(owed, scores, -jnp.inf), scores)
+
+
+def prune_forced_visits(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenStats,
+                        *, forced_playouts: float, pb_c_init: float, pb_c_base: float,
+                        qtransform: Callable) -> chex.Array:
+    """KataGo's policy target pruning: child visits [B, K] float with the
+    forced playouts taken back where PUCT would not have spent them.
+
+    The most visited child keeps its visits. Every other child loses up to
+    its `forced_visits`, as long as its PUCT score (`puct_scores`' terms,
+    the node's N) with the fewer visits stays at most the most visited
+    child's; a child left with one visit or none gets 0.
+    """
+    visits = stats.visits.astype(jnp.float32)
+    parent_visits = stats.node_visits.astype(jnp.float32)[:, None]
+    pb_c = pb_c_init + jnp.log((parent_visits + pb_c_base + 1.0) / pb_c_base)
+    push = jnp.sqrt(parent_visits) * pb_c * stats.priors  # exploration = push / (1 + n)
+    qvalues = call_qtransform(qtransform, tree, node, stats, "prune_forced_visits")
+    best = jnp.argmax(jnp.where(stats.legal, visits, -1.0), axis=-1)[:, None]
+    best_score = jnp.take_along_axis(qvalues + push / (visits + 1.0), best, axis=-1)
+    # q + push / (1 + n') <= best_score  <=>  n' >= push / (best_score - q) - 1.
+    gap = best_score - qvalues
+    fewest = jnp.where(gap > 0, jnp.ceil(push / jnp.maximum(gap, 1e-12) - 1.0), visits)
+    pruned = jnp.maximum(visits - jnp.floor(forced_visits(stats, forced_playouts)),
+                         jnp.maximum(fewest, 0.0))
+    pruned = jnp.minimum(pruned, visits)
+    pruned = jnp.where(pruned <= 1.0, 0.0, pruned)
+    is_best = jnp.arange(visits.shape[-1])[None, :] == best
+    return jnp.where(is_best, visits, jnp.where(stats.legal, pruned, 0.0))
+
+
 # ---------------------------------------------------------------------------
 # Gumbel MuZero (Danihelka et al., 2022): sequential halving at the root,
 # completed Q-values, and a deterministic rule below the root.

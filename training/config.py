@@ -117,6 +117,10 @@ class TrainConfig:
                                         "fraction")
     dirichlet_alpha: float = setting(0.3, "alphazero: concentration of the root's Dirichlet "
                                      "noise", "positive_real")
+    forced_playouts: float = setting(0.0, "alphazero: KataGo's forced playouts k at the "
+                                     "self-play root (sqrt(k P N) visits per child) with "
+                                     "policy target pruning (0: off; KataGo uses 2)",
+                                     "non_negative_real")
     max_num_considered_actions: int = setting(16, "gumbel: actions sampled at the root for "
                                               "sequential halving", "positive",
                                               aliases=("considered_actions",))
@@ -417,7 +421,7 @@ def self_play_policy(config: TrainConfig, num_actions: int, policy: Any = None):
         name, num_actions=num_actions, root_noise=True, sample_action=False,
         max_num_considered_actions=config.max_num_considered_actions,
         dirichlet_fraction=config.dirichlet_fraction, dirichlet_alpha=config.dirichlet_alpha,
-        **changes)
+        forced_playouts=config.forced_playouts, **changes)
 
 
 def self_play_temperature_moves(config: TrainConfig, policy: Any = None) -> int:
@@ -501,6 +505,12 @@ def validate(config: TrainConfig) -> None:
     if config.max_nodes and config.max_nodes < config.num_simulations + 1:
         raise ValueError(f"--max-nodes must be 0 or >= --num-simulations + 1, got "
                          f"{config.max_nodes}")
+    if config.forced_playouts and (config.policy != "alphazero" or config.algorithm
+                                   != "alphazero" or is_stochastic(config.game)):
+        raise ValueError(f"--forced-playouts is for --policy alphazero self-play with the "
+                         f"true rules (PUCT at the root; Gumbel's halving has its own "
+                         f"target), got --policy {config.policy} --algorithm "
+                         f"{config.algorithm} on {config.game}")
     if config.algorithm != "alphazero":
         _validate_learned_model(config)
     elif is_stochastic(config.game):

@@ -25,12 +25,13 @@ def _uct(*, sample_action, uct_c, **_) -> mcts_jax.Policy:
 
 
 def _alphazero(*, root_noise, sample_action, dirichlet_fraction, dirichlet_alpha,
-               **_) -> mcts_jax.Policy:
+               forced_playouts, **_) -> mcts_jax.Policy:
     return mcts_jax.AlphaZeroPolicy(
         dirichlet_fraction=dirichlet_fraction if root_noise else 0.0,
         dirichlet_alpha=dirichlet_alpha,
         final_action="sampled" if sample_action else "most_visited",
-        temperature=1.0 if sample_action else 0.0)
+        temperature=1.0 if sample_action else 0.0,
+        forced_playouts=forced_playouts if root_noise else 0.0)
 
 
 def _gumbel(*, root_noise, num_actions, max_num_considered_actions, **_) -> mcts_jax.Policy:
@@ -72,7 +73,8 @@ POLICIES: Dict[str, Callable[..., mcts_jax.Policy]] = {
 def policy_from_name(name: str, *, num_actions: int, root_noise: bool = True,
                      sample_action: bool = False, uct_c: float = 1.4,
                      max_num_considered_actions: int = 16, dirichlet_fraction: float = 0.25,
-                     dirichlet_alpha: float = 0.3, **changes: Any) -> mcts_jax.Policy:
+                     dirichlet_alpha: float = 0.3, forced_playouts: float = 0.0,
+                     **changes: Any) -> mcts_jax.Policy:
     """The policy value a name stands for.
 
     Args:
@@ -84,6 +86,8 @@ def policy_from_name(name: str, *, num_actions: int, root_noise: bool = True,
         temperature 1; False: the most visited move (temperature 0).
       uct_c, max_num_considered_actions, dirichlet_fraction, dirichlet_alpha:
         the policies' constants.
+      forced_playouts: AlphaZero's KataGo forced playouts k, with root noise
+        only (self-play); 0: off.
       changes: any field of the policy or of `SearchOptions`, applied last
         (`Policy.replace`).
     """
@@ -98,5 +102,5 @@ def policy_from_name(name: str, *, num_actions: int, root_noise: bool = True,
                             num_actions=num_actions,
                             max_num_considered_actions=max_num_considered_actions,
                             dirichlet_fraction=dirichlet_fraction,
-                            dirichlet_alpha=dirichlet_alpha)
+                            dirichlet_alpha=dirichlet_alpha, forced_playouts=forced_playouts)
     return policy.replace(**changes) if changes else policy
