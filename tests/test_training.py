@@ -84,6 +84,21 @@ def tiny_setup():
     return model, variables
 
 
+def test_random_openings_open_the_given_share_of_games(tiny_setup):
+    """k ~ U[0, K] random plies for a `random_opening_fraction` share of the
+    games, none for the others (4096 games: the shares within 3%)."""
+    model, _ = tiny_setup
+    policy = policies.policy_from_name("alphazero", num_actions=9, max_nodes=9)
+    for fraction in (1.0, 0.5, 0.0):
+        player = self_play.SelfPlay(game=GAME, model=model, policy=policy, num_simulations=8,
+                                    num_games=4096, random_opening_plies=4,
+                                    random_opening_fraction=fraction)
+        plies = np.asarray(player.draw_openings(jax.random.key(3)))
+        assert plies.min() >= 0 and plies.max() <= 4
+        assert abs(np.mean(plies == 0) - (1 - fraction + fraction / 5)) < 0.03
+        assert abs(np.mean(plies == 4) - fraction / 5) < 0.03
+
+
 @pytest.mark.parametrize("cap", [False, True], ids=["every_move_full", "playout_cap"])
 def test_self_play_targets_match_independently_replayed_games(tiny_setup, cap):
     """Every recorded sample's policy and value target against the game

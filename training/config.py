@@ -126,6 +126,10 @@ class TrainConfig:
                                               aliases=("considered_actions",))
     random_opening_plies: int = setting(0, "games open with U[0, this] random plies that are "
                                         "not recorded", "non_negative")
+    random_opening_fraction: float = setting(1.0, "share of games opened with "
+                                             "--random-opening-plies random plies (drawn per "
+                                             "game; the others start from the initial "
+                                             "position)", "fraction")
     fast_simulations: int = setting(0, "playout cap randomisation: simulations of the fast "
                                     "searches, whose moves are played but not recorded (0: "
                                     "every move searched with --num-simulations)",

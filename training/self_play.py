@@ -30,7 +30,8 @@ first `temperature_moves` plies of each game is sampled from the visit
 distribution (most visited afterwards); Gumbel plays its sequential-halving choice,
 which is randomised by the Gumbel noise. Both can open each game with k
 uniformly random moves, k drawn uniformly from [0, random_opening_plies] per
-game; those plies are not recorded (their positions are searched, but the
+game (`random_opening_fraction` < 1: only that share of games, the others
+from the initial position); those plies are not recorded (their positions are searched, but the
 move is random and the sample is dropped), so every recorded position is
 followed by searched play only and its value target stays that of the
 search's play, while the positions seen cover unusual openings.
@@ -130,6 +131,7 @@ class SelfPlay:
     reuse_tree: bool = False
     temperature_moves: int = 0
     random_opening_plies: int = 0
+    random_opening_fraction: float = 1.0  # share of games with random opening plies
     max_game_length: int = 0      # > 0: a game reaching this many plies ends as a draw
     mesh: Optional[Mesh] = None   # games split over its "data" axis (None: one device)
     search_mode: str = "exact"    # on a mesh: "exact" or "local" (sharding.run_policy)
@@ -184,9 +186,15 @@ class SelfPlay:
                              tree=tree)
 
     def draw_openings(self, rng_key) -> chex.Array:
-        """[B] int32 random plies opening each new game, uniform in
-        [0, random_opening_plies]."""
-        return jax.random.randint(rng_key, (self.num_games,), 0, self.random_opening_plies + 1)
+        """[B] int32 random plies opening each new game: uniform in
+        [0, random_opening_plies] for a `random_opening_fraction` share of the
+        games (drawn per game), 0 for the others."""
+        plies = jax.random.randint(rng_key, (self.num_games,), 0, self.random_opening_plies + 1)
+        if self.random_opening_fraction < 1.0:
+            opened = jax.random.uniform(jax.random.fold_in(rng_key, 2),
+                                        (self.num_games,)) < self.random_opening_fraction
+            plies = jnp.where(opened, plies, 0)
+        return plies
 
     def observation_spec(self):
         """(shape, dtype) of one position's observation in this game."""
