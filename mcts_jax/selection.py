@@ -142,14 +142,21 @@ def puct_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenS
     (checked when traced, `call_qtransform`); a NaN it gives makes that
     slot's score NaN, which the descent never chooses (module docstring).
     """
-    parent_visits = stats.node_visits.astype(jnp.float32)[:, None]
-    pb_c = pb_c_init + jnp.log((parent_visits + pb_c_base + 1.0) / pb_c_base)
-    exploration = (jnp.sqrt(parent_visits) * pb_c * stats.priors
+    exploration = (puct_push(stats, pb_c_init, pb_c_base)
                    / (stats.visits.astype(jnp.float32) + 1.0))
     scores = call_qtransform(qtransform, tree, node, stats, "puct_scores") + exploration
     if tie_break:
         scores = scores + tie_break * tie_break_noise(tree, stats)
     return jnp.where(stats.legal, scores, -jnp.inf)
+
+
+def puct_push(stats: tree_lib.ChildrenStats, pb_c_init: float, pb_c_base: float) -> chex.Array:
+    """PUCT's exploration term times (1 + n): `sqrt(N) * c(N) * P` [B, K],
+    `c(N) = pb_c_init + log((N + pb_c_base + 1) / pb_c_base)`, N the node's
+    visits, P each child's prior."""
+    parent_visits = stats.node_visits.astype(jnp.float32)[:, None]
+    pb_c = pb_c_init + jnp.log((parent_visits + pb_c_base + 1.0) / pb_c_base)
+    return jnp.sqrt(parent_visits) * pb_c * stats.priors
 
 
 def forced_visits(stats: tree_lib.ChildrenStats, forced_playouts: float) -> chex.Array:
@@ -187,9 +194,7 @@ def prune_forced_visits(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.C
     child's; a child left with one visit or none gets 0.
     """
     visits = stats.visits.astype(jnp.float32)
-    parent_visits = stats.node_visits.astype(jnp.float32)[:, None]
-    pb_c = pb_c_init + jnp.log((parent_visits + pb_c_base + 1.0) / pb_c_base)
-    push = jnp.sqrt(parent_visits) * pb_c * stats.priors  # exploration = push / (1 + n)
+    push = puct_push(stats, pb_c_init, pb_c_base)  # exploration = push / (1 + n)
     qvalues = call_qtransform(qtransform, tree, node, stats, "prune_forced_visits")
     best = jnp.argmax(jnp.where(stats.legal, visits, -1.0), axis=-1)[:, None]
     best_score = jnp.take_along_axis(qvalues + push / (visits + 1.0), best, axis=-1)
