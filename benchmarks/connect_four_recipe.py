@@ -4,6 +4,7 @@
     python -m benchmarks.connect_four_recipe --section targets --minutes 55 --seeds 0
     python -m benchmarks.connect_four_recipe --section openings --minutes 20 --seeds 0
     python -m benchmarks.connect_four_recipe --section openings_share --minutes 20 --seeds 0
+    python -m benchmarks.connect_four_recipe --section openings_hour --minutes 55 --seeds 0 1 2
     python -m benchmarks.connect_four_recipe --section forced_playouts --minutes 20 --seeds 0
     python -m benchmarks.connect_four_recipe --section learning --minutes 20 --seeds 0
     python -m benchmarks.connect_four_recipe --section ablation --minutes 55 --seeds 0 1 2
@@ -28,6 +29,11 @@ Sections:
   openings_share
             U[0, 8] random plies opening half of the games (the others from
             the empty board), against all games and none.
+  openings_hour
+            U[0, 8] random plies opening every game, against the preset, over
+            the preset's whole hour and on several seeds (is the 20-minute
+            gain kept, and is the first move from the empty board still
+            learnt on every seed?).
   forced_playouts
             PUCT self-play (--policy alphazero) with KataGo's forced playouts
             and policy target pruning (k = 2) against PUCT self-play without.
@@ -88,6 +94,11 @@ SECTIONS = {
         ("preset", dict()),
         ("random_openings_8", dict(random_opening_plies=8)),
         ("random_openings_8_half", dict(random_opening_plies=8, random_opening_fraction=0.5)),
+    ]),
+    # The openings section's gain at the preset's full budget, seed by seed.
+    "openings_hour": (PRESET, [
+        ("preset", dict()),
+        ("random_openings_8", dict(random_opening_plies=8)),
     ]),
     # KataGo's forced playouts with policy target pruning, for PUCT self-play
     # (Gumbel's halving has its own improved target), against PUCT without.
