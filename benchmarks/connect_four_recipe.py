@@ -129,7 +129,7 @@ SECTIONS = {
 JUDGED = ["final_solver_search_accuracy", "final_solver_search_accuracy_opening",
           "final_solver_search_accuracy_hard", "final_solver_policy_accuracy",
           "final_vs_solver_first_wins", "final_vs_solver_first_draws",
-          "final_vs_solver_first_losses"]
+          "final_vs_solver_first_losses", "final_first_move_value"]
 
 
 def main(argv=None) -> None:

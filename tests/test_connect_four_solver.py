@@ -350,6 +350,8 @@ def test_tiny_training_run_writes_the_solver_metrics(tmp_path):
     assert sum(games) == config.solver_games // 2
     assert evaluated["vs_solver_first_score"] == (games[0] + 0.5 * games[1]) / sum(games)
     assert evaluated["vs_solver_as_second"] == [0, 0, config.solver_games // 2]
+    for record in (evaluated, {k[len("final_"):]: v for k, v in summary.items()}):
+        assert record["first_move_value"] == FIRST_MOVE_VALUES[record["first_move"]]
     final = json.load(open(os.path.join(run_dir, "final.json")))
     assert final["final_solver_positions"] == 16
     assert any("move accuracy on 16 solver-labelled positions" in line for line in lines)
@@ -357,8 +359,11 @@ def test_tiny_training_run_writes_the_solver_metrics(tmp_path):
     assert os.path.getsize(os.path.join(run_dir, "plots", "solver.png")) > 1000
     summary = dict(summary, final_vs_solver_first_wins=3, final_vs_solver_first_draws=1,
                    final_vs_solver_first_losses=0)
+    described = reporting.describe_summary(config, summary)
     assert any("moving first vs the perfect solver (bitbully): 3 wins, 1 draws, 0 losses in 4 "
-               "games" in line for line in reporting.describe_summary(config, summary))
+               "games" in line for line in described)
+    assert any(f"first move from the empty board: column {summary['final_first_move']}" in line
+               for line in described)
     # The run as a results file: the session's commit and command, the curve.
     from benchmarks import training_run
     record = training_run.results(run_dir)
@@ -384,3 +389,32 @@ def test_missing_solver_gives_a_notice_and_no_metrics(monkeypatch):
     assert len(lines) == 1 and "bitbully is not installed" in lines[0]
     assert suite.solver_match(suite.agent, None, jax.random.key(0), 4) == {}
     assert suite.solver_accuracy(None, jax.random.key(0), suite.agent, 16) == {}
+    assert suite.first_move(suite.agent, None, jax.random.key(0)) == {}
+
+
+# The first player's value after each opening column (Allis 1988: only the
+# centre wins, its neighbours draw, the others lose).
+FIRST_MOVE_VALUES = {0: -1, 1: -1, 2: 0, 3: 1, 4: 0, 5: -1, 6: -1}
+
+
+@needs_solver
+def test_first_move_is_judged_by_the_solver():
+    from training import networks
+    from training import config as config_lib
+    from training import evaluation
+    config = config_lib.resolve(dict(game="connect_four", preset="tiny"))
+    suite = evaluation.Evaluation(config, GAME, networks.make_model(config.network_config(),
+                                                                    GAME), log=lambda line: None)
+    seen = []
+
+    def fixed(column):
+        def agent(params, rng_key, game, states):
+            seen.append((np.asarray(states.legal_action_mask).tolist(),
+                         float(np.abs(np.asarray(states.observation)).sum())))
+            return jnp.full(states.current_player.shape, column, jnp.int32)
+        return agent
+
+    for column, value in FIRST_MOVE_VALUES.items():
+        assert suite.first_move(fixed(column), None, jax.random.key(0), "final_") == dict(
+            final_first_move=column, final_first_move_value=value)
+    assert seen == [([[True] * 7], 0.0)] * 7  # one position, the empty board
