@@ -10,7 +10,10 @@ games cut at plies 4-30; `--set mixed`: every stage, random and near-perfect
 games), overall, by stage and by difficulty (one, 2-3, 4-6 optimal moves), of
 
 - the raw policy network (its legal argmax, no search);
-- the agent's search (the run's policy, greedy) at each `--simulations`;
+- the agent's search (greedy) at each `--simulations`, with the run's
+  policy or each of `--policies` (names of `training.policies.POLICIES`;
+  a "+solver" suffix turns on the MCTS-solver, which proves wins and losses
+  in the tree): the same network searched another way;
 - the network's value alone, one ply deep: the move whose resulting position
   the value head rates worst for the opponent;
 - UCT with one random playout per leaf at `--uct-simulations` (no network),
@@ -37,6 +40,7 @@ from benchmarks.connect_four_positions import SETS
 from envs import connect_four_solver as solver
 from mcts_jax import evaluators
 from training import arena
+from training.policies import POLICIES
 from training.agent import Agent
 from training import checkpoint as checkpoint_lib
 
@@ -65,6 +69,9 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--run-dir", required=True, help="a train.py Connect Four run folder")
     parser.add_argument("--simulations", type=int, nargs="+", default=[200, 800, 3200])
+    parser.add_argument("--policies", nargs="+", default=None,
+                        help="search policies to compare (default: the run's; "
+                             "name+solver adds the MCTS-solver)")
     parser.add_argument("--uct-simulations", type=int, nargs="*", default=[4000])
     parser.add_argument("--positions", type=int, default=1000)
     parser.add_argument("--set", choices=sorted(SETS), default="random_play",
@@ -90,11 +97,20 @@ def main(argv=None) -> None:
     tick = time.perf_counter()
     score("value head, one ply", 0, value_one_ply(agent, states, legal),
           time.perf_counter() - tick)
-    for budget in args.simulations:
-        tick = time.perf_counter()
-        chosen = agent.act(jax.random.key(budget), states, num_simulations=budget)
-        score(f"search ({agent.config.policy})", budget, np.asarray(chosen),
-              time.perf_counter() - tick)
+    for label in args.policies or [agent.config.policy]:
+        name, _, extra = label.partition("+")
+        if name not in POLICIES or extra not in ("", "solver"):
+            parser.error(f"--policies: {label!r} is not a policy name of {sorted(POLICIES)} "
+                         f"with an optional '+solver'")
+        for budget in args.simulations:
+            player = arena.SearchPlayer(
+                agent.model.evaluator, name, budget, greedy=True,
+                max_num_considered_actions=agent.config.max_num_considered_actions,
+                options=(("solver", True),) if extra else ())
+            tick = time.perf_counter()
+            chosen = jax.jit(player, static_argnums=2)(agent.variables, jax.random.key(budget),
+                                                       agent.game, states)
+            score(f"search ({label})", budget, np.asarray(chosen), time.perf_counter() - tick)
     for budget in args.uct_simulations:
         uct = arena.SearchPlayer(evaluators.RandomPlayouts(num_playouts=1), "uct", budget)
         tick = time.perf_counter()
@@ -106,7 +122,8 @@ def main(argv=None) -> None:
                     run_dir=args.run_dir, iteration=agent.iteration,
                     run_sessions=sessions, positions=len(positions["moves"]),
                     position_set=args.set,
-                    simulations=args.simulations, uct_simulations=args.uct_simulations)
+                    simulations=args.simulations, uct_simulations=args.uct_simulations,
+                    policies=args.policies or [agent.config.policy])
     harness.report(args.name, f"Connect Four agent of {args.run_dir} (iteration "
                    f"{agent.iteration}) on {len(positions['moves'])} solver-labelled positions",
                    ["player", "simulations", "all", "opening", "middle", "late", "hard",

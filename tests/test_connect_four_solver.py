@@ -316,7 +316,7 @@ def test_solver_player_always_wins_moving_first():
 # ---- training: the solver metrics ---------------------------------------------------------
 
 @needs_solver
-def test_tiny_training_run_writes_the_solver_metrics(tmp_path):
+def test_tiny_training_run_writes_the_solver_metrics(tmp_path, monkeypatch):
     from training import loop, reporting
     lines = []
     # No Elo and no final matches (the periodic evaluation plays the solver
@@ -364,6 +364,21 @@ def test_tiny_training_run_writes_the_solver_metrics(tmp_path):
                "games" in line for line in described)
     assert any(f"first move from the empty board: column {summary['final_first_move']}" in line
                for line in described)
+    # The agent benchmark on this run: the run's own policy (agent.act) and
+    # another search of the same network, read back from its results file.
+    from benchmarks import connect_four_agent, harness
+    monkeypatch.setattr(harness, "RESULTS_DIR", str(tmp_path / "results"))
+    connect_four_agent.main(["--run-dir", run_dir, "--simulations", "4", "--uct-simulations",
+                             "--positions", "16", "--policies", config.policy, "alphazero+solver"])
+    saved = json.load(open(next((tmp_path / "results").glob("connect_four_agent-*.json"))))
+    by_player = {row["player"]: row for row in saved["rows"]}
+    own = agent.act(jax.random.key(4), solver.states_from_moves(positions["moves"]), 4)
+    assert by_player[f"search ({config.policy})"]["all"] == round(
+        solver.move_accuracy(np.asarray(own), positions)["all"], 4)
+    assert 0.0 <= by_player["search (alphazero+solver)"]["all"] <= 1.0
+    assert saved["settings"]["policies"] == [config.policy, "alphazero+solver"]
+    with pytest.raises(SystemExit):
+        connect_four_agent.main(["--run-dir", run_dir, "--policies", "minimax"])
     # The run as a results file: the session's commit and command, the curve.
     from benchmarks import training_run
     record = training_run.results(run_dir)
