@@ -369,7 +369,8 @@ def test_tiny_training_run_writes_the_solver_metrics(tmp_path, monkeypatch):
     from benchmarks import connect_four_agent, harness
     monkeypatch.setattr(harness, "RESULTS_DIR", str(tmp_path / "results"))
     connect_four_agent.main(["--run-dir", run_dir, "--simulations", "4", "--uct-simulations",
-                             "--positions", "16", "--policies", config.policy, "alphazero+solver"])
+                             "--positions", "16", "--policies", config.policy, "alphazero+solver",
+                             "--first-player-games", "2"])
     saved = json.load(open(next((tmp_path / "results").glob("connect_four_agent-*.json"))))
     by_player = {row["player"]: row for row in saved["rows"]}
     own = agent.act(jax.random.key(4), solver.states_from_moves(positions["moves"]), 4)
@@ -377,6 +378,11 @@ def test_tiny_training_run_writes_the_solver_metrics(tmp_path, monkeypatch):
         solver.move_accuracy(np.asarray(own), positions)["all"], 4)
     assert 0.0 <= by_player["search (alphazero+solver)"]["all"] <= 1.0
     assert saved["settings"]["policies"] == [config.policy, "alphazero+solver"]
+    assert [row["player"] for row in saved["first_player"]] == [
+        f"search ({config.policy})", "search (alphazero+solver)"]
+    for row in saved["first_player"]:
+        assert row["wins"] + row["draws"] + row["losses"] == sum(
+            row["first_mistake"].values()) == 2
     with pytest.raises(SystemExit):
         connect_four_agent.main(["--run-dir", run_dir, "--policies", "minimax"])
     # The run as a results file: the session's commit and command, the curve.
@@ -433,3 +439,27 @@ def test_first_move_is_judged_by_the_solver():
         assert suite.first_move(fixed(column), None, jax.random.key(0), "final_") == dict(
             final_first_move=column, final_first_move_value=value)
     assert seen == [([[True] * 7], 0.0)] * 7  # one position, the empty board
+
+
+@needs_solver
+def test_first_player_lines_find_the_first_losing_move():
+    from benchmarks.connect_four_agent import first_player_lines
+    perfect = first_player_lines(GAME, solver.SolverPlayer(), None, jax.random.key(0), 4)
+    assert perfect == dict(wins=4, draws=0, losses=0, first_mistake={"none": 4})
+    # A random first player: every game that is not won has a first mistake,
+    # at an even ply (its own moves); the games without one are the wins.
+    random_lines = first_player_lines(GAME, arena.RandomPlayer(), None, jax.random.key(1), 16)
+    assert random_lines["wins"] + random_lines["draws"] + random_lines["losses"] == 16
+    assert random_lines["first_mistake"].get("none", 0) <= random_lines["wins"]
+    assert random_lines["losses"] >= 8
+    plies = [int(p) for p in random_lines["first_mistake"] if p != "none"]
+    assert plies and all(p % 2 == 0 for p in plies)
+    # Opening off-centre gives up the win at once (only column 3 wins).
+    off_centre = arena.RandomPlayer()
+
+    def opens_at_zero(params, rng_key, game, states):
+        first = jnp.all(states._x.board < 0, axis=-1)  # pgx: -1 on an empty cell
+        return jnp.where(first, 0, off_centre(params, rng_key, game, states)).astype(jnp.int32)
+
+    assert first_player_lines(GAME, opens_at_zero, None, jax.random.key(2),
+                              4)["first_mistake"] == {"0": 4}
