@@ -10,11 +10,19 @@ games cut at plies 4-30; `--set mixed`: every stage, random and near-perfect
 games), overall, by stage and by difficulty (one, 2-3, 4-6 optimal moves), of
 
 - the raw policy network (its legal argmax, no search);
-- the agent's search (the run's policy, greedy) at each `--simulations`;
+- the agent's search (greedy) at each `--simulations`, with the run's
+  policy or each of `--policies` (names of `training.policies.POLICIES`;
+  a "+solver" suffix turns on the MCTS-solver, which proves wins and losses
+  in the tree): the same network searched another way;
 - the network's value alone, one ply deep: the move whose resulting position
   the value head rates worst for the opponent;
 - UCT with one random playout per leaf at `--uct-simulations` (no network),
-  for scale.
+  for scale;
+- with `--first-player-games N`: N games of each search moving first against
+  the solver (a random move among its best), and in each game the ply of the
+  search's first move that gives up the win (the solver judges every move it
+  makes): whether the first-player games are lost at the first move, in the
+  opening or later.
 
 If accuracy keeps rising with the budget, the search is what limits the
 agent at the training budget; if it flattens, the network (its policy and
@@ -27,6 +35,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from typing import Any, Dict
 
 import jax
 import jax.numpy as jnp
@@ -37,6 +46,7 @@ from benchmarks.connect_four_positions import SETS
 from envs import connect_four_solver as solver
 from mcts_jax import evaluators
 from training import arena
+from training.policies import POLICIES
 from training.agent import Agent
 from training import checkpoint as checkpoint_lib
 
@@ -61,11 +71,54 @@ def value_one_ply(agent: Agent, states, legal: np.ndarray) -> np.ndarray:
     return np.argmin(scores, axis=1)
 
 
+def first_player_lines(game, player, variables, rng_key, num_games: int) -> Dict[str, Any]:
+    """`num_games` games of `player` (an `arena` player) moving first against
+    `SolverPlayer`. Returns its wins, draws and losses and `first_mistake`:
+    {ply: games} of the ply (0, 2, 4, ...) of the player's first move that
+    does not keep the position's value (a first player starts from a won
+    position), "none" for the games without one (all won)."""
+    search = jax.jit(player, static_argnums=2)
+    solver_player = jax.jit(solver.SolverPlayer(), static_argnums=2)
+    step = jax.jit(game.step)
+    is_terminal = jax.jit(game.is_terminal)
+    reward_for = jax.jit(game.reward_for)
+    init_key, rng_key = jax.random.split(rng_key)
+    states = game.init(init_key, num_games)
+    first_id = states.current_player
+    score = np.zeros(num_games, np.float32)
+    first_mistake = np.full(num_games, -1)
+    for ply in range(solver.CELLS):
+        live = ~np.asarray(is_terminal(states))
+        if not live.any():
+            break
+        move_key, step_key, rng_key = jax.random.split(rng_key, 3)
+        if ply % 2 == 0:
+            actions = search(variables, move_key, game, states)
+            _, optimal = solver.solve_states(states)
+            kept = optimal[np.arange(num_games), np.asarray(actions)]
+            first_mistake[live & ~kept & (first_mistake < 0)] = ply
+        else:
+            actions = solver_player(None, move_key, game, states)
+        states = step(states, actions.astype(jnp.int32), step_key)
+        score += np.asarray(reward_for(states, first_id))
+    plies, counts = np.unique(first_mistake, return_counts=True)
+    return dict(wins=int(np.sum(score > 0)), draws=int(np.sum(score == 0)),
+                losses=int(np.sum(score < 0)),
+                first_mistake={("none" if p < 0 else str(p)): int(c)
+                               for p, c in zip(plies, counts)})
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--run-dir", required=True, help="a train.py Connect Four run folder")
     parser.add_argument("--simulations", type=int, nargs="+", default=[200, 800, 3200])
+    parser.add_argument("--policies", nargs="+", default=None,
+                        help="search policies to compare (default: the run's; "
+                             "name+solver adds the MCTS-solver)")
     parser.add_argument("--uct-simulations", type=int, nargs="*", default=[4000])
+    parser.add_argument("--first-player-games", type=int, default=0,
+                        help="games of each search moving first against the solver, with "
+                             "the ply of its first losing move (default 0: none)")
     parser.add_argument("--positions", type=int, default=1000)
     parser.add_argument("--set", choices=sorted(SETS), default="random_play",
                         help="the labelled positions (benchmarks.connect_four_positions)")
@@ -76,7 +129,7 @@ def main(argv=None) -> None:
     positions = solver.load_positions(SETS[args.set], limit=args.positions)
     states = solver.states_from_moves(positions["moves"], agent.game)
     legal = np.asarray(positions["legal"])
-    rows = []
+    rows, lines = [], []
 
     def score(player: str, budget, chosen, seconds):
         accuracy = solver.move_accuracy(chosen, positions)
@@ -90,11 +143,27 @@ def main(argv=None) -> None:
     tick = time.perf_counter()
     score("value head, one ply", 0, value_one_ply(agent, states, legal),
           time.perf_counter() - tick)
-    for budget in args.simulations:
-        tick = time.perf_counter()
-        chosen = agent.act(jax.random.key(budget), states, num_simulations=budget)
-        score(f"search ({agent.config.policy})", budget, np.asarray(chosen),
-              time.perf_counter() - tick)
+    for label in args.policies or [agent.config.policy]:
+        name, _, extra = label.partition("+")
+        if name not in POLICIES or extra not in ("", "solver"):
+            parser.error(f"--policies: {label!r} is not a policy name of {sorted(POLICIES)} "
+                         f"with an optional '+solver'")
+        for budget in args.simulations:
+            player = arena.SearchPlayer(
+                agent.model.evaluator, name, budget, greedy=True,
+                max_num_considered_actions=agent.config.max_num_considered_actions,
+                options=(("solver", True),) if extra else ())
+            tick = time.perf_counter()
+            chosen = jax.jit(player, static_argnums=2)(agent.variables, jax.random.key(budget),
+                                                       agent.game, states)
+            score(f"search ({label})", budget, np.asarray(chosen), time.perf_counter() - tick)
+            if args.first_player_games:
+                tick = time.perf_counter()
+                line = first_player_lines(agent.game, player, agent.variables,
+                                          jax.random.key(budget + 2), args.first_player_games)
+                lines.append(dict(player=f"search ({label})", simulations=budget, **line,
+                                  seconds=round(time.perf_counter() - tick, 1)))
+                print(lines[-1], flush=True)
     for budget in args.uct_simulations:
         uct = arena.SearchPlayer(evaluators.RandomPlayouts(num_playouts=1), "uct", budget)
         tick = time.perf_counter()
@@ -106,12 +175,20 @@ def main(argv=None) -> None:
                     run_dir=args.run_dir, iteration=agent.iteration,
                     run_sessions=sessions, positions=len(positions["moves"]),
                     position_set=args.set,
-                    simulations=args.simulations, uct_simulations=args.uct_simulations)
+                    simulations=args.simulations, uct_simulations=args.uct_simulations,
+                    policies=args.policies or [agent.config.policy],
+                    first_player_games=args.first_player_games,
+                    first_player_keys="game: key(budget + 2)")
     harness.report(args.name, f"Connect Four agent of {args.run_dir} (iteration "
                    f"{agent.iteration}) on {len(positions['moves'])} solver-labelled positions",
                    ["player", "simulations", "all", "opening", "middle", "late", "hard",
                     "medium", "easy", "seconds"],
-                   rows, settings)
+                   rows, settings, first_player=lines)
+    if lines:
+        print("\nMoving first against the solver (first_mistake: {ply of the search's first "
+              "move that gives up the win: games})")
+        print(harness.markdown_table(["player", "simulations", "wins", "draws", "losses",
+                                      "first_mistake", "seconds"], lines))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
     python -m benchmarks.connect_four_recipe --section openings --minutes 20 --seeds 0
     python -m benchmarks.connect_four_recipe --section openings_share --minutes 20 --seeds 0
     python -m benchmarks.connect_four_recipe --section openings_hour --minutes 55 --seeds 0 1 2
+    python -m benchmarks.connect_four_recipe --section openings_network --minutes 55 --seeds 0
     python -m benchmarks.connect_four_recipe --section forced_playouts --minutes 20 --seeds 0
     python -m benchmarks.connect_four_recipe --section learning --minutes 20 --seeds 0
     python -m benchmarks.connect_four_recipe --section ablation --minutes 55 --seeds 0 1 2
@@ -34,6 +35,9 @@ Sections:
             the preset's whole hour and on several seeds (is the 20-minute
             gain kept, and is the first move from the empty board still
             learnt on every seed?).
+  openings_network
+            with U[0, 8] random openings (more varied positions to learn),
+            the preset's network against a wider and deeper one.
   forced_playouts
             PUCT self-play (--policy alphazero) with KataGo's forced playouts
             and policy target pruning (k = 2) against PUCT self-play without.
@@ -100,6 +104,15 @@ SECTIONS = {
         ("preset", dict()),
         ("random_openings_8", dict(random_opening_plies=8)),
     ]),
+    # With random openings the preset's search accuracy levels off near 92-93%
+    # after 30 minutes (openings_hour): does a larger network, fed more varied
+    # positions, go further in the same time?
+    "openings_network": (PRESET, [
+        ("random_openings_8", dict(random_opening_plies=8)),
+        ("random_openings_8_resnet_48x4", dict(random_opening_plies=8, channels=48, blocks=4,
+                                               value_hidden=48, iterations=290,
+                                               eval_every=73)),
+    ]),
     # KataGo's forced playouts with policy target pruning, for PUCT self-play
     # (Gumbel's halving has its own improved target), against PUCT without.
     "forced_playouts": (PRESET, [
@@ -129,7 +142,7 @@ SECTIONS = {
 JUDGED = ["final_solver_search_accuracy", "final_solver_search_accuracy_opening",
           "final_solver_search_accuracy_hard", "final_solver_policy_accuracy",
           "final_vs_solver_first_wins", "final_vs_solver_first_draws",
-          "final_vs_solver_first_losses"]
+          "final_vs_solver_first_losses", "final_first_move_value"]
 
 
 def main(argv=None) -> None:

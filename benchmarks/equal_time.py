@@ -41,11 +41,12 @@ FIGURES = ("final_score_mean", "final_score_median", "final_tile_1024_rate",
            "final_solver_search_accuracy_opening", "final_solver_search_accuracy_middle",
            "final_solver_search_accuracy_late", "final_solver_search_accuracy_hard",
            "final_solver_policy_accuracy", "final_vs_solver_first_wins",
-           "final_vs_solver_first_draws", "final_vs_solver_first_losses", "training_s",
+           "final_vs_solver_first_draws", "final_vs_solver_first_losses", "final_first_move",
+           "final_first_move_value", "training_s",
            "total_games", "iterations", "mean_simulations_per_s")
 # Metric names of the evaluation curve (by prefix).
 CURVE_PREFIXES = ("score_", "tile_", "vs_perfect_", "policy_optimal", "solver_",
-                  "vs_solver_first_")
+                  "vs_solver_first_", "first_move")
 
 
 def command(run_dir: str, settings: Dict[str, Any], seed: int, seconds: float) -> List[str]:

@@ -316,7 +316,7 @@ def test_solver_player_always_wins_moving_first():
 # ---- training: the solver metrics ---------------------------------------------------------
 
 @needs_solver
-def test_tiny_training_run_writes_the_solver_metrics(tmp_path):
+def test_tiny_training_run_writes_the_solver_metrics(tmp_path, monkeypatch):
     from training import loop, reporting
     lines = []
     # No Elo and no final matches (the periodic evaluation plays the solver
@@ -350,6 +350,8 @@ def test_tiny_training_run_writes_the_solver_metrics(tmp_path):
     assert sum(games) == config.solver_games // 2
     assert evaluated["vs_solver_first_score"] == (games[0] + 0.5 * games[1]) / sum(games)
     assert evaluated["vs_solver_as_second"] == [0, 0, config.solver_games // 2]
+    for record in (evaluated, {k[len("final_"):]: v for k, v in summary.items()}):
+        assert record["first_move_value"] == FIRST_MOVE_VALUES[record["first_move"]]
     final = json.load(open(os.path.join(run_dir, "final.json")))
     assert final["final_solver_positions"] == 16
     assert any("move accuracy on 16 solver-labelled positions" in line for line in lines)
@@ -357,8 +359,32 @@ def test_tiny_training_run_writes_the_solver_metrics(tmp_path):
     assert os.path.getsize(os.path.join(run_dir, "plots", "solver.png")) > 1000
     summary = dict(summary, final_vs_solver_first_wins=3, final_vs_solver_first_draws=1,
                    final_vs_solver_first_losses=0)
+    described = reporting.describe_summary(config, summary)
     assert any("moving first vs the perfect solver (bitbully): 3 wins, 1 draws, 0 losses in 4 "
-               "games" in line for line in reporting.describe_summary(config, summary))
+               "games" in line for line in described)
+    assert any(f"first move from the empty board: column {summary['final_first_move']}" in line
+               for line in described)
+    # The agent benchmark on this run: the run's own policy (agent.act) and
+    # another search of the same network, read back from its results file.
+    from benchmarks import connect_four_agent, harness
+    monkeypatch.setattr(harness, "RESULTS_DIR", str(tmp_path / "results"))
+    connect_four_agent.main(["--run-dir", run_dir, "--simulations", "4", "--uct-simulations",
+                             "--positions", "16", "--policies", config.policy, "alphazero+solver",
+                             "--first-player-games", "2"])
+    saved = json.load(open(next((tmp_path / "results").glob("connect_four_agent-*.json"))))
+    by_player = {row["player"]: row for row in saved["rows"]}
+    own = agent.act(jax.random.key(4), solver.states_from_moves(positions["moves"]), 4)
+    assert by_player[f"search ({config.policy})"]["all"] == round(
+        solver.move_accuracy(np.asarray(own), positions)["all"], 4)
+    assert 0.0 <= by_player["search (alphazero+solver)"]["all"] <= 1.0
+    assert saved["settings"]["policies"] == [config.policy, "alphazero+solver"]
+    assert [row["player"] for row in saved["first_player"]] == [
+        f"search ({config.policy})", "search (alphazero+solver)"]
+    for row in saved["first_player"]:
+        assert row["wins"] + row["draws"] + row["losses"] == sum(
+            row["first_mistake"].values()) == 2
+    with pytest.raises(SystemExit):
+        connect_four_agent.main(["--run-dir", run_dir, "--policies", "minimax"])
     # The run as a results file: the session's commit and command, the curve.
     from benchmarks import training_run
     record = training_run.results(run_dir)
@@ -384,3 +410,56 @@ def test_missing_solver_gives_a_notice_and_no_metrics(monkeypatch):
     assert len(lines) == 1 and "bitbully is not installed" in lines[0]
     assert suite.solver_match(suite.agent, None, jax.random.key(0), 4) == {}
     assert suite.solver_accuracy(None, jax.random.key(0), suite.agent, 16) == {}
+    assert suite.first_move(suite.agent, None, jax.random.key(0)) == {}
+
+
+# The first player's value after each opening column (Allis 1988: only the
+# centre wins, its neighbours draw, the others lose).
+FIRST_MOVE_VALUES = {0: -1, 1: -1, 2: 0, 3: 1, 4: 0, 5: -1, 6: -1}
+
+
+@needs_solver
+def test_first_move_is_judged_by_the_solver():
+    from training import networks
+    from training import config as config_lib
+    from training import evaluation
+    config = config_lib.resolve(dict(game="connect_four", preset="tiny"))
+    suite = evaluation.Evaluation(config, GAME, networks.make_model(config.network_config(),
+                                                                    GAME), log=lambda line: None)
+    seen = []
+
+    def fixed(column):
+        def agent(params, rng_key, game, states):
+            seen.append((np.asarray(states.legal_action_mask).tolist(),
+                         float(np.abs(np.asarray(states.observation)).sum())))
+            return jnp.full(states.current_player.shape, column, jnp.int32)
+        return agent
+
+    for column, value in FIRST_MOVE_VALUES.items():
+        assert suite.first_move(fixed(column), None, jax.random.key(0), "final_") == dict(
+            final_first_move=column, final_first_move_value=value)
+    assert seen == [([[True] * 7], 0.0)] * 7  # one position, the empty board
+
+
+@needs_solver
+def test_first_player_lines_find_the_first_losing_move():
+    from benchmarks.connect_four_agent import first_player_lines
+    perfect = first_player_lines(GAME, solver.SolverPlayer(), None, jax.random.key(0), 4)
+    assert perfect == dict(wins=4, draws=0, losses=0, first_mistake={"none": 4})
+    # A random first player: every game that is not won has a first mistake,
+    # at an even ply (its own moves); the games without one are the wins.
+    random_lines = first_player_lines(GAME, arena.RandomPlayer(), None, jax.random.key(1), 16)
+    assert random_lines["wins"] + random_lines["draws"] + random_lines["losses"] == 16
+    assert random_lines["first_mistake"].get("none", 0) <= random_lines["wins"]
+    assert random_lines["losses"] >= 8
+    plies = [int(p) for p in random_lines["first_mistake"] if p != "none"]
+    assert plies and all(p % 2 == 0 for p in plies)
+    # Opening off-centre gives up the win at once (only column 3 wins).
+    off_centre = arena.RandomPlayer()
+
+    def opens_at_zero(params, rng_key, game, states):
+        first = jnp.all(states._x.board < 0, axis=-1)  # pgx: -1 on an empty cell
+        return jnp.where(first, 0, off_centre(params, rng_key, game, states)).astype(jnp.int32)
+
+    assert first_player_lines(GAME, opens_at_zero, None, jax.random.key(2),
+                              4)["first_mistake"] == {"0": 4}

@@ -90,6 +90,7 @@ class Evaluation:
                           if game.name == "tic_tac_toe" else None)
         self.benchmark = self._solver_benchmark(log) if game.name == "connect_four" else None
         self._benchmark_states = {}
+        self._empty_board = None  # pgx state [1] of the empty board (Connect Four)
 
     # ---- Connect Four against the perfect solver ------------------------------------
 
@@ -153,6 +154,20 @@ class Evaluation:
                                                         / max(1, wins + draws + losses), 4),
                 f"{prefix}vs_solver_as_second": list(result.second)}
 
+    def first_move(self, agent, variables, key, prefix: str = "") -> Dict[str, Any]:
+        """The agent's move from the empty board (`first_move`, a column) and
+        the game-theoretic value it keeps for the first player
+        (`first_move_value`: +1 only for the centre column, the one winning
+        move; 0 or -1 for the others). A first player that wins against the
+        solver needs it; it decides the agent's games as first player."""
+        if self.benchmark is None:
+            return {}
+        if self._empty_board is None:
+            self._empty_board = connect_four_solver.states_from_moves([""], self.game)
+        column = int(np.asarray(agent(variables, key, self.game, self._empty_board))[0])
+        value = -connect_four_solver.solve([column])  # the second player is to move after it
+        return {f"{prefix}first_move": column, f"{prefix}first_move_value": value}
+
     def match(self, player, variables, opponent, opponent_params, key, num_games, opening=0):
         return arena.play_match(self.game, player, variables, opponent, opponent_params, key,
                                 num_games, opening_moves=opening, max_plies=self.max_plies)
@@ -202,6 +217,7 @@ class Evaluation:
                                          self.config.solver_games))
             out.update(self.solver_accuracy(variables, solver_keys[1], self.agent,
                                             self.config.solver_positions))
+            out.update(self.first_move(self.agent, variables, jax.random.fold_in(key, 4)))
         return out
 
     def final(self, variables, key) -> Dict[str, Any]:
@@ -225,6 +241,8 @@ class Evaluation:
             out.update(self.solver_accuracy(variables, solver_keys[1], self.final_agent,
                                             self.config.final_solver_positions, "final_",
                                             cells=True))
+            out.update(self.first_move(self.final_agent, variables, jax.random.fold_in(key, 4),
+                                       "final_"))
         if num_games < 2:
             return out
         keys = jax.random.split(key, 3)

@@ -199,6 +199,10 @@ def describe_summary(config: TrainConfig, summary: Dict[str, Any]) -> List[str]:
         lines.append(f"agent ({config_lib.search_label(config)}, {sims} simulations) moving first vs the perfect "
                      f"solver (bitbully): {w} wins, {d} draws, {l} losses in {w + d + l} games "
                      f"(a perfect first player wins them all)")
+    if "final_first_move" in summary:
+        outcome = {1: "a win", 0: "a draw", -1: "a loss"}[summary["final_first_move_value"]]
+        lines.append(f"first move from the empty board: column {summary['final_first_move']} "
+                     f"(it keeps {outcome} for the first player; only the centre, 3, wins)")
     if "final_solver_positions" in summary:
         lines.append(f"move accuracy on {summary['final_solver_positions']} solver-labelled "
                      f"positions of random play, plies 4-30 (the move keeps the "
