@@ -133,8 +133,12 @@ _PRESETS: Dict[str, GamePresets] = {
                       eval_simulations=64, eval_every=10),
         presets={
             # About 55 minutes on a 2-core CPU (docs/training.md has its curve
-            # against the perfect solver).
+            # against the perfect solver). Self-play games open with U[0, 8]
+            # random plies: 92.7% and 92.3% search accuracy on two seeds
+            # against 86% from the empty board (connect_four_recipe openings,
+            # openings_hour).
             "cpu": dict(iterations=660, network="resnet", channels=32, blocks=3,
+                        random_opening_plies=8,
                         value_hidden=32, policy="gumbel", num_simulations=32,
                         fast_simulations=8, full_search_fraction=0.25,
                         search_value_weight=0.5, overlap_phases=True, num_games=128,
