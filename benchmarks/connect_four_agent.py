@@ -125,6 +125,11 @@ def main(argv=None) -> None:
     parser.add_argument("--name", default="connect_four_agent")
     args = parser.parse_args(argv)
 
+    for label in args.policies or []:  # before any work
+        name, _, extra = label.partition("+")
+        if name not in POLICIES or extra not in ("", "solver"):
+            parser.error(f"--policies: {label!r} is not a policy name of {sorted(POLICIES)} "
+                         f"with an optional '+solver'")
     agent = Agent.load(args.run_dir)
     positions = solver.load_positions(SETS[args.set], limit=args.positions)
     states = solver.states_from_moves(positions["moves"], agent.game)
@@ -145,9 +150,6 @@ def main(argv=None) -> None:
           time.perf_counter() - tick)
     for label in args.policies or [agent.config.policy]:
         name, _, extra = label.partition("+")
-        if name not in POLICIES or extra not in ("", "solver"):
-            parser.error(f"--policies: {label!r} is not a policy name of {sorted(POLICIES)} "
-                         f"with an optional '+solver'")
         for budget in args.simulations:
             player = arena.SearchPlayer(
                 agent.model.evaluator, name, budget, greedy=True,
