@@ -77,7 +77,8 @@ class Agent:
             return arena.PolicyPlayer(self.model.evaluator, greedy=greedy)
         options = (("simulations_per_step", simulations_per_step),) \
             if simulations_per_step != 1 else ()
-        return arena.SearchPlayer(self.model.evaluator, self.config.policy,
+        policy = config_lib.search_policy_name(self.config)  # "stochastic" for 2048
+        return arena.SearchPlayer(self.model.evaluator, policy,
                                   num_simulations or self.config.final_simulations,
                                   greedy=greedy,
                                   max_num_considered_actions=self.config.max_num_considered_actions,

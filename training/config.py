@@ -417,7 +417,7 @@ def self_play_policy(config: TrainConfig, num_actions: int, policy: Any = None):
         if policy.options.max_nodes is None:
             policy = policy.replace(max_nodes=config.search_max_nodes)
         return policy
-    name = "stochastic" if is_stochastic(config.game) else config.policy
+    name = search_policy_name(config)
     changes = dict(max_nodes=config.search_max_nodes)
     if config.simulations_per_step > 1:
         changes["simulations_per_step"] = config.simulations_per_step
@@ -525,12 +525,19 @@ def uses_learned_model(config: TrainConfig) -> bool:
     return config.algorithm != "alphazero"
 
 
+def search_policy_name(config: TrainConfig) -> str:
+    """The policy name an AlphaZero run searches its game with: "stochastic"
+    (chance nodes) for the stochastic games, whatever `config.policy` says,
+    `config.policy` otherwise."""
+    return "stochastic" if is_stochastic(config.game) else config.policy
+
+
 def search_label(config: TrainConfig) -> str:
     """How the run's agent searches, for reports: the policy name, or the
     algorithm and its learned model."""
     if uses_learned_model(config):
         return f"{config.algorithm}, learned model"
-    return "stochastic" if is_stochastic(config.game) else config.policy
+    return search_policy_name(config)
 
 
 def _validate_learned_model(config: TrainConfig) -> None:

@@ -48,7 +48,7 @@ import envs
 from envs import connect_four_solver, perfect_play
 from mcts_jax import evaluators
 from training import arena, networks
-from training.config import TrainConfig
+from training.config import TrainConfig, search_policy_name
 
 
 class Evaluation:
@@ -64,7 +64,7 @@ class Evaluation:
         considered = config.max_num_considered_actions
         self.stochastic = isinstance(game, envs.ChanceGame)
         self.one_player = getattr(game, "num_players", 2) == 1
-        policy = "stochastic" if self.stochastic else config.policy
+        policy = search_policy_name(config)
         # A learned-model run brings its own agents (training.muzero.setup.agent).
         self.agent = agent or arena.SearchPlayer(model.evaluator, policy,
                                                  config.eval_simulations, greedy=True,
