@@ -422,8 +422,8 @@ class ChanceGame(PgxGame):
                    ) -> Tuple[base.ChanceRecurrentFnOutput, pgx.State]:
         """Applies outcomes [B] to full afterstates [B] and evaluates the new
         states: (ChanceRecurrentFnOutput, next full states [B]). Reward for the
-        mover (`afterstates.state.current_player`), discount -1 / +1 / 0,
-        value 0 at terminal."""
+        mover (`afterstates.state.current_player`), discount -1 / +1 / 0
+        (`self.discount` in place of +1), value 0 at terminal."""
         mover = self.current_player(afterstates.state)
         states = self.apply_outcome(afterstates, outcomes)
         terminal = self.is_terminal(states)
@@ -433,7 +433,7 @@ class ChanceGame(PgxGame):
             action_logits=logits,
             value=jnp.where(terminal, 0.0, value),
             reward=self.reward_for(states, mover),
-            discount=jnp.where(terminal, 0.0, jnp.where(same_player, 1.0, -1.0)),
+            discount=jnp.where(terminal, 0.0, jnp.where(same_player, self.discount, -1.0)),
             invalid_actions=~self.legal_actions(states),
         )
         return output, states

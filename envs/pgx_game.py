@@ -70,11 +70,20 @@ class PgxGame:
         default network, training settings).
       num_actions: A, the size of the action space.
       observation_shape: shape of one observation.
+      discount: the search's discount of one move where the same player
+        moves again: 1 (the default) for the games as pgx defines them;
+        below 1 only for a one-player game (`envs.make(name, discount=)`),
+        whose values are then discounted returns.
     """
 
     name: str
     env: pgx.Env
     spec: Any  # envs.registry.GameSpec
+    discount: float = 1.0
+
+    @property
+    def num_players(self) -> int:
+        return int(self.env.num_players)
 
     @functools.cached_property
     def num_actions(self) -> int:
@@ -249,7 +258,7 @@ def _recurrent_fn_for(game: PgxGame, evaluator: Evaluator) -> mcts_jax.Recurrent
         logits, value = evaluator(params, eval_key, game, states)
         output = mcts_jax.RecurrentFnOutput(
             reward=game.reward_for(states, mover),
-            discount=jnp.where(terminal, 0.0, jnp.where(same_player, 1.0, -1.0)),
+            discount=jnp.where(terminal, 0.0, jnp.where(same_player, game.discount, -1.0)),
             prior_logits=logits,
             value=jnp.where(terminal, 0.0, value),
             invalid_actions=~game.legal_actions(states),

@@ -19,7 +19,6 @@ from typing import Any, Optional
 
 import jax
 
-import envs
 from training import arena, networks
 from training import checkpoint as checkpoint_lib
 from training import config as config_lib
@@ -48,7 +47,7 @@ class Agent:
         if not os.path.exists(config_path):
             raise FileNotFoundError(f"{run_dir} is not a training run (no config.json)")
         config = config_lib.load_json(config_path)
-        game = envs.make(config.game)
+        game = config_lib.make_game(config)
         if config_lib.uses_learned_model(config):
             model = learned_model.make_model(config, game)
         else:

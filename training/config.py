@@ -50,6 +50,7 @@ CHECKS: Dict[str, Tuple[Callable[[Any], bool], str]] = {
     "even": (lambda v: v >= 0 and v % 2 == 0,
              "must be even and >= 0 (half the games as each side)"),
     "fraction": (lambda v: 0.0 <= v <= 1.0, "must be in [0, 1]"),
+    "discount": (lambda v: 0.0 < v <= 1.0, "must be in (0, 1]"),
     "positive_real": (lambda v: v > 0, "must be positive"),
     "non_negative_real": (lambda v: v >= 0, "must be >= 0"),
 }
@@ -174,8 +175,10 @@ class TrainConfig:
                                  "there) or auto (outcome for two players, n_step for one)",
                                  choices=("auto", "outcome", "n_step"))
     td_steps: int = setting(10, "learned model: n of the n-step value targets", "positive")
-    discount: float = setting(0.997, "learned model, one-player games: discount of one move "
-                              "in the search and the n-step targets", "fraction")
+    discount: float = setting(0.997, "one-player games: discount of one move in the search "
+                              "and the value targets (AlphaZero: the replay's returns; learned "
+                              "model: the n-step targets); two-player games ignore it",
+                              "discount")
     support_bound: float = setting(1.0, "learned model: values and rewards are categorical over "
                                    "[-bound, bound] (in h-space with --support-transform)",
                                    "positive_real", shape=True)
@@ -519,6 +522,16 @@ def validate(config: TrainConfig) -> None:
         _validate_learned_model(config)
     elif is_stochastic(config.game):
         _validate_stochastic(config)
+
+
+def make_game(config: TrainConfig):
+    """The run's game (`envs.make`): a one-player game with the config's
+    discount, so that the true game's search and the replay's value targets
+    discount alike; a two-player game as it is."""
+    game = envs.make(config.game)
+    if game.num_players == 1:
+        return envs.make(config.game, discount=config.discount)
+    return game
 
 
 def uses_learned_model(config: TrainConfig) -> bool:

@@ -55,7 +55,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import envs
 from envs import registry
 from mcts_jax import sharding
 from training import networks
@@ -157,7 +156,7 @@ def build(config: TrainConfig, mesh: Optional[jax.sharding.Mesh] = None, policy:
     steps."""
     if config_lib.uses_learned_model(config):
         return learned_model.build(config, mesh, policy)
-    game = envs.make(config.game)
+    game = config_lib.make_game(config)
     model = networks.make_model(config.network_config(), game)
     player = self_play.SelfPlay(
         game=game, model=model,

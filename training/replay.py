@@ -6,8 +6,9 @@ single `dynamic_update_slice`. A sample is *pending* until its game ends;
 meanwhile every reward its row receives is credited to it (for the player who
 was to move at that sample), and when the game ends it becomes *ready* with
 its value target complete: the sum of the rewards from its move to the end
-of the game, for its player. For the board games, which reward only the last
-move, that is the final result; for 2048 it is the points still to come; for
+of the game, for its player (discounted by the game's one-move discount in
+a one-player game that has one, `envs.make(name, discount=)`). For the
+board games, which reward only the last move, that is the final result; for 2048 it is the points still to come; for
 backgammon the +-1 to +-3 of the game. Only ready samples are drawn for
 training. A game longer than T moves loses its oldest samples (overwritten
 before they are ready), nothing else. Values and targets are on the game's
@@ -115,20 +116,29 @@ def add(buffer: ReplayBuffer, observation: chex.Array, policy: chex.Array,
 
 
 def credit_rewards(buffer: ReplayBuffer, rewards: chex.Array, done: chex.Array,
-                   search_value_weight: float = 0.0) -> ReplayBuffer:
+                   search_value_weight: float = 0.0, discount: float = 1.0) -> ReplayBuffer:
     """One move of every row was played: its rewards go to the row's pending
     samples, and rows whose game ended make theirs ready.
 
     rewards: [B, num_players] float32, pgx's `state.rewards` after the move
       (each player's reward for it); every pending sample of row b adds
-      `(1 - w) * rewards[b, its player]` (w = search_value_weight, the
-      Python float given to `add`).
+      `(1 - w) * discount ** age * rewards[b, its player]` (w =
+      search_value_weight, the Python float given to `add`; age, the moves
+      played since the sample's own, 0 for the move just made: every move
+      writes one slot, so it is the slot's distance behind the cursor).
     done: [B] bool, the row's game ended with this move (or was cut: the
       targets keep the rewards credited so far).
+    discount: a Python float in (0, 1]; below 1 (one-player games) the
+      target is the discounted return, matching a search whose one-move
+      discount is the same (`envs.make(name, discount=)`).
     """
     credit = jnp.take_along_axis(
         jnp.broadcast_to(rewards[None], buffer.player.shape + rewards.shape[-1:]),
         buffer.player[..., None], axis=-1)[..., 0].astype(jnp.float32)
+    if discount != 1.0:
+        num_slots = buffer.status.shape[0]
+        age = (buffer.cursor - 1 - jnp.arange(num_slots)) % num_slots
+        credit = credit * (discount ** age.astype(jnp.float32))[:, None]
     pending = buffer.status == PENDING
     value = jnp.where(pending, buffer.value + (1.0 - search_value_weight) * credit,
                       buffer.value)

@@ -217,7 +217,8 @@ class SelfPlay:
 
     def credit(self, buffer, rewards, done):
         """The buffer after the move (traced): rewards [B, num_players], done [B]."""
-        return replay.credit_rewards(buffer, rewards, done, self.search_value_weight)
+        return replay.credit_rewards(buffer, rewards, done, self.search_value_weight,
+                                     self.game.discount)
 
     def step(self, variables, rng_key: chex.PRNGKey, state: SelfPlayState,
              buffer: replay.ReplayBuffer):

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import envs
 from training import learner as learner_lib
 from training import policies
-from training.config import TrainConfig, game_spec, self_play_policy
+from training.config import TrainConfig, game_spec, make_game, self_play_policy
 from training.muzero import networks, search
 from training.muzero.learner import LearnedModelLearner
 from training.muzero.self_play import LearnedModelSelfPlay
@@ -76,7 +75,7 @@ def make_model(config: TrainConfig, game) -> networks.LearnedModel:
 
 def build(config: TrainConfig, mesh=None, user_policy: Any = None):
     """(game, model, self-play, learner) of a learned-model run."""
-    game = envs.make(config.game)
+    game = make_game(config)
     model = make_model(config, game)
     changes = dict(max_nodes=config.search_max_nodes)
     if config.simulations_per_step > 1:
