@@ -298,3 +298,33 @@ def test_lean_embeddings_are_small():
     assert (game.lean_bytes(), game.lean_afterstate_bytes()) == (27, 28)
     assert (backgammon.lean_bytes(), backgammon.lean_afterstate_bytes()) == (51, 52)
     assert game.full_bytes() > 500 and backgammon.full_bytes() > 400
+
+
+def test_one_player_discount_reaches_the_search_and_refuses_two_players():
+    """envs.make("2048", discount=0.9): the same object for the same
+    arguments; every live chance edge has discount 0.9 (0 at the end), and a
+    decision's afterstate value is reward + 0.9 * the next state's value."""
+    game = envs.make("2048", discount=0.9)
+    assert game is envs.make("2048", discount=0.9) and game.discount == 0.9
+    assert envs.make("2048").discount == 1.0 and envs.make("2048") is envs.make("2048", 1.0)
+    evaluator = Constant()
+    states = game.init(jax.random.key(0), 16)
+    actions = random_actions(jax.random.key(1), states)
+    after = game.afterstate(states, actions)
+    outcome = jax.random.categorical(jax.random.key(2),
+                                     jnp.log(game.chance_probabilities(after))).astype(jnp.int32)
+    chance, _ = game.chance_recurrent_fn(evaluator)(None, jax.random.key(3), outcome,
+                                                     game.lean_afterstate(after))
+    np.testing.assert_allclose(np.asarray(chance.discount), 0.9, rtol=1e-6)  # no game ends yet
+    decision, _ = game.decision_recurrent_fn(evaluator)(None, jax.random.key(4), actions,
+                                                        game.lean_state(states))
+    reward = game.reward_for(game.apply_outcome(after, outcome), states.current_player)
+    np.testing.assert_allclose(np.asarray(decision.afterstate_value - reward), 0.9 * 0.5,
+                               rtol=1e-6)
+    with pytest.raises(ValueError, match="one-player"):
+        envs.make("backgammon", discount=0.9)
+    with pytest.raises(ValueError, match="one-player"):
+        envs.make("tic_tac_toe", discount=0.99)
+    for bad in (0.0, 1.5, True, "0.9"):
+        with pytest.raises(ValueError, match=r"discount must be a number in \(0, 1\]"):
+            envs.make("2048", discount=bad)

@@ -24,11 +24,12 @@ TINY_NET = networks.NetworkConfig(kind="mlp", hidden=16, num_layers=1, value_hid
 
 # ---- replay buffer -----------------------------------------------------------------
 
-@pytest.mark.parametrize("weight", [0.0, 0.3])
-def test_replay_buffer_matches_python_model(weight):
+@pytest.mark.parametrize("weight,discount", [(0.0, 1.0), (0.3, 1.0), (0.0, 0.9), (0.3, 0.8)])
+def test_replay_buffer_matches_python_model(weight, discount):
     """weight: the search value's share of the value target. Rewards come on
     every move (as 2048's do), so a target is the sum of the rewards from
-    its move to the end of its game, for its player."""
+    its move to the end of its game, for its player, each discounted by
+    `discount` per move after the sample's own."""
     slots, rows, steps = 5, 3, 23
     rng = np.random.default_rng(0)
     buffer = replay.init(slots, rows, (2,), jnp.float32, 4)
@@ -45,24 +46,25 @@ def test_replay_buffer_matches_python_model(weight):
                             jnp.asarray(player), jnp.asarray(record), jnp.asarray(search_value),
                             weight)
         buffer = replay.credit_rewards(buffer, jnp.asarray(rewards, jnp.float32),
-                                       jnp.asarray(done), weight)
+                                       jnp.asarray(done), weight, discount)
         slot = t % slots
         for r in range(rows):
             pending[r] = [s for s in pending[r] if s != slot]  # overwritten
             model[(slot, r)] = [replay.PENDING if record[r] else replay.EMPTY,
                                 weight * search_value[r] if record[r] else 0.0, player[r],
-                                obs[r, 0]]
+                                obs[r, 0], t]
             if record[r]:
                 pending[r].append(slot)
             for s in pending[r]:
-                model[(s, r)][1] += (1 - weight) * rewards[r, model[(s, r)][2]]
+                age = t - model[(s, r)][4]
+                model[(s, r)][1] += (1 - weight) * discount ** age * rewards[r, model[(s, r)][2]]
             if done[r]:
                 for s in pending[r]:
                     model[(s, r)][0] = replay.READY
                 pending[r] = []
         status = np.asarray(buffer.status)
         value = np.asarray(buffer.value)
-        for (s, r), (st, v, p, o) in model.items():
+        for (s, r), (st, v, p, o, _) in model.items():
             assert status[s, r] == st, (t, s, r)
             if st != replay.EMPTY:
                 assert value[s, r] == pytest.approx(v, abs=1e-5)
@@ -201,6 +203,19 @@ def test_learner_fits_a_fixed_buffer(tiny_setup):
 
 
 # ---- configuration and command line --------------------------------------------------
+
+def test_one_player_games_are_made_with_the_config_discount():
+    """`--discount` reaches the true game of a one-player run (its search
+    and, through `SelfPlay.credit`, its value targets); a two-player game
+    keeps its -1 between players and ignores it."""
+    game = config_lib.make_game(config_lib.resolve({"game": "2048", "discount": 0.95}))
+    assert game.discount == 0.95 and game is envs.make("2048", discount=0.95)
+    assert config_lib.make_game(config_lib.resolve({"game": "2048"})).discount == 1.0
+    board = config_lib.make_game(config_lib.resolve({"game": "tic_tac_toe", "discount": 0.95}))
+    assert board is GAME and board.discount == 1.0
+    with pytest.raises(ValueError, match=r"discount must be in \(0, 1\]"):
+        config_lib.resolve({"game": "2048", "discount": 0.0})
+
 
 def test_config_resolution_and_validation():
     config = config_lib.resolve({})
