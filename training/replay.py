@@ -8,8 +8,9 @@ was to move at that sample), and when the game ends it becomes *ready* with
 its value target complete: the sum of the rewards from its move to the end
 of the game, for its player (discounted by the game's one-move discount in
 a one-player game that has one, `envs.make(name, discount=)`). For the
-board games, which reward only the last move, that is the final result; for 2048 it is the points still to come; for
-backgammon the +-1 to +-3 of the game. Only ready samples are drawn for
+board games, which reward only the last move, that is the final result;
+for 2048 it is the points still to come; for backgammon the +-1 to +-3 of
+the game. Only ready samples are drawn for
 training. A game longer than T moves loses its oldest samples (overwritten
 before they are ready), nothing else. Values and targets are on the game's
 reward scale (the learner divides by the network's `value_scale`).
