@@ -422,18 +422,17 @@ class ChanceGame(PgxGame):
                    ) -> Tuple[base.ChanceRecurrentFnOutput, pgx.State]:
         """Applies outcomes [B] to full afterstates [B] and evaluates the new
         states: (ChanceRecurrentFnOutput, next full states [B]). Reward for the
-        mover (`afterstates.state.current_player`), discount -1 / +1 / 0
-        (`self.discount` in place of +1), value 0 at terminal."""
+        mover (`afterstates.state.current_player`), discount from
+        `search_discount`, value 0 at terminal."""
         mover = self.current_player(afterstates.state)
         states = self.apply_outcome(afterstates, outcomes)
         terminal = self.is_terminal(states)
-        same_player = self.current_player(states) == mover
         logits, value = evaluator(params, rng_key, self, states)
         output = base.ChanceRecurrentFnOutput(
             action_logits=logits,
             value=jnp.where(terminal, 0.0, value),
             reward=self.reward_for(states, mover),
-            discount=jnp.where(terminal, 0.0, jnp.where(same_player, self.discount, -1.0)),
+            discount=self.search_discount(states, mover),
             invalid_actions=~self.legal_actions(states),
         )
         return output, states

@@ -85,6 +85,15 @@ class PgxGame:
     def num_players(self) -> int:
         return int(self.env.num_players)
 
+    def search_discount(self, states: pgx.State, mover: chex.Array) -> chex.Array:
+        """The search's discount [B] of the move that led to `states` [B],
+        made by `mover` [B]: 0 at a terminal state, `self.discount` where
+        `mover` moves again, -1 where the other player moves (values are
+        always from the point of view of the player to move)."""
+        same_player = self.current_player(states) == mover
+        return jnp.where(self.is_terminal(states), 0.0,
+                         jnp.where(same_player, self.discount, -1.0))
+
     @functools.cached_property
     def num_actions(self) -> int:
         # From the abstract state: pgx's own property runs `init` eagerly on
@@ -254,11 +263,10 @@ def _recurrent_fn_for(game: PgxGame, evaluator: Evaluator) -> mcts_jax.Recurrent
         mover = game.current_player(states)
         states = game.step(states, action, step_key)
         terminal = game.is_terminal(states)
-        same_player = game.current_player(states) == mover
         logits, value = evaluator(params, eval_key, game, states)
         output = mcts_jax.RecurrentFnOutput(
             reward=game.reward_for(states, mover),
-            discount=jnp.where(terminal, 0.0, jnp.where(same_player, game.discount, -1.0)),
+            discount=game.search_discount(states, mover),
             prior_logits=logits,
             value=jnp.where(terminal, 0.0, value),
             invalid_actions=~game.legal_actions(states),
