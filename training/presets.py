@@ -148,8 +148,10 @@ _PRESETS: Dict[str, GamePresets] = {
                         eval_simulations=200, uct_simulations=32, solver_positions=500,
                         solver_games=40, final_games=200, final_simulations=200,
                         checkpoint_every=5),
-            # An accelerator run (not yet measured: no device has been lent to this
-            # project; see docs/training.md for the expected cost).
+            # An accelerator run (not yet measured; see docs/training.md for the
+            # expected cost). A checkpoint every 10 iterations: on one H100 the
+            # 2048 runs' checkpoint of every iteration, with a replay of this
+            # size, took half of each 2.8 s iteration (docs/learned_models.md).
             "gpu": dict(iterations=400, network="resnet", channels=64, blocks=6,
                         value_hidden=64, policy="gumbel", num_simulations=64,
                         fast_simulations=16, full_search_fraction=0.25,
@@ -158,7 +160,7 @@ _PRESETS: Dict[str, GamePresets] = {
                         updates_per_iteration=64, learning_rate=2e-3, eval_every=25,
                         elo_every=50, eval_games=100, eval_simulations=200,
                         uct_simulations=200, solver_positions=1000, solver_games=100,
-                        final_games=200, final_simulations=200),
+                        final_games=200, final_simulations=200, checkpoint_every=10),
             "tiny": _C4_TINY,
         }),
     "othello": GamePresets(
