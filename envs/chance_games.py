@@ -92,7 +92,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import chex
 import jax
@@ -104,6 +104,7 @@ from pgx import play2048 as pgx_2048
 
 from mcts_jax import base
 from mcts_jax import validation
+from envs import symmetry
 from envs.pgx_game import Evaluator, PgxGame
 from envs.registry import GAMES, LeanLayout
 
@@ -150,6 +151,10 @@ class ChanceSpec:
     outcome_probabilities: afterstate -> [C] probabilities for one afterstate.
     chance_part: (afterstate, outcome) -> state for one afterstate: the next
       state before pgx's wrapper (terminal mask, observation).
+    symmetries: () -> tables of `envs.symmetry`, or None (as
+      `GameSpec.symmetries`; 2048: the board's 8, which also turn the
+      slides; the chance outcomes are not mapped, a learned model's codes
+      need no map).
     """
 
     name: str
@@ -168,12 +173,19 @@ class ChanceSpec:
     actions: str = ""
     outcomes: str = ""
     heuristic: Optional[Callable] = None
+    symmetries: Optional[Callable[[], Dict[str, np.ndarray]]] = None
 
     def make_env(self) -> pgx.Env:
         return pgx.make(self.env_id)
 
-    def symmetry_tables(self):
-        return None
+    def symmetry_tables(self) -> Optional[Dict[str, np.ndarray]]:
+        """The symmetry tables (built once per spec), or None."""
+        return None if self.symmetries is None else _symmetry_tables(self.symmetries)
+
+
+@functools.lru_cache(maxsize=None)
+def _symmetry_tables(builder):
+    return builder()
 
 
 # ---- 2048 ----------------------------------------------------------------------------
@@ -270,7 +282,7 @@ CHANCE_SPECS = (
         value_scale=1000.0,  # a random game's score; rewards are points
         lean=LeanLayout(narrow=(("_board", _INT8), ("current_player", _INT8))),
         deterministic_part=_slide, outcome_probabilities=_tile_probabilities,
-        chance_part=_place_tile,
+        chance_part=_place_tile, symmetries=functools.partial(symmetry.dihedral_slides, 4),
         actions="4 ids: slide left, up, right, down (legal when the slide moves a tile).",
         outcomes="32 ids: `2 * cell + k`, a 2 (k = 0, p 0.9) or a 4 (k = 1, p 0.1) on an "
                  "empty cell (row * 4 + column), uniform over the empty cells."),

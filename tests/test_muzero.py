@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from envs import symmetry
 from training import checkpoint as checkpoint_lib
 from training import config as config_lib
 from training import loop
@@ -164,6 +165,42 @@ def test_outcome_targets_need_a_finished_game_and_are_zero_past_it():
         np.testing.assert_allclose(targets[n, 0], total)
 
 
+@pytest.mark.parametrize("game", ["2048", "connect_four"])
+def test_augmentation_maps_a_whole_window_through_one_symmetry(game):
+    """`augment` (on with --augment where the game has symmetries): every
+    window goes through one symmetry, the same at its K + 1 steps, and the
+    played actions move where the policies move them (a policy target that
+    is the played move stays the played move)."""
+    config = config_lib.resolve(dict(game=game, preset="tiny", algorithm="muzero", augment=True,
+                                     num_unroll_steps=3))
+    _, _, _, learner = loop.build(config)
+    assert learner.symmetries == game
+    tables = config_lib.make_game(config).symmetry_tables()
+    count, num_actions = tables["action"].shape
+    n, steps = 64, 4
+    shape = config_lib.make_game(config).observation_shape
+    observation = jax.random.normal(jax.random.key(0), (n, steps) + shape)
+    actions = jax.random.randint(jax.random.key(1), (n, steps - 1), 0, num_actions)
+    policy = jax.nn.one_hot(jnp.concatenate([actions, actions[:, :1]], axis=1), num_actions)
+    value = jax.random.normal(jax.random.key(2), (n, steps))
+    targets = learner_lib.Targets(observation=observation, policy=policy,
+                                  has_policy=jnp.ones((n, steps), bool), value=value,
+                                  actions=actions, reward=value[:, :-1],
+                                  alive=jnp.ones((n, steps), bool))
+    out = learner.augment(jax.random.key(3), targets)
+    np.testing.assert_array_equal(jnp.argmax(out.policy[:, :-1], -1), out.actions)
+    np.testing.assert_array_equal(out.value, value)
+    np.testing.assert_array_equal(out.reward, targets.reward)
+    used = set()
+    for row in range(n):
+        images = [np.asarray(symmetry.apply(tables, jnp.full((steps,), s), observation[row],
+                                            policy[row])[0]) for s in range(count)]
+        matches = [s for s in range(count) if np.array_equal(images[s], out.observation[row])]
+        assert len(matches) == 1, (row, matches)  # all K + 1 steps through one symmetry
+        used.add(matches[0])
+    assert len(used) == count  # every symmetry drawn over 64 windows
+
+
 # ---- tiny runs -------------------------------------------------------------------------------
 
 def test_checkpoint_of_another_algorithm_is_refused(tmp_path):
@@ -180,7 +217,7 @@ def test_tiny_runs_of_the_other_algorithms(tmp_path, game, algorithm):
                     eval_every=2, elo_every=0, final_games=2, min_replay=8,
                     num_unroll_steps=2, td_steps=3, chance_codes=4, max_game_length=6,
                     solver_positions=0, solver_games=0, final_solver_positions=0,
-                    consistency_weight=1.0,
+                    consistency_weight=1.0, augment=True,
                     code_usage_weight=1.0 if algorithm == "stochastic_muzero" else 0.0)
     quiet = lambda *_: None  # noqa: E731
     config, run_dir = loop.open_run(str(tmp_path / "run"), explicit, log=quiet)

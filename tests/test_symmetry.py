@@ -5,6 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from pgx import play2048 as pgx_2048
 
 import envs
 import tictactoe_minimax as minimax
@@ -80,6 +81,74 @@ def test_symmetric_games_through_pgx_stay_symmetric(name):
                                           err_msg=f"{name} ply {ply}: {what}")
         if np.asarray(originals.terminated).all():
             break
+
+
+def test_2048_symmetries_turn_slides_and_tiles_alike():
+    """2048's 8 symmetries, played through pgx's observation and our
+    afterstate / chance split: from the image of a start board, the image
+    of each slide, then the image of the tile that appeared (a cell maps by
+    the board's permutation) gives, move after move, the image of pgx's
+    observation and legal mask, and the same merge points and ends."""
+    game = envs.make_chance_game("2048")
+    tables = envs.chance_games.chance_spec("2048").symmetry_tables()
+    assert tables["observation"].shape == (8, 16) and tables["action"].shape == (8, 4)
+    for kind in ("observation", "action"):
+        np.testing.assert_array_equal(tables[kind][0], np.arange(tables[kind].shape[1]))
+        assert all(sorted(row.tolist()) == list(range(tables[kind].shape[1]))
+                   for row in tables[kind])
+    count, rows = 8, 6
+    index = jnp.repeat(jnp.arange(count), rows)
+    perm = np.asarray(tables["observation"])[np.asarray(index)]       # [N, 16] gathers
+    new_cell = np.argsort(perm, axis=1)                                # old cell -> new cell
+    inverse = np.argsort(tables["action"], axis=1)                     # old action -> image
+    start = game.init(jax.random.key(0), rows)
+    originals = jax.tree.map(lambda x: jnp.tile(x, (count,) + (1,) * (x.ndim - 1)), start)
+    board = jnp.take_along_axis(originals._board, jnp.asarray(perm), axis=1)
+    images = originals.replace(_board=board, legal_action_mask=jax.vmap(
+        lambda b: pgx_2048._legal_action_mask(b.reshape(4, 4)))(board))
+    images = images.replace(observation=jax.vmap(game.env.observe)(images))
+    afterstate, apply_outcome = jax.jit(game.afterstate), jax.jit(game.apply_outcome)
+    probabilities = jax.jit(game.chance_probabilities)
+    key = jax.random.key(1)
+    for move in range(60):
+        want_obs, want_legal = symmetry.apply(tables, index, originals.observation,
+                                              originals.legal_action_mask)
+        np.testing.assert_array_equal(images.observation, want_obs, err_msg=f"move {move}")
+        np.testing.assert_array_equal(images.legal_action_mask, want_legal)
+        np.testing.assert_array_equal(images.rewards, originals.rewards)
+        np.testing.assert_array_equal(images.terminated, originals.terminated)
+        key, action_key, tile_key = jax.random.split(key, 3)
+        logits = jnp.where(originals.legal_action_mask[:rows], 0.0, -jnp.inf)
+        action = np.tile(np.asarray(jax.random.categorical(action_key, logits)), count)
+        after = afterstate(originals, jnp.asarray(action))
+        image_after = afterstate(images, jnp.asarray(inverse[np.asarray(index), action]))
+        np.testing.assert_array_equal(
+            image_after.state._board,
+            np.take_along_axis(np.asarray(after.state._board), perm, axis=1))
+        np.testing.assert_array_equal(image_after.state.rewards, after.state.rewards)
+        outcome = np.tile(np.asarray(jax.random.categorical(
+            tile_key, jnp.log(probabilities(after)[:rows]))), count)
+        cell, tile = outcome // 2, outcome % 2
+        image_outcome = 2 * new_cell[np.arange(count * rows), cell] + tile
+        originals = apply_outcome(after, jnp.asarray(outcome))
+        images = apply_outcome(image_after, jnp.asarray(image_outcome))
+    assert not np.asarray(originals.terminated).all()  # boards past the opening
+
+
+def test_map_actions_inverts_the_action_gather():
+    """`map_actions` gives the id at which `apply` puts each old action's
+    entry, for every game's tables."""
+    for tables in (registry.symmetry_tables("tic_tac_toe"), registry.symmetry_tables("hex"),
+                   envs.chance_games.chance_spec("2048").symmetry_tables()):
+        count, num_actions = tables["action"].shape
+        index = jnp.repeat(jnp.arange(count), num_actions)
+        old = jnp.tile(jnp.arange(num_actions), count)
+        one_hot = jax.nn.one_hot(old, num_actions)
+        cells = tables["observation"].shape[1]
+        _, moved = symmetry.apply(tables, index, jnp.zeros((count * num_actions, cells, 1, 1)),
+                                  one_hot)
+        np.testing.assert_array_equal(symmetry.map_actions(tables, index, old[:, None])[:, 0],
+                                      jnp.argmax(moved, axis=1))
 
 
 def test_tic_tac_toe_symmetries_preserve_optimal_moves():

@@ -398,6 +398,15 @@ def game_spec(game: str):
     return envs.spec(game)
 
 
+def augmented_game(config: TrainConfig) -> Optional[str]:
+    """The game whose board symmetries augment the training samples (a
+    random one per sample, `--augment`), or None: augmentation off, or a
+    game with no symmetries (chess, backgammon)."""
+    if config.augment and make_game(config).symmetry_tables() is not None:
+        return config.game
+    return None
+
+
 def is_stochastic(game: str) -> bool:
     return game in envs.CHANCE_GAMES
 

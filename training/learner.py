@@ -31,7 +31,8 @@ import jax.numpy as jnp
 import optax
 from jax.sharding import Mesh
 
-from envs import registry, symmetry
+import envs
+from envs import symmetry
 from mcts_jax import sharding
 from training import networks
 from training import replay
@@ -106,7 +107,7 @@ def _update(self: Learner, state: LearnerState, rng_key, buffer):
     observation, policy_target, value_target = replay.sample(buffer, sample_key,
                                                              self.batch_size, self.mesh)
     if self.symmetries is not None:
-        tables = registry.symmetry_tables(self.symmetries)
+        tables = envs.make(self.symmetries).symmetry_tables()
         index = jax.random.randint(sym_key, (self.batch_size,), 0, tables["observation"].shape[0])
         index = sharding.constrain_batch(index, self.mesh)
         observation, policy_target = symmetry.apply(tables, index, observation, policy_target)

@@ -55,7 +55,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from envs import registry
 from mcts_jax import sharding
 from training import networks
 from training import checkpoint as checkpoint_lib
@@ -173,12 +172,10 @@ def build(config: TrainConfig, mesh: Optional[jax.sharding.Mesh] = None, policy:
     optimizer = learner_lib.make_optimizer(
         config.learning_rate, config.total_updates, config.warmup_fraction,
         config.end_learning_rate_fraction, config.weight_decay, config.clip_norm)
-    use_symmetry = (config.augment and not config_lib.is_stochastic(config.game)
-                    and registry.symmetry_tables(config.game) is not None)
     learner = learner_lib.Learner(model=model, optimizer=optimizer,
                                   batch_size=config.train_batch_size,
                                   value_weight=config.value_weight,
-                                  symmetries=config.game if use_symmetry else None,
+                                  symmetries=config_lib.augmented_game(config),
                                   mesh=mesh)
     return game, model, player, learner
 

@@ -44,6 +44,8 @@ import jax.numpy as jnp
 import optax
 from jax.sharding import Mesh
 
+import envs
+from envs import symmetry
 from mcts_jax import sharding
 from training.learner import LearnerState
 from training.muzero import search as search_lib
@@ -96,7 +98,8 @@ class LearnedModelLearner:
     value_targets "outcome" or "n_step" (see `trajectories`); td_steps n;
     discount gamma of one move (n-step targets; the search's discount of a
     one-player game); reanalyse_policy / reanalyse_simulations: the search
-    that recomputes targets (a `mcts_jax.Policy` value)."""
+    that recomputes targets (a `mcts_jax.Policy` value); symmetries: the
+    game whose board symmetries augment each window (`augment`), or None."""
 
     model: LearnedModel
     optimizer: optax.GradientTransformation
@@ -113,6 +116,7 @@ class LearnedModelLearner:
     reanalyse_fraction: float = 0.0
     reanalyse_policy: Any = None
     reanalyse_simulations: int = 0
+    symmetries: Optional[str] = None   # game name whose symmetries augment windows
     mesh: Optional[Mesh] = None
 
     @property
@@ -159,6 +163,23 @@ class LearnedModelLearner:
                                          random_actions),
                        reward=jnp.where(alive[:, :unroll], window.reward[:, :unroll], 0.0),
                        alive=alive)
+
+    def augment(self, rng_key, targets: Targets) -> Targets:
+        """Each window seen through one random board symmetry of its own: its
+        K + 1 observations and policies and its K actions alike, so that the
+        unroll replays the image of the moves that were played (values,
+        rewards and the chance encoder's codes need no map: the encoder
+        reads the transformed next observation)."""
+        tables = envs.make(self.symmetries).symmetry_tables()
+        n, steps = targets.policy.shape[:2]
+        index = jax.random.randint(rng_key, (n,), 0, tables["observation"].shape[0])
+        index = sharding.constrain_batch(index, self.mesh)
+        flat = lambda x: x.reshape((n * steps,) + x.shape[2:])  # noqa: E731
+        observation, policy = symmetry.apply(tables, jnp.repeat(index, steps),
+                                             flat(targets.observation), flat(targets.policy))
+        return targets.replace(observation=observation.reshape(targets.observation.shape),
+                               policy=policy.reshape(targets.policy.shape),
+                               actions=symmetry.map_actions(tables, index, targets.actions))
 
     def reanalyse(self, variables, rng_key, window: trajectories.Window, count: int):
         """(policy [count, K + 1, A] of fresh searches at the first `count`
@@ -302,7 +323,11 @@ def _update(self: LearnedModelLearner, state: LearnerState, rng_key, buffer):
     window = trajectories.sample(buffer, sample_key, self.batch_size, self.window,
                                  self.value_targets, self.mesh)
     window = sharding.constrain_batch(window, self.mesh)
+    if self.symmetries is not None:
+        target_key, symmetry_key = jax.random.split(target_key)
     targets = self.targets(state.variables, target_key, window)
+    if self.symmetries is not None:
+        targets = self.augment(symmetry_key, targets)
     targets = sharding.constrain_batch(targets, self.mesh)
     grads, metrics = jax.grad(self.loss, has_aux=True)(state.variables["params"], targets)
     updates, opt_state = self.optimizer.update(grads, state.opt_state,

@@ -20,7 +20,8 @@ from typing import Any
 
 from training import learner as learner_lib
 from training import policies
-from training.config import TrainConfig, game_spec, make_game, self_play_policy
+from training.config import (TrainConfig, augmented_game, game_spec, make_game,
+                             self_play_policy)
 from training.muzero import networks, search
 from training.muzero.learner import LearnedModelLearner
 from training.muzero.self_play import LearnedModelSelfPlay
@@ -107,7 +108,7 @@ def build(config: TrainConfig, mesh=None, user_policy: Any = None):
         reanalyse_policy=play_policy if reanalyse_simulations < play_policy.options.max_nodes
         else play_policy.replace(max_nodes=reanalyse_simulations + 1),
         reanalyse_simulations=reanalyse_simulations,
-        mesh=mesh)
+        symmetries=augmented_game(config), mesh=mesh)
     return game, model, player, learner
 
 
