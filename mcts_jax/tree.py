@@ -483,12 +483,9 @@ def log_probabilities(probs: chex.Array) -> chex.Array:
 
 def at_slots(tree: "Tree", slot_action_ids: chex.Array, per_action: chex.Array) -> chex.Array:
     """[B, A] per-action values read at each slot's action id [B, K] -> [B, K]
-    (an unused compact slot, id A, reads action A - 1: mask it yourself). In
-    the dense layout slot k is action k: `per_action` itself, no gather."""
-    if tree.children_actions is None:
-        return per_action
-    num_actions = per_action.shape[-1]
-    return jnp.take_along_axis(per_action, jnp.minimum(slot_action_ids, num_actions - 1), axis=1)
+    in `tree`'s layout (`slot_values`: the values themselves in the dense
+    layout; an unused compact slot, id A, reads 0)."""
+    return slot_values(None if tree.children_actions is None else slot_action_ids, per_action)
 
 
 def slot_values(slot_action_ids: Optional[chex.Array], per_action: chex.Array) -> chex.Array:
@@ -500,7 +497,7 @@ def slot_values(slot_action_ids: Optional[chex.Array], per_action: chex.Array) -
     num_actions = per_action.shape[-1]
     ids = slot_action_ids.astype(jnp.int32)
     values = jnp.take_along_axis(per_action, jnp.minimum(ids, num_actions - 1), axis=-1)
-    return jnp.where(ids < num_actions, values, 0.0)
+    return jnp.where(ids < num_actions, values, jnp.zeros((), per_action.dtype))
 
 
 def masked_priors(prior_logits: chex.Array, legal: chex.Array) -> chex.Array:
