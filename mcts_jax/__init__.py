@@ -9,8 +9,9 @@ from mcts_jax.mctx_selection import (gumbel_muzero_interior_action_selection,
                                      gumbel_muzero_root_action_selection,
                                      muzero_action_selection)
 from mcts_jax.mctx_tree import MctxSearchSummary, MctxTree, mctx_view
-from mcts_jax.mctx_policies import (MuZeroPolicy, StochasticMuZeroPolicy, gumbel_muzero_policy,
-                                    muzero_policy, stochastic_muzero_policy)
+from mcts_jax.mctx_policies import (MuZeroPolicy, StochasticGumbelPolicy, StochasticMuZeroPolicy,
+                                    gumbel_muzero_policy, muzero_policy,
+                                    stochastic_muzero_policy)
 from mcts_jax.options import SearchOptions
 from mcts_jax.recompiles import RecompileWarning
 from mcts_jax.policies import (AlphaZeroPolicy, GumbelPolicy, Policy, RulePolicy, UCTPolicy,
@@ -64,7 +65,7 @@ __all__ = [
     "qtransform_completed_by_mix_value", "qtransform_raw", "mixed_value",
     # policies (ours, then mctx's signatures)
     "Policy", "UCTPolicy", "AlphaZeroPolicy", "GumbelPolicy", "RulePolicy", "MuZeroPolicy",
-    "StochasticMuZeroPolicy",
+    "StochasticGumbelPolicy", "StochasticMuZeroPolicy",
     "uct_policy", "alphazero_policy", "gumbel_policy", "rule_policy", "muzero_policy",
     "gumbel_muzero_policy", "stochastic_muzero_policy",
     # chance nodes

@@ -217,13 +217,9 @@ def gumbel_muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.
     return as_mctx_output(output, root, invalid_actions)
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class StochasticMuZeroPolicy(MuZeroPolicy):
-    """mctx's Stochastic MuZero as a value (see `stochastic_muzero_policy`):
-    its `recurrent_fn` is the pair `(decision_recurrent_fn,
-    chance_recurrent_fn)`; PUCT at decision nodes, at chance nodes the
-    outcome whose visits lag its probability most, Dirichlet noise over the
-    A decisions, the action sampled from the root's decision visits."""
+class TakesChanceNodes:
+    """A policy mixin: `recurrent_fn` is the pair `(decision_recurrent_fn,
+    chance_recurrent_fn)`, called through `search_with_chance_nodes`."""
 
     takes_chance_nodes: ClassVar[bool] = True
 
@@ -234,22 +230,17 @@ class StochasticMuZeroPolicy(MuZeroPolicy):
             return self.replace(**overrides)(params, rng_key, root, recurrent_fn,
                                              num_simulations, invalid_actions=invalid_actions,
                                              tree=tree, temperature=temperature)
-        if not (isinstance(recurrent_fn, tuple) and len(recurrent_fn) == 2):
-            raise TypeError(f"{type(self).__name__} takes recurrent_fn = (decision_recurrent_fn, "
-                            f"chance_recurrent_fn), got {type(recurrent_fn).__name__}")
-        decision_fn, chance_fn = recurrent_fn
-        checks = self.options.checks
-        validation.check_root(root, invalid_actions, values=checks == "host")
-        stochastic_root, mask, combined_fn = stochastic.stochastic_root(
-            params, rng_key, root, invalid_actions, decision_fn, chance_fn)
-        validation.check_tree_kind(tree, combined_fn.num_outcomes)  # before the probe compiles
-        if checks == "host":
-            stochastic.check_chance_probabilities(decision_fn, params, rng_key, root,
-                                                  invalid_actions)
-        options = self.options.resolve(stochastic_root, mask, num_simulations, tree,
-                                       num_chance_outcomes=combined_fn.num_outcomes)
-        return self.run(params, rng_key, stochastic_root, combined_fn, mask, tree, options,
-                        temperature)
+        return search_with_chance_nodes(self, params, rng_key, root, recurrent_fn,
+                                        num_simulations, invalid_actions, tree, temperature)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class StochasticMuZeroPolicy(TakesChanceNodes, MuZeroPolicy):
+    """mctx's Stochastic MuZero as a value (see `stochastic_muzero_policy`):
+    its `recurrent_fn` is the pair `(decision_recurrent_fn,
+    chance_recurrent_fn)`; PUCT at decision nodes, at chance nodes the
+    outcome whose visits lag its probability most, Dirichlet noise over the
+    A decisions, the action sampled from the root's decision visits."""
 
     def rules(self, options) -> selection.Rules:
         return selection.everywhere(Static(stochastic.ChanceAware(super().rules(options).at_root)))
@@ -274,6 +265,59 @@ class StochasticMuZeroPolicy(MuZeroPolicy):
             action = play_proven(tree, tree_lib.children_stats(tree, root_index), action)
         return base.PolicyOutput(action=action, action_weights=action_weights,
                                  search_tree=tree)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class StochasticGumbelPolicy(TakesChanceNodes, GumbelPolicy):
+    """Gumbel MuZero on a stochastic game (ours; mctx has no such policy):
+    `recurrent_fn` is the pair `(decision_recurrent_fn, chance_recurrent_fn)`
+    as for `StochasticMuZeroPolicy`. At the root (a decision node) Gumbel
+    noise and sequential halving over the considered decisions; at decision
+    nodes below it Gumbel's deterministic rule (the child whose visit share
+    lags the improved policy most); at chance nodes mctx's rule (the
+    outcome whose visits lag its probability most). The move is Gumbel's
+    (`g + log P + sigma(completed Q)`, no temperature) and `action_weights`
+    [B, A] the improved policy over the A decisions: the training target
+    that needs few simulations."""
+
+    def rules(self, options) -> selection.Rules:
+        gumbel = super().rules(options)
+        return selection.Rules(at_root=gumbel.at_root,
+                               below_root=Static(stochastic.ChanceAware(gumbel.below_root)))
+
+    def body(self, params, rng_key, root, invalid_actions, temperature, tree, *,
+             recurrent_fn, options: SearchOptions) -> base.PolicyOutput:
+        """Gumbel's body over the A + C edge ids; the weights cut to the A
+        decisions (the outcome ids are illegal at the root, weight 0)."""
+        output = super().body(params, rng_key, root, invalid_actions, temperature, tree,
+                              recurrent_fn=recurrent_fn, options=options)
+        num_decisions = root.prior_logits.shape[-1] - options.num_chance_outcomes
+        return output.replace(action_weights=output.action_weights[:, :num_decisions])
+
+
+def search_with_chance_nodes(policy: Policy, params, rng_key, root: base.RootFnOutput,
+                             recurrent_fn, num_simulations: int, invalid_actions, tree,
+                             temperature) -> base.PolicyOutput:
+    """A policy that takes chance nodes, called: the pair of functions
+    checked and combined into one (`stochastic.stochastic_root`: the root's
+    priors over A + C edge ids, the outcome ids illegal there), the options
+    resolved with C outcomes, then the policy's compiled body."""
+    if not (isinstance(recurrent_fn, tuple) and len(recurrent_fn) == 2):
+        raise TypeError(f"{type(policy).__name__} takes recurrent_fn = (decision_recurrent_fn, "
+                        f"chance_recurrent_fn), got {type(recurrent_fn).__name__}")
+    decision_fn, chance_fn = recurrent_fn
+    checks = policy.options.checks
+    validation.check_root(root, invalid_actions, values=checks == "host")
+    stochastic_root, mask, combined_fn = stochastic.stochastic_root(
+        params, rng_key, root, invalid_actions, decision_fn, chance_fn)
+    validation.check_tree_kind(tree, combined_fn.num_outcomes)  # before the probe compiles
+    if checks == "host":
+        stochastic.check_chance_probabilities(decision_fn, params, rng_key, root,
+                                              invalid_actions)
+    options = policy.options.resolve(stochastic_root, mask, num_simulations, tree,
+                                     num_chance_outcomes=combined_fn.num_outcomes)
+    return policy.run(params, rng_key, stochastic_root, combined_fn, mask, tree, options,
+                      temperature)
 
 
 def stochastic_muzero_policy(params: base.Params, rng_key: chex.PRNGKey,

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import mcts_jax
 from envs import symmetry
 from training import checkpoint as checkpoint_lib
 from training import config as config_lib
@@ -213,7 +214,10 @@ def test_checkpoint_of_another_algorithm_is_refused(tmp_path):
 @pytest.mark.parametrize("game,algorithm", [("2048", "stochastic_muzero"),
                                             ("connect_four", "gumbel_muzero")])
 def test_tiny_runs_of_the_other_algorithms(tmp_path, game, algorithm):
-    explicit = dict(game=game, preset="tiny", algorithm=algorithm, iterations=2,
+    """Whole tiny runs, with board-symmetry augmentation; Stochastic MuZero
+    searches with Gumbel's root and target (`--policy gumbel`; its PUCT
+    search runs in tests/test_search_parts.py)."""
+    explicit = dict(game=game, preset="tiny", algorithm=algorithm, iterations=2, policy="gumbel",
                     eval_every=2, elo_every=0, final_games=2, min_replay=8,
                     num_unroll_steps=2, td_steps=3, chance_codes=4, max_game_length=6,
                     solver_positions=0, solver_games=0, final_solver_positions=0,
@@ -222,6 +226,10 @@ def test_tiny_runs_of_the_other_algorithms(tmp_path, game, algorithm):
     quiet = lambda *_: None  # noqa: E731
     config, run_dir = loop.open_run(str(tmp_path / "run"), explicit, log=quiet)
     summary = loop.train(config, run_dir, progress=False, log=quiet)
+    _, _, player, learner = loop.build(config)
+    assert learner.symmetries == game
+    if algorithm == "stochastic_muzero":
+        assert isinstance(player.policy, mcts_jax.StochasticGumbelPolicy)
     last = timeless_metrics(run_dir)[-1]
     assert last["updates"] > 0 and np.isfinite(last["loss"])
     assert 0 <= last["consistency_loss"] <= 2.0  # 1 - cosine

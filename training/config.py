@@ -548,10 +548,18 @@ def uses_learned_model(config: TrainConfig) -> bool:
 
 
 def search_policy_name(config: TrainConfig) -> str:
-    """The policy name an AlphaZero run searches its game with: "stochastic"
-    (chance nodes) for the stochastic games, whatever `config.policy` says,
-    `config.policy` otherwise."""
-    return "stochastic" if is_stochastic(config.game) else config.policy
+    """The policy name an AlphaZero run searches its game with:
+    `config.policy`, with chance nodes for the stochastic games
+    ("stochastic": PUCT, "stochastic_gumbel": Gumbel)."""
+    if is_stochastic(config.game):
+        return stochastic_policy_name(config.policy)
+    return config.policy
+
+
+def stochastic_policy_name(policy: str) -> str:
+    """`--policy` with chance nodes: "stochastic" (PUCT, mctx's Stochastic
+    MuZero search) for alphazero, "stochastic_gumbel" for gumbel."""
+    return "stochastic_gumbel" if policy == "gumbel" else "stochastic"
 
 
 def search_label(config: TrainConfig) -> str:
@@ -586,11 +594,6 @@ def _validate_learned_model(config: TrainConfig) -> None:
 def _validate_stochastic(config: TrainConfig) -> None:
     """What a stochastic game's run cannot do (see docs/training.md)."""
     game = config.game
-    if config.policy != "alphazero":
-        raise ValueError(f"--policy {config.policy} has no chance nodes: {game} is stochastic "
-                         f"and trains with --policy alphazero (mcts_jax."
-                         f"stochastic_muzero_policy, PUCT over decisions, chance nodes "
-                         f"for the dice / tiles)")
     if config.reuse_tree:
         raise ValueError(f"--reuse-tree is not supported for {game}: pgx's step does not say "
                          f"which chance outcome happened, so the subtree to keep is unknown "

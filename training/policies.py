@@ -48,6 +48,13 @@ def _stochastic(*, root_noise, sample_action, dirichlet_fraction, dirichlet_alph
         dirichlet_alpha=dirichlet_alpha, value_range=None)
 
 
+def _stochastic_gumbel(*, root_noise, num_actions, max_num_considered_actions,
+                       **_) -> mcts_jax.Policy:
+    return mcts_jax.StochasticGumbelPolicy.make(
+        max_num_considered_actions=min(max_num_considered_actions, num_actions),
+        gumbel_scale=1.0 if root_noise else 0.0, value_range=None)
+
+
 def _muzero(*, root_noise, sample_action, dirichlet_fraction, dirichlet_alpha,
             **_) -> mcts_jax.Policy:
     return mcts_jax.MuZeroPolicy(dirichlet_fraction=dirichlet_fraction if root_noise else 0.0,
@@ -65,6 +72,7 @@ POLICIES: Dict[str, Callable[..., mcts_jax.Policy]] = {
     "alphazero": _alphazero,
     "gumbel": _gumbel,
     "stochastic": _stochastic,  # the stochastic games: chance nodes, unbounded values
+    "stochastic_gumbel": _stochastic_gumbel,  # the same with Gumbel's root and target
     "muzero": _muzero,
     "gumbel_muzero": _gumbel_muzero,
 }

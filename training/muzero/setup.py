@@ -21,14 +21,22 @@ from typing import Any
 from training import learner as learner_lib
 from training import policies
 from training.config import (TrainConfig, augmented_game, game_spec, make_game,
-                             self_play_policy)
+                             self_play_policy, stochastic_policy_name)
 from training.muzero import networks, search
 from training.muzero.learner import LearnedModelLearner
 from training.muzero.self_play import LearnedModelSelfPlay
 from training.muzero.support import Support
 
-POLICY_NAMES = {"muzero": "muzero", "gumbel_muzero": "gumbel_muzero",
-                "stochastic_muzero": "stochastic"}
+POLICY_NAMES = {"muzero": "muzero", "gumbel_muzero": "gumbel_muzero"}
+
+
+def policy_name(config: TrainConfig) -> str:
+    """The search policy of the run's algorithm: MuZero's PUCT, Gumbel
+    MuZero's, and for Stochastic MuZero `--policy` with chance nodes
+    (alphazero: PUCT as mctx's; gumbel: `mcts_jax.StochasticGumbelPolicy`)."""
+    if config.algorithm == "stochastic_muzero":
+        return stochastic_policy_name(config.policy)
+    return POLICY_NAMES[config.algorithm]
 
 
 def model_config(config: TrainConfig) -> networks.ModelConfig:
@@ -63,7 +71,7 @@ def policy(config: TrainConfig, num_actions: int, greedy: bool = False, **change
     if one_player(config):  # unbounded values: min-max normalised Q
         extra.setdefault("value_range", None)
     return policies.policy_from_name(
-        POLICY_NAMES[config.algorithm], num_actions=num_actions, root_noise=not greedy,
+        policy_name(config), num_actions=num_actions, root_noise=not greedy,
         sample_action=False, max_num_considered_actions=config.max_num_considered_actions,
         dirichlet_fraction=config.dirichlet_fraction, dirichlet_alpha=config.dirichlet_alpha,
         **extra)
