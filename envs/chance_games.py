@@ -106,7 +106,7 @@ from mcts_jax import base
 from mcts_jax import validation
 from envs import symmetry
 from envs.pgx_game import Evaluator, PgxGame
-from envs.registry import GAMES, LeanLayout
+from envs.registry import GAMES, LeanLayout, built_tables
 
 
 @chex.dataclass(frozen=True)
@@ -180,12 +180,7 @@ class ChanceSpec:
 
     def symmetry_tables(self) -> Optional[Dict[str, np.ndarray]]:
         """The symmetry tables (built once per spec), or None."""
-        return None if self.symmetries is None else _symmetry_tables(self.symmetries)
-
-
-@functools.lru_cache(maxsize=None)
-def _symmetry_tables(builder):
-    return builder()
+        return None if self.symmetries is None else built_tables(self.symmetries)
 
 
 # ---- 2048 ----------------------------------------------------------------------------

@@ -106,7 +106,7 @@ class GameSpec:
 
     def symmetry_tables(self) -> Optional[Dict[str, np.ndarray]]:
         """The symmetry tables (built once per spec), or None."""
-        return None if self.symmetries is None else _tables(self.symmetries)
+        return None if self.symmetries is None else built_tables(self.symmetries)
 
     def num_symmetries(self) -> int:
         tables = self.symmetry_tables()
@@ -114,7 +114,9 @@ class GameSpec:
 
 
 @functools.lru_cache(maxsize=None)
-def _tables(builder):
+def built_tables(builder):
+    """`builder()`, built once per builder (`GameSpec.symmetries`, and the
+    stochastic games' `ChanceSpec.symmetries`)."""
     return builder()
 
 
