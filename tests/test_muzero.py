@@ -69,7 +69,7 @@ def test_gradient_scaling_keeps_the_value_and_scales_the_gradient():
 T, B, A, GAMMA = 7, 3, 4, 0.9
 
 
-def _fill(num_moves, seed):
+def _fill(num_moves, seed, discount=1.0):
     """Writes `num_moves` moves of B rows into a ring of T slots; returns the
     buffer and, per row, the Python record of every move [(id, game, reward,
     over, search value)] in write order (ids are the observations)."""
@@ -87,7 +87,8 @@ def _fill(num_moves, seed):
                                   jnp.asarray(action), jnp.asarray(value), jnp.ones(B, bool))
         reward = rng.integers(0, 5, size=B).astype(np.float32)
         over = rng.random(B) < 0.15
-        buffer = trajectories.credit(buffer, jnp.asarray(reward[:, None]), jnp.asarray(over))
+        buffer = trajectories.credit(buffer, jnp.asarray(reward[:, None]), jnp.asarray(over),
+                                     discount=discount)
         for row in range(B):
             history[row].append((ids[row], game[row], reward[row], bool(over[row]),
                                  value[row], int(action[row])))
@@ -144,8 +145,9 @@ def test_windows_and_n_step_targets_match_a_python_reference(num_moves):
         assert seen == {True, False}
 
 
-def test_outcome_targets_need_a_finished_game_and_are_zero_past_it():
-    buffer, history = _fill(12, seed=3)
+@pytest.mark.parametrize("discount", [1.0, GAMMA])  # two-player; one-player (2048)
+def test_outcome_targets_need_a_finished_game_and_are_zero_past_it(discount):
+    buffer, history = _fill(12, seed=3, discount=discount)
     usable = np.asarray(trajectories.usable(buffer, 3, "outcome"))
     status = np.asarray(buffer.samples.status)
     np.testing.assert_array_equal(usable, status == 2)
@@ -153,17 +155,18 @@ def test_outcome_targets_need_a_finished_game_and_are_zero_past_it():
     targets = np.asarray(trajectories.value_targets(window, 2, "outcome", 0, 1.0))
     alive = np.asarray(window.alive)
     np.testing.assert_array_equal(targets[~alive], 0.0)
-    # Rewards of 0..4 all credited to player 0: the outcome is the rewards to the game's end.
+    # Rewards of 0..4 all credited to player 0: the outcome is the rewards to
+    # the game's end, each discounted by its distance from the window's start.
     for n in range(8):
         start = float(window.observation[n, 0, 0])
         moves = history[int(start) % 1000]
         first = [m[0] for m in moves].index(start)
         total = 0.0
-        for m in moves[first:]:
-            total += m[2]
+        for age, m in enumerate(moves[first:]):
+            total += discount ** age * m[2]
             if m[3]:
                 break
-        np.testing.assert_allclose(targets[n, 0], total)
+        np.testing.assert_allclose(targets[n, 0], total, rtol=1e-6)
 
 
 @pytest.mark.parametrize("game", ["2048", "connect_four"])

@@ -63,4 +63,8 @@ class LearnedModelSelfPlay(SelfPlay):
                                 recorded)
 
     def credit(self, buffer, rewards, done):
-        return trajectories.credit(buffer, rewards, done)
+        # The outcome of a one-player game is discounted like its search (a
+        # positive discount); a two-player search's -1 only flips the
+        # perspective, and each player's own rewards are credited undiscounted.
+        outcome_discount = self.discount if self.discount > 0 else 1.0
+        return trajectories.credit(buffer, rewards, done, discount=outcome_discount)

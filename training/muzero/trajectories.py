@@ -16,7 +16,8 @@ target, a random action), as in MuZero.
 
 Value targets (`value_targets`):
   "outcome" (two-player games): the final result for the player to move
-    (the AlphaZero sample's value, ready when the game has ended);
+    (the AlphaZero sample's value, ready when the game has ended); in a
+    one-player game, the return to the game's end, discounted like the search;
   "n_step" (one-player games): sum_{i<n} gamma^i r_{t+i} + gamma^n v_{t+n},
     cut at the game's end, where v is the search's root value at t + n
     (or the latest network's value, with reanalyse).
@@ -127,14 +128,16 @@ def add(buffer: TrajectoryBuffer, observation, legal, policy, player, action, se
         writes=buffer.writes + 1)
 
 
-def credit(buffer: TrajectoryBuffer, rewards, done) -> TrajectoryBuffer:
+def credit(buffer: TrajectoryBuffer, rewards, done, discount: float = 1.0) -> TrajectoryBuffer:
     """The move just written was played: rewards [B, num_players] (pgx's
-    `state.rewards` after it) and done [B] (the game ended or was cut)."""
+    `state.rewards` after it) and done [B] (the game ended or was cut).
+    discount: a Python float in (0, 1], one move's discount of the "outcome"
+    value (the discounted return to the game's end; 1 for two-player games)."""
     slot = (buffer.samples.cursor - 1) % buffer.num_slots
     player = jax.lax.dynamic_index_in_dim(buffer.samples.player, slot, 0, keepdims=False)
     reward = jnp.take_along_axis(rewards, player[:, None], axis=-1)[:, 0].astype(jnp.float32)
     return buffer.replace(
-        samples=replay.credit_rewards(buffer.samples, rewards, done),
+        samples=replay.credit_rewards(buffer.samples, rewards, done, discount=discount),
         reward=jax.lax.dynamic_update_index_in_dim(buffer.reward, reward, slot, 0),
         game_over=jax.lax.dynamic_update_index_in_dim(buffer.game_over, done, slot, 0))
 
