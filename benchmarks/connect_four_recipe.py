@@ -6,6 +6,7 @@
     python -m benchmarks.connect_four_recipe --section openings_share --minutes 20 --seeds 0
     python -m benchmarks.connect_four_recipe --section openings_hour --minutes 55 --seeds 0 1 2
     python -m benchmarks.connect_four_recipe --section openings_network --minutes 55 --seeds 0
+    python -m benchmarks.connect_four_recipe --section openings_interleaved --minutes 55 --seeds 0
     python -m benchmarks.connect_four_recipe --section forced_playouts --minutes 20 --seeds 0
     python -m benchmarks.connect_four_recipe --section learning --minutes 20 --seeds 0
     python -m benchmarks.connect_four_recipe --section ablation --minutes 55 --seeds 0 1 2
@@ -38,6 +39,13 @@ Sections:
   openings_network
             with U[0, 8] random openings (more varied positions to learn),
             the preset's network against a wider and deeper one.
+  openings_interleaved
+            the preset (U[0, 8] random plies) against the same with half of
+            the opened games interleaving searched plies with the random ones
+            (--random-opening-interleaved 0.5): the agent's own lines with
+            random replies, such as 3 then each of the 7 replies, the
+            positions where the preset's agents lose their first-player games
+            at ply 2.
   forced_playouts
             PUCT self-play (--policy alphazero) with KataGo's forced playouts
             and policy target pruning (k = 2) against PUCT self-play without.
@@ -116,6 +124,13 @@ SECTIONS = {
         ("random_openings_8_resnet_48x4", dict(random_opening_plies=8, channels=48, blocks=4,
                                                value_hidden=48, iterations=290,
                                                eval_every=73)),
+    ]),
+    # The preset's agents lose their first-player games against the solver at
+    # ply 2, after 3 and a reply their self-play rarely meets (docs/training.md):
+    # openings that search the agent's own moves and randomise only the replies.
+    "openings_interleaved": (PRESET, [
+        ("preset", dict()),
+        ("interleaved_half", dict(random_opening_interleaved=0.5)),
     ]),
     # KataGo's forced playouts with policy target pruning, for PUCT self-play
     # (Gumbel's halving has its own improved target), against PUCT without.

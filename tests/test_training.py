@@ -101,6 +101,49 @@ def test_random_openings_open_the_given_share_of_games(tiny_setup):
         assert abs(np.mean(plies == 4) - fraction / 5) < 0.03
 
 
+def test_interleaved_openings_search_every_second_ply(tiny_setup):
+    """An interleaved opening of k plies plays plies k-1, k-3, ... at random
+    and the others with the search: with the same key, each row's move equals
+    the fully random opening's move or the unopened game's searched move, by
+    the rule (rows at plies 0-5 of openings of 1-6 plies, and past them)."""
+    model, variables = tiny_setup
+    policy = policies.policy_from_name("alphazero", num_actions=9, max_nodes=9)
+    rows = 16
+
+    def player(plies=4, interleaved=0.0):
+        return self_play.SelfPlay(game=GAME, model=model, policy=policy, num_simulations=8,
+                                  num_games=rows, random_opening_plies=plies,
+                                  random_opening_interleaved=interleaved)
+
+    interleaved = player(interleaved=1.0)
+    state = interleaved.init(jax.random.key(5))
+    assert bool(np.all(state.interleaved_opening))
+    assert player().init(jax.random.key(5)).interleaved_opening is None
+    ply = np.arange(rows) % 6
+    opening = ply + np.repeat([1, 2, 0], 6)[:rows]  # the last opening ply, the one before, past
+    state = state.replace(ply=jnp.asarray(ply, jnp.int32),
+                          opening=jnp.asarray(opening, jnp.int32))
+    k = np.asarray(state.opening)
+    random_ply = (ply < k) & ((k - 1 - ply) % 2 == 0)
+    searched_ply = (ply < k) & ((k - ply) % 2 == 0)
+    assert random_ply.any() and searched_ply.any() and (ply >= k).any()
+    np.testing.assert_array_equal(np.asarray(interleaved.random_plies(state)), random_ply)
+
+    def moves(p, s):
+        buffer = replay.init(4, rows, (3, 3, 2), jnp.bool_, 9)
+        _, _, info = p.step(variables, jax.random.key(9), jax.tree.map(jnp.copy, s), buffer)
+        return np.asarray(info.action), np.asarray(info.recorded)
+
+    actions, recorded = moves(interleaved, state)
+    random_actions, _ = moves(player(), state.replace(interleaved_opening=None))
+    searched_actions, _ = moves(player(plies=0), state.replace(
+        opening=jnp.zeros((rows,), jnp.int32), interleaved_opening=None))
+    np.testing.assert_array_equal(actions, np.where(random_ply, random_actions,
+                                                    searched_actions))
+    np.testing.assert_array_equal(recorded, ply >= k)
+    assert (random_actions != searched_actions)[random_ply | searched_ply].any()
+
+
 @pytest.mark.parametrize("cap", [False, True], ids=["every_move_full", "playout_cap"])
 def test_self_play_targets_match_independently_replayed_games(tiny_setup, cap):
     """Every recorded sample's policy and value target against the game
@@ -239,6 +282,11 @@ def test_config_resolution_and_validation():
         config_lib.resolve({"fast_simulations": 32, "num_simulations": 32})
     with pytest.raises(ValueError, match="--full-search-fraction must be > 0"):
         config_lib.resolve({"fast_simulations": 8, "full_search_fraction": 0.0})
+    with pytest.raises(ValueError, match=r"--random-opening-interleaved needs "
+                                         r"--random-opening-plies > 0"):
+        config_lib.resolve({"random_opening_interleaved": 0.5, "random_opening_plies": 0})
+    with pytest.raises(ValueError, match=r"--random-opening-interleaved must be in \[0, 1\]"):
+        config_lib.resolve({"random_opening_interleaved": 2.0, "random_opening_plies": 4})
     with pytest.raises(ValueError, match=r"--search-value-weight must be in \[0, 1\]"):
         config_lib.resolve({"search_value_weight": 1.5})
     with pytest.raises(ValueError, match="--hidden"):

@@ -131,6 +131,12 @@ class TrainConfig:
                                              "--random-opening-plies random plies (drawn per "
                                              "game; the others start from the initial "
                                              "position)", "fraction")
+    random_opening_interleaved: float = setting(0.0, "share of the opened games whose "
+                                                "opening interleaves searched plies: only the "
+                                                "last opening ply and every second one before "
+                                                "it are random, so the first recorded player "
+                                                "searched its own opening moves against random "
+                                                "replies", "fraction")
     fast_simulations: int = setting(0, "playout cap randomisation: simulations of the fast "
                                     "searches, whose moves are played but not recorded (0: "
                                     "every move searched with --num-simulations)",
@@ -518,6 +524,10 @@ def validate(config: TrainConfig) -> None:
     if config.fast_simulations and config.full_search_fraction == 0:
         raise ValueError("--full-search-fraction must be > 0 with --fast-simulations (no "
                          "move would be recorded)")
+    if config.random_opening_interleaved and not config.random_opening_plies:
+        raise ValueError(f"--random-opening-interleaved needs --random-opening-plies > 0 (the "
+                         f"opening it interleaves), got --random-opening-interleaved "
+                         f"{config.random_opening_interleaved} with no opening plies")
     if config.max_nodes and config.max_nodes < config.num_simulations + 1:
         raise ValueError(f"--max-nodes must be 0 or >= --num-simulations + 1, got "
                          f"{config.max_nodes}")

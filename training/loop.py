@@ -165,6 +165,7 @@ def build(config: TrainConfig, mesh: Optional[jax.sharding.Mesh] = None, policy:
         temperature_moves=config_lib.self_play_temperature_moves(config, policy),
         random_opening_plies=config.random_opening_plies,
         random_opening_fraction=config.random_opening_fraction,
+        random_opening_interleaved=config.random_opening_interleaved,
         max_game_length=config.max_game_length, mesh=mesh, search_mode=config.search_mode,
         search_value_weight=config.search_value_weight,
         fast_simulations=config.fast_simulations,

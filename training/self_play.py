@@ -35,6 +35,14 @@ from the initial position); those plies are not recorded (their positions are se
 move is random and the sample is dropped), so every recorded position is
 followed by searched play only and its value target stays that of the
 search's play, while the positions seen cover unusual openings.
+Interleaved openings (`random_opening_interleaved`, a share of the opened
+games): of the k opening plies only the last one and every second one
+before it are random; the others are played by the search (and not
+recorded either). So the player to move at ply k, the first recorded
+position, has searched each of its opening moves against an opponent who
+played at random: the positions are the agent's own lines with random
+replies, the ones an opponent who deviates early leaves it (Connect Four:
+3 then any reply, the lines a first player must win against the solver).
 With `max_game_length`, a game still running after that many plies ends as a
 draw (value targets 0), as pgx's own truncation does.
 
@@ -72,8 +80,11 @@ class SelfPlayState:
     ply: [B] int32, moves played so far in each row's current game.
     returns: [B, num_players] float32, the rewards each player received so
       far in the row's current game (2048: the score).
-    opening: [B] int32, how many random plies open each row's current game.
+    opening: [B] int32, how many opening plies (not recorded) each row's
+      current game has.
     tree: a `mcts_jax.Tree` of B rows kept for subtree reuse, or None.
+    interleaved_opening: [B] bool, the row's opening interleaves searched
+      and random plies (None without `random_opening_interleaved`).
     """
 
     states: Any
@@ -81,6 +92,7 @@ class SelfPlayState:
     returns: chex.Array
     opening: chex.Array
     tree: Optional[mcts_jax.Tree] = None
+    interleaved_opening: Optional[chex.Array] = None
 
 
 @chex.dataclass(frozen=True)
@@ -132,6 +144,7 @@ class SelfPlay:
     temperature_moves: int = 0
     random_opening_plies: int = 0
     random_opening_fraction: float = 1.0  # share of games with random opening plies
+    random_opening_interleaved: float = 0.0  # share of those whose opening interleaves searched plies
     max_game_length: int = 0      # > 0: a game reaching this many plies ends as a draw
     mesh: Optional[Mesh] = None   # games split over its "data" axis (None: one device)
     search_mode: str = "exact"    # on a mesh: "exact" or "local" (sharding.run_policy)
@@ -183,7 +196,9 @@ class SelfPlay:
         return SelfPlayState(states=states, ply=jnp.zeros((self.num_games,), jnp.int32),
                              returns=jnp.zeros(states.rewards.shape, jnp.float32),
                              opening=self.draw_openings(jax.random.fold_in(rng_key, 1)),
-                             tree=tree)
+                             tree=tree,
+                             interleaved_opening=self.draw_interleaved(
+                                 jax.random.fold_in(rng_key, 3)))
 
     def draw_openings(self, rng_key) -> chex.Array:
         """[B] int32 random plies opening each new game: uniform in
@@ -195,6 +210,24 @@ class SelfPlay:
                                         (self.num_games,)) < self.random_opening_fraction
             plies = jnp.where(opened, plies, 0)
         return plies
+
+    def draw_interleaved(self, rng_key) -> Optional[chex.Array]:
+        """[B] bool, each new game's opening interleaves searched and random
+        plies (a `random_opening_interleaved` share, drawn per game); None
+        when no game's does."""
+        if self.random_opening_interleaved <= 0.0:
+            return None
+        return jax.random.uniform(rng_key, (self.num_games,)) < self.random_opening_interleaved
+
+    def random_plies(self, state: SelfPlayState) -> chex.Array:
+        """[B] bool, the row's next move is a random opening ply: any
+        opening ply, or for an interleaved opening of k plies the last one
+        and every second one before it (plies k-1, k-3, ...)."""
+        opening = state.ply < state.opening
+        if state.interleaved_opening is None:
+            return opening
+        searched = state.interleaved_opening & ((state.opening - state.ply) % 2 == 0)
+        return opening & ~searched
 
     def observation_spec(self):
         """(shape, dtype) of one position's observation in this game."""
@@ -253,7 +286,7 @@ def _step(self: SelfPlay, variables, rng_key, state: SelfPlayState,
     if self.random_opening_plies > 0:
         random_action = jax.random.categorical(
             random_key, jnp.where(states.legal_action_mask, 0.0, -jnp.inf)).astype(jnp.int32)
-        action = jnp.where(opening, random_action, action)
+        action = jnp.where(self.random_plies(state), random_action, action)
     recorded = ~opening & full
     search_value = out.search_tree.summary().value
     buffer = self.record(buffer, states, out.action_weights, action, recorded, search_value)
@@ -284,8 +317,12 @@ def _step(self: SelfPlay, variables, rng_key, state: SelfPlayState,
                                     dtype=jnp.int32),
                       action=action, done=done, full_search=full, recorded=recorded,
                       search_value=search_value, score=score)
+    interleaved = state.interleaved_opening
+    if interleaved is not None:
+        interleaved = jnp.where(done, self.draw_interleaved(jax.random.fold_in(reset_key, 3)),
+                                interleaved)
     new_state = SelfPlayState(states=new_states, ply=ply, returns=returns, opening=new_opening,
-                              tree=tree)
+                              tree=tree, interleaved_opening=interleaved)
     return (sharding.constrain_batch(new_state, self.mesh),
             sharding.constrain_batch(buffer, self.mesh, axis=1),
             sharding.constrain_batch(stats, self.mesh))

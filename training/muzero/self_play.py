@@ -63,8 +63,6 @@ class LearnedModelSelfPlay(SelfPlay):
                                 recorded)
 
     def credit(self, buffer, rewards, done):
-        # The outcome of a one-player game is discounted like its search (a
-        # positive discount); a two-player search's -1 only flips the
-        # perspective, and each player's own rewards are credited undiscounted.
-        outcome_discount = self.discount if self.discount > 0 else 1.0
-        return trajectories.credit(buffer, rewards, done, discount=outcome_discount)
+        # The game's discount, as AlphaZero's self-play credits it: a one-player
+        # game's search discount (config.make_game), 1 for two-player games.
+        return trajectories.credit(buffer, rewards, done, discount=self.game.discount)

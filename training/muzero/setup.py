@@ -99,6 +99,7 @@ def build(config: TrainConfig, mesh=None, user_policy: Any = None):
         temperature_moves=config.temperature_moves if config.algorithm == "muzero" else 0,
         random_opening_plies=config.random_opening_plies,
         random_opening_fraction=config.random_opening_fraction,
+        random_opening_interleaved=config.random_opening_interleaved,
         max_game_length=config.max_game_length, mesh=mesh, search_mode=config.search_mode,
         fast_simulations=config.fast_simulations,
         full_search_fraction=config.full_search_fraction, discount=discount)
