@@ -59,17 +59,23 @@ def timing(records: List[Dict[str, Any]]) -> Dict[str, Any]:
                 median_update_s=round(statistics.median(b["update_s"] for _, b in plain), 3))
 
 
-def results(run_dir: str, note: str = "") -> Dict[str, Any]:
+def results(run_dir: str, note: str = "", unfinished: bool = False) -> Dict[str, Any]:
     """The results record of the run in `run_dir` (see the module docstring);
-    `note`: free text kept with it (what the run was for)."""
+    `note`: free text kept with it (what the run was for). `unfinished`: the
+    run stopped before its end-of-run evaluation (final.json): the record
+    keeps its curve and says `final: null`."""
     with open(os.path.join(run_dir, "config.json")) as f:
         config = json.load(f)
     final_path = os.path.join(run_dir, "final.json")
-    if not os.path.exists(final_path):
-        raise FileNotFoundError(f"{run_dir} has no final.json: the run has not finished")
-    with open(final_path) as f:
-        final = json.load(f)
-    sessions = final.pop("sessions", None) or checkpoint_lib.read_metrics(
+    if os.path.exists(final_path):
+        with open(final_path) as f:
+            final = json.load(f)
+    elif unfinished:
+        final = None
+    else:
+        raise FileNotFoundError(f"{run_dir} has no final.json: the run has not finished "
+                                f"(--unfinished keeps its curve without one)")
+    sessions = (final or {}).pop("sessions", None) or checkpoint_lib.read_metrics(
         os.path.join(run_dir, "sessions.jsonl"))
     records = checkpoint_lib.read_metrics(os.path.join(run_dir, "metrics.jsonl"))
     return dict(benchmark="training_run", machine=harness.machine_info(),
@@ -80,12 +86,14 @@ def results(run_dir: str, note: str = "") -> Dict[str, Any]:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("run_dir", help="a finished train.py run folder")
+    parser.add_argument("run_dir", help="a train.py run folder")
     parser.add_argument("--name", required=True,
                         help="results file name (benchmarks/results/<name>.json)")
     parser.add_argument("--note", default="", help="free text kept in the file")
+    parser.add_argument("--unfinished", action="store_true",
+                        help="the run stopped before its final evaluation: keep the curve")
     args = parser.parse_args(argv)
-    record = results(args.run_dir, args.note)
+    record = results(args.run_dir, args.note, args.unfinished)
     path = harness.write_json(os.path.join(harness.RESULTS_DIR, args.name + ".json"), record)
     print(f"wrote {path}: {len(record['curve'])} evaluations, sessions at commits "
           f"{sorted({s.get('commit', '')[:7] for s in record['sessions']})}; timing "

@@ -395,6 +395,13 @@ def test_tiny_training_run_writes_the_solver_metrics(tmp_path, monkeypatch):
         r["iteration"] for r in records if "solver_search_accuracy" in r]
     assert record["curve"][-1]["solver_search_accuracy"] == evaluated["solver_search_accuracy"]
     assert record["final"]["final_solver_positions"] == 16
+    # A run killed before its final evaluation: an error, or its curve alone.
+    os.rename(os.path.join(run_dir, "final.json"), os.path.join(run_dir, "final.moved"))
+    with pytest.raises(FileNotFoundError, match="--unfinished"):
+        training_run.results(run_dir)
+    unfinished = training_run.results(run_dir, unfinished=True)
+    assert unfinished["final"] is None and unfinished["curve"] == record["curve"]
+    assert unfinished["sessions"] == record["sessions"]
 
 
 def test_missing_solver_gives_a_notice_and_no_metrics(monkeypatch):
