@@ -105,7 +105,8 @@ def test_interleaved_openings_search_every_second_ply(tiny_setup):
     """An interleaved opening of k plies plays plies k-1, k-3, ... at random
     and the others with the search: with the same key, each row's move equals
     the fully random opening's move or the unopened game's searched move, by
-    the rule (rows at plies 0-5 of openings of 1-6 plies, and past them)."""
+    the rule (rows at plies 0-5 whose next ply is their opening's last one,
+    the one before it, or past the opening)."""
     model, variables = tiny_setup
     policy = policies.policy_from_name("alphazero", num_actions=9, max_nodes=9)
     rows = 16
