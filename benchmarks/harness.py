@@ -232,10 +232,13 @@ def save(name: str, rows: List[Dict[str, Any]], settings: Dict[str, Any],
          **tables: List[Dict[str, Any]]) -> str:
     """Writes results/<name>-<backend>.json: the machine description, the
     settings (which must carry `provenance()`), the rows and any further
-    named `tables` (lists of rows)."""
+    named `tables` (lists of rows). A `name` that already ends with
+    "-<backend>" (a `--name X-cpu` given by hand) gets no second suffix."""
     check_provenance(settings)
     info = machine_info()
-    path = os.path.join(RESULTS_DIR, f"{name}-{info['backend']}.json")
+    suffix = f"-{info['backend']}"
+    name = name[:-len(suffix)] if name.endswith(suffix) else name
+    path = os.path.join(RESULTS_DIR, f"{name}{suffix}.json")
     return write_json(path, dict(benchmark=name, machine=info, settings=settings, rows=rows,
                                  **tables))
 

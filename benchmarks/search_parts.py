@@ -136,12 +136,11 @@ def masked_player(agent: Agent, num_simulations: int, uniform_prior: bool, zero_
                                                                  uniform_prior, zero_value))
 
 
-def play(agent: Agent, player, num_games: int, seed: int) -> Dict[str, Any]:
+def play(agent: Agent, evaluation: Evaluation, player, num_games: int,
+         seed: int) -> Dict[str, Any]:
     """`num_games` games of `player`: score mean and median, moves, tiles
-    (the run's own evaluation, `Evaluation.solo`), and the seconds."""
+    (`evaluation.solo`, the run's own evaluation), and the seconds."""
     tick = time.perf_counter()
-    evaluation = Evaluation(agent.config, agent.game, agent.model, agent=player,
-                            final_agent=player)
     row = evaluation.solo(player, agent.variables, jax.random.key(seed), num_games)
     row["seconds"] = round(time.perf_counter() - tick, 1)
     return row
@@ -165,12 +164,15 @@ def main(argv=None) -> None:
     if getattr(agent.game, "num_players", 2) != 1:
         parser.error(f"--run-dir: {args.run_dir} trains {agent.config.game!r}, a two-player "
                      f"game; this benchmark plays one-player games (2048)")
+    # One evaluation plays every way: its own agents are not used here.
+    evaluation = Evaluation(agent.config, agent.game, agent.model,
+                            agent=agent.player(), final_agent=agent.player())
     rows: List[Dict[str, Any]] = []
     for budget in args.simulations:
         for way in args.ways:
             player = masked_player(agent, budget, *WAYS[way])
-            rows.append(dict(way=way, simulations=budget, **play(agent, player, args.games,
-                                                                 args.seed)))
+            rows.append(dict(way=way, simulations=budget,
+                             **play(agent, evaluation, player, args.games, args.seed)))
             print(rows[-1], flush=True)
     sessions = checkpoint_lib.read_metrics(os.path.join(args.run_dir, "sessions.jsonl"))
     settings = dict(harness.provenance(seed=args.seed), run_dir=args.run_dir,

@@ -178,6 +178,12 @@ def test_results_are_refused_without_provenance(tmp_path, monkeypatch):
     with open(os.path.join(harness.REPOSITORY, "mcts_jax", "tree.py"), "rb") as f:
         assert saved["dependency_sha256"]["mcts_jax/tree.py"] == \
             hashlib.sha256(f.read()).hexdigest()
+    # A name given with the backend's suffix by hand is not suffixed twice.
+    backend = harness.machine_info()["backend"]
+    assert harness.save(f"something-{backend}", [dict(a=2)],
+                        dict(harness.provenance(seed=7), repeats=3)) == path
+    with open(path) as f:
+        assert json.load(f)["rows"] == [dict(a=2)]
 
 
 def test_openspiel_baseline_in_the_same_rounds():
