@@ -164,9 +164,11 @@ def main(argv=None) -> None:
     if getattr(agent.game, "num_players", 2) != 1:
         parser.error(f"--run-dir: {args.run_dir} trains {agent.config.game!r}, a two-player "
                      f"game; this benchmark plays one-player games (2048)")
-    # One evaluation plays every way: its own agents are not used here.
-    evaluation = Evaluation(agent.config, agent.game, agent.model,
-                            agent=agent.player(), final_agent=agent.player())
+    # One evaluation plays every way (`solo` takes the player); its own
+    # agents, required for a learned model, are never played here.
+    unused = agent.player()
+    evaluation = Evaluation(agent.config, agent.game, agent.model, agent=unused,
+                            final_agent=unused)
     rows: List[Dict[str, Any]] = []
     for budget in args.simulations:
         for way in args.ways:
