@@ -170,20 +170,13 @@ def expand_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree
     creates one node per distinct unexpanded edge (capacity permitting), and
     returns (tree, Backup [B, P], takes_new [B, P]: the path backs up a
     node created this step)."""
-    batch_size, paths, max_nodes = tree.batch_size, options.simulations_per_step, tree.max_nodes
-    rows = tree_lib.batch_rows(batch_size)[:, None]
-    slot_ids = (leaf.slot if tree.children_actions is None
-                else tree.children_actions[rows, leaf.node, leaf.slot].astype(jnp.int32))
-    action = jnp.minimum(slot_ids, tree.num_actions - 1)  # an unused compact slot holds A
-    flat = lambda x: x.reshape((batch_size * paths,) + x.shape[2:])  # noqa: E731
-    by_path = lambda x: x.reshape((batch_size, paths) + x.shape[1:])  # noqa: E731
-    parent_embedding = jax.tree.map(flat, phases.leaf_embeddings(
-        params, rng_key, tree, recurrent_fn, leaf.node, options.max_path_length))
-    output, embedding = recurrent_fn(params, rng_key, flat(action), parent_embedding)
-    phases.check_recurrent_output(output, batch_size * paths, tree.num_actions)
-    output, embedding = jax.tree.map(by_path, output), jax.tree.map(by_path, embedding)
-    new = phases.new_nodes_from_output(output, tree, phases.slot_key(rng_key),
-                                       options.stop_at_terminal)
+    paths, max_nodes = options.simulations_per_step, tree.max_nodes
+    rows = tree_lib.batch_rows(tree.batch_size)[:, None]
+    action = tree_lib.edge_actions(tree, leaf.node, leaf.slot)
+    parent_embedding = phases.leaf_embeddings(params, rng_key, tree, recurrent_fn, leaf.node,
+                                              options.max_path_length)
+    new, embedding = phases.evaluate_edges(params, rng_key, tree, recurrent_fn,
+                                           parent_embedding, action, options)
 
     first = first_path_per_edge(leaf)
     creates = leaf.expand & (first == jnp.arange(paths)[None, :])

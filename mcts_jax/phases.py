@@ -28,6 +28,7 @@ rewrites every carried array on every iteration).
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, NamedTuple, Optional
 
 import chex
@@ -452,6 +453,25 @@ def leaf_embeddings(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.T
     return replay_path_embeddings(tree, node, step_fn, max_path_length)
 
 
+def evaluate_edges(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
+                   recurrent_fn: base.RecurrentFn, parent_embedding, action: chex.Array,
+                   options: SearchOptions) -> tuple[NewNodes, Any]:
+    """The one recurrent_fn call of a step: every edge (parent embedding,
+    `action` [S], S = [B], [B, P] or [B, K]) evaluated as one flat batch of
+    prod(S) transitions; returns the new nodes (leading shape S, checked and
+    in the tree's scale and layout) and their embeddings [S, ...]."""
+    edge_shape = action.shape
+    size = math.prod(edge_shape)
+    flat = lambda x: x.reshape((size,) + x.shape[len(edge_shape):])  # noqa: E731
+    by_edge = lambda x: x.reshape(edge_shape + x.shape[1:])  # noqa: E731
+    output, embedding = recurrent_fn(params, rng_key, flat(action),
+                                     jax.tree.map(flat, parent_embedding))
+    check_recurrent_output(output, size, tree.num_actions)
+    output, embedding = jax.tree.map(by_edge, (output, embedding))
+    return new_nodes_from_output(output, tree, slot_key(rng_key), options.stop_at_terminal), \
+        embedding
+
+
 def expand_leaf(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
                 recurrent_fn: base.RecurrentFn, leaf: LeafChoice,
                 options: SearchOptions) -> tuple[tree_lib.Tree, Backup]:
@@ -462,13 +482,11 @@ def expand_leaf(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     whether or not it was written (mctx's numbering)."""
     batch_size, max_nodes = tree.batch_size, tree.max_nodes
     rows = tree_lib.batch_rows(batch_size)
-    action = jnp.minimum(tree_lib.slot_actions(tree, leaf.node)[rows, leaf.slot],
-                         tree.num_actions - 1)  # an unused compact slot holds A
+    action = tree_lib.edge_actions(tree, leaf.node, leaf.slot)
     parent_embedding = leaf_embeddings(params, rng_key, tree, recurrent_fn, leaf.node,
                                        options.max_path_length)
-    output, embedding = recurrent_fn(params, rng_key, action, parent_embedding)
-    check_recurrent_output(output, batch_size, tree.num_actions)
-    new = new_nodes_from_output(output, tree, slot_key(rng_key), options.stop_at_terminal)
+    new, embedding = evaluate_edges(params, rng_key, tree, recurrent_fn, parent_embedding,
+                                    action, options)
 
     new_node = tree.num_nodes
     write_at = jnp.where(leaf.expand, new_node, max_nodes)  # out of range: dropped
@@ -511,12 +529,11 @@ def expand_all_children(params: base.Params, rng_key: chex.PRNGKey, tree: tree_l
     actions = jnp.minimum(tree_lib.slot_actions(tree, node), tree.num_actions - 1)
     parent_embedding = leaf_embeddings(params, rng_key, tree, recurrent_fn, node,
                                        options.max_path_length)
-    repeated = jax.tree.map(lambda x: jnp.repeat(x, num_slots, axis=0), parent_embedding)
-    output, embedding = recurrent_fn(params, rng_key, actions.reshape(-1), repeated)
-    check_recurrent_output(output, batch_size * num_slots, tree.num_actions)
-    by_row = lambda x: x.reshape((batch_size, num_slots) + x.shape[1:])  # noqa: E731
-    output, embedding = jax.tree.map(by_row, output), jax.tree.map(by_row, embedding)
-    new = new_nodes_from_output(output, tree, slot_key(rng_key), options.stop_at_terminal)
+    repeated = jax.tree.map(  # [B, K, ...]: the leaf's embedding once per slot
+        lambda x: jnp.broadcast_to(x[:, None], (batch_size, num_slots) + x.shape[1:]),
+        parent_embedding)
+    new, embedding = evaluate_edges(params, rng_key, tree, recurrent_fn, repeated, actions,
+                                    options)
 
     tree = write_new_nodes(tree, write_at, jnp.broadcast_to(node[:, None], write_at.shape),
                            actions, new, embedding, visits=1)

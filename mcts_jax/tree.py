@@ -465,6 +465,18 @@ def slot_actions(tree: Tree, node: chex.Array) -> chex.Array:
     return gather_nodes(tree.children_actions, node).astype(jnp.int32)
 
 
+def edge_actions(tree: Tree, node: chex.Array, slot: chex.Array) -> chex.Array:
+    """int32 action id of child slot `slot` of `node` (both of leading shape
+    [B] or [B, P]), in [0, A): an unused compact slot (it holds A) reads as
+    A - 1, a placeholder that is never written."""
+    if tree.children_actions is None:
+        action = slot.astype(jnp.int32)
+    else:
+        rows = batch_rows(tree.batch_size).reshape((-1,) + (1,) * (node.ndim - 1))
+        action = tree.children_actions[rows, node, slot].astype(jnp.int32)
+    return jnp.minimum(action, tree.num_actions - 1)
+
+
 def slots_to_actions(tree: Tree, node: chex.Array, per_slot: chex.Array, fill) -> chex.Array:
     """Scatters per-slot values [B, K] of `node` into action space [B, A]."""
     if tree.children_actions is None:

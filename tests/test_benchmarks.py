@@ -237,6 +237,18 @@ def test_memory_runs_fit_describes_the_measured_points():
     assert memory.parse_run("5120x32") == (5120, 32)
 
 
+def test_checkpoint_write_times_both_sides_of_a_random_state(tmp_path):
+    from benchmarks import checkpoint_write
+    variables, arrays = checkpoint_write.random_state(checkpoint_write.CASES["tic_tac_toe_default"])
+    buffers = [x for x in jax.tree.leaves(arrays) if np.size(x) > 1000]
+    assert buffers and all(np.any(np.asarray(x) != 0) for x in buffers)  # filled, not zeros
+    row = checkpoint_write.measure("tic_tac_toe_default", 1, str(tmp_path))
+    assert set(checkpoint_write.COLUMNS) <= set(row)
+    assert row["state_mb"] > 0 and len(row["in_turn_rounds_s"]) == len(row["blocking_rounds_s"]) == 1
+    assert 0 < row["background_blocking_s"] <= row["background_written_s"]
+    assert not os.path.exists(tmp_path / "tic_tac_toe_default")  # its checkpoints removed
+
+
 def test_readme_block_is_replaced_not_duplicated(tmp_path):
     from benchmarks import run
     readme = tmp_path / "README.md"

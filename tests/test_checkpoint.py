@@ -399,3 +399,52 @@ def test_restore_variables_skips_a_damaged_newest_checkpoint(tmp_path):
     with pytest.raises(checkpoint_lib.DamagedCheckpointError, match="checkpoint 3"):
         saver.restore_variables(_small_run(99)[0], iteration=3)
     saver.close()
+
+
+# ---- checkpoints written in the background ---------------------------------------
+
+def test_background_save_writes_the_arrays_as_they_were_when_saved(tmp_path):
+    """With background=True, `save` copies the arrays before it returns: a
+    caller that overwrites them in place at once (as a donating update would)
+    does not change the checkpoint, and restoring waits for the write."""
+    directory = str(tmp_path / "ckpt")
+    saver = checkpoint_lib.Checkpointer(directory, keep=3, background=True)
+    runs = {}
+    for iteration in (1, 2):
+        variables, state = _small_run(iteration)
+        runs[iteration] = jax.tree.map(np.copy, (variables, state["buffer"]))
+        saver.save(iteration, variables, state, dict(elapsed_s=float(iteration)))
+        variables["params"]["dense"]["kernel"][...] = -7.0  # the caller reuses its memory
+        state["buffer"][...] = 5
+    assert saver.steps() == [1, 2]
+    for iteration in (1, 2):
+        got_variables, got_state, meta = saver.restore(iteration, *_small_run(99))
+        want_variables, want_buffer = runs[iteration]
+        _assert_same_run((got_variables, {}), (want_variables, {}))
+        np.testing.assert_array_equal(np.asarray(got_state["buffer"]), want_buffer)
+        assert meta["elapsed_s"] == float(iteration)
+    saver.close()
+
+
+def test_background_write_error_is_raised_not_lost(tmp_path, monkeypatch):
+    """A background write that fails raises its error at the next `save` (or
+    `wait`, `close`), and no checkpoint of that iteration is on disk."""
+    directory = str(tmp_path / "ckpt")
+    saver = checkpoint_lib.Checkpointer(directory, background=True)
+    saver.save(1, *_small_run(1), dict(elapsed_s=1.0))
+    saver.wait()
+
+    def disk_full(*args, **kwargs):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(saver.manager, "save", disk_full)
+    saver.save(2, *_small_run(2), dict(elapsed_s=2.0))  # returns: the write fails later
+    with pytest.raises(OSError, match="No space left"):  # the error of iteration 2
+        saver.save(3, *_small_run(3), dict(elapsed_s=3.0))
+    saver.save(4, *_small_run(4), dict(elapsed_s=4.0))
+    with pytest.raises(OSError, match="No space left"):  # the error of iteration 4
+        saver.close()
+    monkeypatch.undo()
+    again = checkpoint_lib.Checkpointer(directory)
+    assert again.steps() == [1]
+    again.close()

@@ -11,6 +11,13 @@ items:
 orbax writes a step into a temporary folder and renames it when complete, so
 a run killed mid-save never leaves a half checkpoint that would be restored.
 
+With `background=True` (what the training loop uses with one process) `save`
+returns once the arrays are copied to host memory, and the checksums and files
+are written by a background thread while training goes on; one checkpoint is
+in flight at a time, and the next `save`, `wait`, `latest`, `steps` and
+`close` wait for it and raise its error, if any. A kill while it is being
+written leaves the previous checkpoint as the newest complete one.
+
 Metrics: `metrics.jsonl`, one JSON object per finished iteration, written
 (and fsynced) before that iteration's checkpoint. On resume from checkpoint c
 the file is cut back to iterations <= c (and any torn last line dropped), so
@@ -19,6 +26,7 @@ every iteration appears exactly once.
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -59,7 +67,7 @@ def _digest(leaves: Dict[str, np.ndarray]) -> str:
     for name in sorted(leaves):
         array = np.ascontiguousarray(leaves[name])
         digest.update(f"{name}:{array.dtype.str}:{array.shape};".encode())
-        digest.update(array.tobytes())
+        digest.update(array.reshape(-1).view(np.uint8).data)  # its bytes, uncopied
     return digest.hexdigest()
 
 
@@ -88,40 +96,74 @@ class Checkpointer:
     damaged file is detected on restore (`DamagedCheckpointError`) rather
     than restored as wrong numbers; `restore_latest` then falls back to the
     previous checkpoint (keep >= 2 for there to be one).
+
+    background: `save` leaves the writing to a background thread (see the
+    module docstring); False: `save` returns when the checkpoint is complete
+    on disk. Only for single-process runs: with several processes orbax's
+    writes are collective, and stay on the calling thread.
     """
 
-    def __init__(self, directory: str, keep: int = 3, identity: Optional[Dict[str, Any]] = None):
+    def __init__(self, directory: str, keep: int = 3, identity: Optional[Dict[str, Any]] = None,
+                 background: bool = False):
+        if background and jax.process_count() > 1:
+            raise ValueError(f"background=True: {jax.process_count()} processes write a "
+                             f"checkpoint together; write it on the calling thread "
+                             f"(background=False)")
         self.directory = os.path.abspath(directory)
         self.identity = None if identity is None else json.loads(json.dumps(identity))
         options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True,
                                                enable_async_checkpointing=False)
         self.manager = ocp.CheckpointManager(self.directory, options=options)
+        self._writer = (concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="checkpoint") if background else None)
+        self._in_flight: Optional[concurrent.futures.Future] = None
+
+    def wait(self) -> None:
+        """Returns when no checkpoint is being written; raises the error of
+        the one that was, if it failed (that checkpoint is not on disk)."""
+        in_flight, self._in_flight = self._in_flight, None
+        if in_flight is not None:
+            in_flight.result()
 
     def latest(self) -> Optional[int]:
         """The last checkpoint's iteration (complete on disk as orbax sees it;
         its contents are verified on restore), or None."""
+        self.wait()
         self.manager.reload()
         return self.manager.latest_step()
 
     def steps(self) -> List[int]:
         """Iterations of the checkpoints on disk, oldest first."""
+        self.wait()
         self.manager.reload()
         return sorted(int(step) for step in self.manager.all_steps())
 
     def save(self, iteration: int, variables, state, meta: Dict[str, Any]) -> None:
-        """Writes checkpoint `iteration` (blocks until it is complete on disk)."""
+        """Writes checkpoint `iteration`: returns when it is complete on disk,
+        or, with `background`, as soon as every array is copied to host memory
+        (the caller may then donate or overwrite its arrays)."""
+        self.wait()
         state = pack_keys(state)
         # Zero-size leaves (e.g. the lean placeholders of search embeddings)
         # are not stored: orbax refuses them, and they hold nothing.
-        leaves = {f"leaf_{i:05d}": np.asarray(x) for i, x in enumerate(jax.tree.leaves(state))
-                  if np.size(x) > 0}
-        variables = jax.tree.map(np.asarray, variables)
+        leaves = {f"leaf_{i:05d}": np.array(x, copy=True)
+                  for i, x in enumerate(jax.tree.leaves(state)) if np.size(x) > 0}
+        variables = jax.tree.map(lambda x: np.array(x, copy=True), variables)
         meta = dict(meta, iteration=int(iteration), state_paths=_key_paths(state),
-                    state_shapes=_shapes(state), variables_shapes=_shapes(variables),
-                    state_sha256=_digest(leaves), variables_sha256=_digest(_flat(variables)))
+                    state_shapes=_shapes(state), variables_shapes=_shapes(variables))
         if self.identity is not None:
             meta["identity"] = self.identity
-        self.manager.save(int(iteration), args=ocp.args.Composite(
+        if self._writer is None:
+            self._write(int(iteration), variables, leaves, meta)
+        else:
+            self._in_flight = self._writer.submit(self._write, int(iteration), variables,
+                                                  leaves, meta)
+
+    def _write(self, iteration: int, variables, leaves: Dict[str, np.ndarray],
+               meta: Dict[str, Any]) -> None:
+        """The checksums and the files of one checkpoint (host arrays only)."""
+        meta = dict(meta, state_sha256=_digest(leaves), variables_sha256=_digest(_flat(variables)))
+        self.manager.save(iteration, args=ocp.args.Composite(
             variables=ocp.args.StandardSave(variables),
             state=ocp.args.StandardSave(leaves),
             meta=ocp.args.JsonSave(meta)), force=True)
@@ -142,6 +184,7 @@ class Checkpointer:
     def read_meta(self, iteration: int) -> Dict[str, Any]:
         """The meta of checkpoint `iteration`; CheckpointError when it cannot
         be read or was written by another game or network than `identity`."""
+        self.wait()
         try:
             meta = self.manager.restore(int(iteration), args=ocp.args.Composite(
                 meta=ocp.args.JsonRestore())).meta
@@ -265,7 +308,14 @@ class Checkpointer:
         raise AssertionError("unreachable")
 
     def close(self):
-        self.manager.close()
+        """Waits for the checkpoint being written (raising its error, if it
+        failed), then releases orbax's manager."""
+        try:
+            self.wait()
+        finally:
+            if self._writer is not None:
+                self._writer.shutdown(wait=True)
+            self.manager.close()
 
 
 def _abstract(x) -> jax.ShapeDtypeStruct:

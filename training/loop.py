@@ -256,16 +256,18 @@ def train(config: TrainConfig, run_dir: str, progress: bool = True,
     not saved with the run (a value may hold functions): pass it again to
     resume."""
     run = start_run(config, run_dir, progress, log, policy)
-    state, start = resume_state(run)
-    run.iterations_done = start
-    for iteration in range(start + 1, config.iterations + 1):
-        if run.out_of_time():  # a resumed run that had used its --max-training-s
-            break
-        state = run_iteration(run, state, iteration)
-        if run.iterations_done == iteration and run.out_of_time():
-            break
-    run.reporter.close()
-    run.checkpoints.close()
+    try:
+        state, start = resume_state(run)
+        run.iterations_done = start
+        for iteration in range(start + 1, config.iterations + 1):
+            if run.out_of_time():  # a resumed run that had used its --max-training-s
+                break
+            state = run_iteration(run, state, iteration)
+            if run.iterations_done == iteration and run.out_of_time():
+                break
+    finally:  # also on an error: the checkpoint being written is finished
+        run.reporter.close()
+        run.checkpoints.close()
     return finish_run(run, state)
 
 
@@ -278,9 +280,12 @@ def start_run(config: TrainConfig, run_dir: str, progress: bool,
     primary = sharding.is_primary()
     reporter = reporting.Reporter(config, run_dir, primary, progress, log)
     game, model, player, learner = build(config, mesh, policy)
+    # One process: checkpoints are written by a background thread while the
+    # next iteration runs (several processes write them together, in step).
     checkpoints = checkpoint_lib.Checkpointer(os.path.join(run_dir, "checkpoints"),
                                               keep=config.keep_checkpoints,
-                                              identity=checkpoint_identity(config))
+                                              identity=checkpoint_identity(config),
+                                              background=jax.process_count() == 1)
     agents = {}
     if config_lib.uses_learned_model(config):
         agents = dict(agent=learned_model.agent(config, model, config.eval_simulations,
@@ -493,8 +498,9 @@ def learned_model_error(run: Run, state: TrainState, key: jax.Array) -> Dict[str
 def checkpoint_phase(run: Run, state: TrainState, iteration: int, elapsed_s: float,
                      last: Optional[bool] = None) -> None:
     """The TrainState to disk every `checkpoint_every` iterations and at the
-    last (blocks until the checkpoint is complete; `last` None: the
-    configured last)."""
+    last (`last` None: the configured last). Returns once the arrays are
+    copied to host memory; with one process the files are written in the
+    background while the next iteration runs (`Checkpointer`)."""
     last = iteration == run.config.iterations if last is None else last
     if iteration % run.config.checkpoint_every and not last:
         return
