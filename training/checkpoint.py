@@ -144,11 +144,15 @@ class Checkpointer:
         (the caller may then donate or overwrite its arrays)."""
         self.wait()
         state = pack_keys(state)
+        # In the background the write outlives this call: it needs its own
+        # copy. In turn the arrays are only read before `save` returns.
+        to_host = ((lambda x: np.array(x, copy=True)) if self._writer is not None
+                   else np.asarray)
         # Zero-size leaves (e.g. the lean placeholders of search embeddings)
         # are not stored: orbax refuses them, and they hold nothing.
-        leaves = {f"leaf_{i:05d}": np.array(x, copy=True)
+        leaves = {f"leaf_{i:05d}": to_host(x)
                   for i, x in enumerate(jax.tree.leaves(state)) if np.size(x) > 0}
-        variables = jax.tree.map(lambda x: np.array(x, copy=True), variables)
+        variables = jax.tree.map(to_host, variables)
         meta = dict(meta, iteration=int(iteration), state_paths=_key_paths(state),
                     state_shapes=_shapes(state), variables_shapes=_shapes(variables))
         if self.identity is not None:
