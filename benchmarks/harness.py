@@ -124,6 +124,12 @@ def provenance(seed: Any = _NO_SEED) -> Dict[str, Any]:
                   dirty=bool(git("status", "--porcelain", "--untracked-files=no", "--", ".",
                                  ":(exclude)benchmarks/results", ":(exclude)*.md")),
                   command=" ".join(getattr(sys, "orig_argv", sys.argv)))
+    if os.environ.get("MCTS_JAX_COMMIT"):
+        # A copy of the tree on another machine (the device machine) may carry
+        # a stale .git: the sender names the commit it sent, and whether clean.
+        record.update(commit=os.environ["MCTS_JAX_COMMIT"],
+                      dirty=os.environ.get("MCTS_JAX_DIRTY", "0") != "0",
+                      commit_source="MCTS_JAX_COMMIT: the tree sent to this machine")
     if seed is not _NO_SEED:
         record["seed"] = seed
     return record

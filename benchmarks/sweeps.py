@@ -8,10 +8,13 @@ below the root):
 
 - `synthetic`: the hashed game tree of `mcts_jax.synthetic` (A=9), a
   recurrent_fn that costs almost nothing: the figures measure the search;
+  `synthetic_82`: the same with 82 actions (Go 9x9's count);
 - `tic_tac_toe`: pgx tic-tac-toe stepped at every expansion, uniform priors,
   value 0 (lean pgx states as embeddings, for both libraries);
 - `tic_tac_toe_net`: the same with priors and value from a small network
   (the default tic-tac-toe MLP of `training.networks`, 3 x 128 units);
+- `connect_four_net`: pgx Connect Four with the default Connect Four
+  network (`training.presets.default_model`, a ResNet), lean states;
 - `chess`: pgx chess, uniform priors, value 0, our lean states for both
   libraries; ours with the compact layout (`max_children=218`) and, as
   `ours_alphazero_dense`, with the dense one, mctx dense: the library factor
@@ -42,7 +45,11 @@ from mcts_jax import evaluators
 from training import presets
 from mcts_jax.synthetic import HashedProblem, random_root_codes
 
-PROBLEMS = ("synthetic", "tic_tac_toe", "tic_tac_toe_net", "chess")
+PROBLEMS = ("synthetic", "synthetic_82", "tic_tac_toe", "tic_tac_toe_net", "connect_four_net",
+            "chess")
+# A problem's pgx game, for the problems that step one.
+GAMES = {"tic_tac_toe": "tic_tac_toe", "tic_tac_toe_net": "tic_tac_toe",
+         "connect_four_net": "connect_four", "chess": "chess"}
 RUNNERS = ("ours_uct", "ours_alphazero", "ours_gumbel", "mctx_muzero", "mctx_gumbel")
 # ours -> the mctx runner it is compared with (identical visit counts / rules).
 COUNTERPARTS = {"ours_alphazero": "mctx_muzero", "ours_gumbel": "mctx_gumbel",
@@ -66,15 +73,15 @@ def runners_for(problem: str, runners: Sequence[str]) -> List[str]:
 def problem_setup(problem: str, batch_size: int) -> Dict[str, Any]:
     """{params, root (RootFnOutput [B]), invalid [B, A] bool, recurrent_fn}."""
     key = jax.random.key(1)
-    if problem == "synthetic":
-        hashed = HashedProblem(num_actions=9)
-        root, invalid = hashed.root(random_root_codes(0, batch_size))
-        return dict(params=None, root=root, invalid=invalid, recurrent_fn=hashed.recurrent_fn)
     if problem not in PROBLEMS:
         raise ValueError(f"problem must be one of {PROBLEMS}, got {problem!r}")
-    game = envs.make("chess" if problem == "chess" else "tic_tac_toe")
+    if problem.startswith("synthetic"):
+        hashed = HashedProblem(num_actions=82 if problem == "synthetic_82" else 9)
+        root, invalid = hashed.root(random_root_codes(0, batch_size))
+        return dict(params=None, root=root, invalid=invalid, recurrent_fn=hashed.recurrent_fn)
+    game = envs.make(GAMES[problem])
     states = game.init(jax.random.key(0), batch_size)
-    if problem == "tic_tac_toe_net":
+    if problem.endswith("_net"):
         model = presets.default_model(game)
         params, evaluator = model.init(jax.random.key(2)), model.evaluator
     else:

@@ -1,0 +1,977 @@
+"""Every search measurement that matters on an accelerator, in one prepared run.
+
+GPU time comes in short leases (plan for one run of at most 9 minutes), so
+this runner measures, in order of importance, each part inside its own slice
+of one wall-clock budget, and writes a results file per part as soon as the
+part ends (a part cut short by its budget keeps what it measured and says
+which cells it skipped, and why):
+
+1. `throughput`: ours against mctx, interleaved in one process on the same
+   inputs: a synthetic tree with 82 actions (Go 9x9's count; a
+   recurrent_fn that costs almost nothing) and pgx Connect Four with its
+   network, B = 1 ... 65536, 64 and 800 simulations, AlphaZero
+   (`alphazero_policy` / `mctx.muzero_policy`, identical visit counts) and
+   Gumbel (`gumbel_policy` / `mctx.gumbel_muzero_policy`);
+2. `self_play`: one self-play step of `train.py` (Connect Four, its network,
+   32 simulations, B = 1024 and 4096 games) with our Gumbel search against the
+   same step with mctx's `gumbel_muzero_policy` swapped in, and each
+   search alone: the share of the step the search takes;
+3. `chess`: pgx chess, ours with the compact layout (K = 218 slots) against
+   mctx with our lean state as its embedding (the same simulator work);
+4. `tree_steps`: time per edge walked from 32 to 2048 simulations (the
+   per-step cost as the tree grows), ours and mctx's;
+5. `parallel`: one search at a time (B = 1, the analysis use): our
+   parallel leaves P = 1 ... 64 against mctx at B = 1;
+6. `largest_chess`: the largest chess search (B x N, N = 801) each side fits
+   in the device's memory: exact tree bytes per node, then XLA's own memory
+   analysis of the compiled search at that B (and a real run of ours when
+   the budget allows);
+7. `profile`: where a simulation step's time goes: the compiled program's
+   loops, the kernels in each loop body, host round trips.
+
+Timing follows `harness.interleaved_rounds` (compile timed apart, one
+warm-up, rounds alternating the order of the sides, the ratio ours / mctx
+formed within each round), with two changes for the lease: a side whose
+estimated call (scaled from its last smaller cell) is longer than
+`max_call_s` is skipped for that cell, and a cell gets as many rounds as fit
+its part's remaining time (at least one; `rounds` says how many it got).
+
+    python -m benchmarks.gpu_search                   # on the GPU, about 7 minutes
+    python -m benchmarks.gpu_search --budget-s 300 --parts throughput self_play
+    python -m benchmarks.gpu_search --tiny --results-dir /tmp/r   # the same code on a CPU
+    python -m benchmarks.gpu_search --report-only --results-dir benchmarks/results \\
+        --device nvidia-h200
+
+`benchmarks/gpu_search.sh` wraps it for the device machine (wheels, versions,
+a tarball of the results). Results: `<results-dir>/gpu_search_<part>-<device>.json`,
+the report `gpu_search-<device>.md` and `plots/gpu_search-<device>-*.png`,
+rebuilt from the part files by `--report-only`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import glob
+import json
+import os
+import re
+import statistics
+import time
+import traceback
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import jax
+import jax.numpy as jnp
+
+from benchmarks import harness, sweeps
+
+PARTS = ("throughput", "self_play", "chess", "tree_steps", "parallel", "largest_chess", "profile")
+# Each part's share of the budget; time a part leaves unused goes to the later ones.
+SHARES = {"throughput": 0.30, "self_play": 0.16, "chess": 0.14, "tree_steps": 0.12,
+          "parallel": 0.08, "largest_chess": 0.14, "profile": 0.06}
+# (ours, mctx) runner names of `sweeps` per policy family.
+FAMILIES = {"alphazero": ("ours_alphazero", "mctx_muzero"),
+            "gumbel": ("ours_gumbel", "mctx_gumbel")}
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    """What one run measures (the full run for a GPU, or `--tiny`).
+
+    throughput: (problem, family, B, simulations) cells, most important first.
+    chess: the same for the chess problem.
+    self_play_games / self_play_simulations: the self-play steps' B and S.
+    tree_steps_*: B, A and the simulation counts of the per-step cost.
+    parallel_*: the problem, simulations and P values of the B = 1 search.
+    largest_*: the chess game (or a stand-in), N and the slack kept free.
+    profile_cell: the (problem, family, B, simulations) whose program is read.
+    rounds: interleaved rounds per cell when time allows.
+    max_call_s: a side whose estimated call is longer is skipped.
+    """
+
+    throughput: Tuple[Tuple[str, str, int, int], ...]
+    chess: Tuple[Tuple[str, str, int, int], ...]
+    self_play_games: Tuple[int, ...]
+    self_play_simulations: int
+    self_play_game: str
+    tree_steps_batch: int
+    tree_steps_actions: int
+    tree_steps_simulations: Tuple[int, ...]
+    parallel_problem: str
+    parallel_simulations: int
+    parallel_paths: Tuple[int, ...]
+    largest_game: str
+    largest_max_nodes: int
+    largest_run_simulations: int
+    profile_cell: Tuple[str, str, int, int]
+    rounds: int
+    max_call_s: float
+
+
+def _cells(problem, family, batch_sizes, simulations):
+    return tuple((problem, family, b, s) for s in simulations for b in batch_sizes)
+
+
+FULL = Sizes(
+    throughput=(_cells("synthetic_82", "alphazero", (1, 64, 1024, 8192, 65536), (64,))
+                + _cells("synthetic_82", "alphazero", (1, 64, 1024, 8192), (800,))
+                + _cells("connect_four_net", "alphazero", (64, 1024, 8192), (64,))
+                + _cells("synthetic_82", "gumbel", (64, 1024, 8192), (64,))
+                + _cells("connect_four_net", "gumbel", (1024, 8192), (64,))
+                + _cells("synthetic_82", "gumbel", (1024,), (800,))
+                + _cells("connect_four_net", "alphazero", (1024,), (800,))),
+    chess=_cells("chess", "alphazero", (64, 1024), (64,)) + _cells("chess", "gumbel", (1024,), (64,)),
+    self_play_games=(1024, 4096), self_play_simulations=32, self_play_game="connect_four",
+    tree_steps_batch=256, tree_steps_actions=82, tree_steps_simulations=(32, 128, 512, 2048),
+    parallel_problem="connect_four_net", parallel_simulations=256, parallel_paths=(1, 4, 16, 64),
+    largest_game="chess", largest_max_nodes=801, largest_run_simulations=800,
+    profile_cell=("synthetic_82", "alphazero", 1024, 64), rounds=3, max_call_s=6.0)
+
+# The same code paths at CPU sizes (a test runs it): tic-tac-toe stands in for
+# chess (its compilation alone would take minutes on two cores).
+TINY = Sizes(
+    throughput=(_cells("synthetic_82", "alphazero", (4,), (8,))
+                + _cells("connect_four_net", "gumbel", (4,), (8,))),
+    chess=_cells("tic_tac_toe", "alphazero", (4,), (8,)),
+    self_play_games=(8,), self_play_simulations=4, self_play_game="tic_tac_toe",
+    tree_steps_batch=4, tree_steps_actions=9, tree_steps_simulations=(16,),
+    parallel_problem="synthetic_82", parallel_simulations=16, parallel_paths=(1, 4),
+    largest_game="tic_tac_toe", largest_max_nodes=33, largest_run_simulations=32,
+    profile_cell=("synthetic_82", "alphazero", 8, 8), rounds=2, max_call_s=30.0)
+
+
+# ---- the budget -------------------------------------------------------------------------
+class Budget:
+    """One wall-clock budget shared by the parts: a part's deadline is its
+    share of the time still left, over the shares of the parts still to run."""
+
+    def __init__(self, total_s: float, parts: Sequence[str]):
+        self.start = time.perf_counter()
+        self.total_s = total_s
+        self.pending = list(parts)
+        self.deadline = self.start + total_s
+
+    def left(self) -> float:
+        return self.deadline - time.perf_counter()
+
+    def begin(self, part: str) -> float:
+        """The deadline (perf_counter seconds) of `part`, which starts now."""
+        shares = sum(SHARES[p] for p in self.pending)
+        slice_s = max(0.0, self.left()) * SHARES[part] / shares
+        self.pending.remove(part)
+        return time.perf_counter() + slice_s
+
+
+def _block(x):
+    return harness.block(x)
+
+
+def measure_sides(sides: Dict[str, Callable[[], Any]], rounds: int, deadline: float,
+                  work: Dict[str, float], pairs: Sequence[Tuple[str, str]] = (),
+                  calls_per_round: int = 1) -> Dict[str, Any]:
+    """`harness.interleaved_rounds` under a deadline: every side compiled
+    (timed) and warmed up once, then up to `rounds` interleaved rounds while
+    the next round fits before `deadline` (one round at least). Ratios are
+    ours / peer in work per second, formed within each round."""
+    compile_s, seconds = {}, {name: [] for name in sides}
+    for name, fn in sides.items():
+        start = time.perf_counter()
+        _block(fn())
+        compile_s[name] = time.perf_counter() - start
+        _block(fn())
+    names = list(sides)
+    last_round_s = 0.0
+    for index in range(rounds):
+        if index > 0 and time.perf_counter() + last_round_s > deadline:
+            break
+        round_start = time.perf_counter()
+        for name in (names if index % 2 == 0 else names[::-1]):
+            times = []
+            for _ in range(calls_per_round):
+                start = time.perf_counter()
+                _block(sides[name]())
+                times.append(time.perf_counter() - start)
+            seconds[name].append(statistics.median(times))
+        last_round_s = time.perf_counter() - round_start
+    out = dict(sides={}, ratios={}, rounds=len(seconds[names[0]]))
+    for name in names:
+        out["sides"][name] = dict(compile_s=compile_s[name], seconds=seconds[name],
+                                  median_s=statistics.median(seconds[name]),
+                                  min_s=min(seconds[name]), max_s=max(seconds[name]))
+    for ours, peer in pairs:
+        if ours in sides and peer in sides:
+            values = [(work[ours] / a) / (work[peer] / b)
+                      for a, b in zip(seconds[ours], seconds[peer])]
+            out["ratios"][f"{ours}/{peer}"] = dict(median=statistics.median(values),
+                                                   min=min(values), max=max(values),
+                                                   values=values)
+    return out
+
+
+class CostModel:
+    """Estimates of a side's compile and call seconds from its measured cells
+    of the same problem: the largest one no larger than the asked cell in B
+    and in S (else the smallest one), its call scaled linearly in B and in
+    S (in S squared for mctx, whose every step rewrites its whole tree)."""
+
+    def __init__(self, default_compile_s: float = 8.0):
+        self.seen: Dict[Tuple[str, str], List[Tuple[int, int, float, float]]] = {}
+        self.default_compile_s = default_compile_s
+
+    def record(self, problem, side, batch_size, simulations, call_s, compile_s):
+        self.seen.setdefault((problem, side), []).append(
+            (batch_size, simulations, call_s, compile_s))
+
+    def _nearest(self, problem, side, batch_size, simulations):
+        cells = self.seen.get((problem, side), [])
+        below = [c for c in cells if c[0] <= batch_size and c[1] <= simulations]
+        if below:
+            return max(below, key=lambda c: (c[0] * c[1], c[1]))
+        return min(cells, key=lambda c: c[0] * c[1]) if cells else None
+
+    def call_s(self, problem, side, batch_size, simulations) -> float:
+        cell = self._nearest(problem, side, batch_size, simulations)
+        if cell is None:
+            return 0.0
+        b, s, call_s, _ = cell
+        growth = (simulations / s) ** (2 if side.startswith("mctx") else 1)
+        return call_s * max(1.0, batch_size / b) * max(1.0, growth)
+
+    def cell_s(self, problem, side, batch_size, simulations, rounds) -> float:
+        cell = self._nearest(problem, side, batch_size, simulations)
+        compile_s = cell[3] if cell else self.default_compile_s
+        return compile_s + (2 + rounds) * self.call_s(problem, side, batch_size, simulations)
+
+
+# ---- 1 and 3: throughput cells ------------------------------------------------------------
+def throughput_cells(cells, sizes: Sizes, deadline: float, costs: CostModel,
+                     log=print) -> List[Dict[str, Any]]:
+    """One row per (cell, side): sims_per_s (median, range), us_per_sim,
+    compile_s, and on ours the per-round ratio ours / mctx; skipped sides
+    and cells name why."""
+    rows = []
+    have_mctx = bool(sweeps.available_runners(["mctx_muzero"]))
+    for problem, family, batch_size, num_simulations in cells:
+        ours, theirs = FAMILIES[family]
+        names = [ours] + ([theirs] if have_mctx else [])
+        base = dict(problem=problem, family=family, B=batch_size, simulations=num_simulations)
+        skipped = {}
+        for name in list(names):
+            estimate = costs.call_s(problem, name, batch_size, num_simulations)
+            if estimate > sizes.max_call_s:
+                skipped[name] = f"estimated {estimate:.1f} s per call > {sizes.max_call_s} s"
+                names.remove(name)
+        left = deadline - time.perf_counter()
+        needed = sum(costs.cell_s(problem, name, batch_size, num_simulations, 1)
+                     for name in names)
+        if names and needed > left:
+            skipped.update({name: f"budget: about {needed:.0f} s needed, {left:.0f} s left"
+                            for name in names})
+            names = []
+        for name, why in skipped.items():
+            rows.append(dict(base, side=name, skipped=why))
+            log(f"{problem} {family} B={batch_size} S={num_simulations} {name}: skipped ({why})")
+        if not names:
+            continue
+        try:
+            setup = sweeps.problem_setup(problem, batch_size)
+            key = jax.random.key(3)
+            sides = {name: functools.partial(
+                sweeps.compiled_search(problem, name, num_simulations), setup["params"], key,
+                setup["root"], setup["invalid"]) for name in names}
+            work = batch_size * num_simulations
+            result = measure_sides(sides, sizes.rounds, deadline, {n: work for n in names},
+                                   [(ours, theirs)])
+        except Exception as error:  # a cell that fails (out of memory, ...) is recorded
+            rows.append(dict(base, side="+".join(names), error=_error_text(error)))
+            log(f"{problem} {family} B={batch_size} S={num_simulations}: error {error!r}")
+            continue
+        for name in names:
+            side = result["sides"][name]
+            costs.record(problem, name, batch_size, num_simulations, side["median_s"],
+                         side["compile_s"])
+            row = dict(base, side=name, sims_per_s=work / side["median_s"],
+                       sims_per_s_min=work / side["max_s"], sims_per_s_max=work / side["min_s"],
+                       us_per_simulation_step=1e6 * side["median_s"] / num_simulations,
+                       compile_s=side["compile_s"], seconds=side["seconds"],
+                       rounds=result["rounds"])
+            ratio = result["ratios"].get(f"{name}/{theirs}")
+            if ratio is not None:
+                row.update(ratio=ratio["median"], ratio_min=ratio["min"],
+                           ratio_max=ratio["max"])
+            rows.append(row)
+            log(f"{problem} {family} B={batch_size} S={num_simulations} {name}: "
+                f"{row['sims_per_s']:,.0f} sims/s, {row['us_per_simulation_step']:.0f} us/step"
+                + (f", ours/mctx {harness.ratio_text(ratio)}" if ratio else ""))
+    return rows
+
+
+def _error_text(error: BaseException) -> str:
+    return f"{type(error).__name__}: {str(error)[:400]}"
+
+
+# ---- 2: a self-play step with either search --------------------------------------------
+def mctx_gumbel_policy(max_num_considered_actions: int):
+    """A policy function with our policies' signature running
+    `mctx.gumbel_muzero_policy` (illegal actions below the root moved into the
+    logits, `harness.mctx_recurrent_fn`), for `training.self_play.SelfPlay`."""
+    import mctx
+
+    def policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions=None,
+               tree=None):
+        del tree
+        their_root = mctx.RootFnOutput(prior_logits=root.prior_logits, value=root.value,
+                                       embedding=root.embedding)
+        return mctx.gumbel_muzero_policy(
+            params, rng_key, their_root, harness.mctx_recurrent_fn(recurrent_fn, mctx),
+            num_simulations, invalid_actions=invalid_actions,
+            max_num_considered_actions=max_num_considered_actions)
+    return policy
+
+
+def self_play(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, Any]]:
+    """Per B: the step's and the search's seconds for each side (median of
+    interleaved rounds of 3 steps), the search's share of its step, and the
+    ratios ours / mctx of steps and of searches per second."""
+    import envs
+    from training import policies, presets
+    from training import self_play as self_play_lib
+    game = envs.make(sizes.self_play_game)
+    model = presets.default_model(game)
+    variables = model.init(jax.random.key(0))
+    m = min(16, game.num_actions)
+    policies_by_side = {"ours_gumbel": policies.policy_from_name("gumbel",
+                                                                 num_actions=game.num_actions)}
+    if sweeps.available_runners(["mctx_gumbel"]):
+        policies_by_side["mctx_gumbel"] = mctx_gumbel_policy(m)
+    rows = []
+    for num_games in sizes.self_play_games:
+        if time.perf_counter() > deadline:
+            rows.append(dict(B=num_games, skipped="budget"))
+            continue
+        sides, searches = {}, {}
+        for name, policy in policies_by_side.items():
+            play = self_play_lib.SelfPlay(game=game, model=model, policy=policy,
+                                          num_simulations=sizes.self_play_simulations,
+                                          num_games=num_games)
+            carry = {"state": play.init(jax.random.key(1)), "buffer": play.new_buffer(4),
+                     "key": jax.random.key(2)}
+
+            def step(play=play, carry=carry):
+                carry["key"], key = jax.random.split(carry["key"])
+                carry["state"], carry["buffer"], stats = play.step(variables, key,
+                                                                   carry["state"],
+                                                                   carry["buffer"])
+                return stats.action
+
+            search = jax.jit(lambda v, k, s, play=play: play.search(v, k, s).action_weights)
+            sides[f"{name} step"] = step
+            searches[f"{name} search"] = functools.partial(
+                lambda search, carry: search(variables, jax.random.key(4),
+                                             carry["state"].states), search, carry)
+        try:
+            work = {name: 1.0 for name in list(sides) + list(searches)}
+            result = measure_sides(dict(sides, **searches), sizes.rounds, deadline, work,
+                                   [("ours_gumbel step", "mctx_gumbel step"),
+                                    ("ours_gumbel search", "mctx_gumbel search")],
+                                   calls_per_round=3)
+        except Exception as error:
+            rows.append(dict(B=num_games, error=_error_text(error)))
+            log(f"self_play B={num_games}: error {error!r}")
+            continue
+        for name in policies_by_side:
+            step_s = result["sides"][f"{name} step"]["median_s"]
+            search_s = result["sides"][f"{name} search"]["median_s"]
+            row = dict(B=num_games, simulations=sizes.self_play_simulations, side=name,
+                       step_s=step_s, search_s=search_s, search_share=search_s / step_s,
+                       games_moves_per_s=num_games / step_s,
+                       sims_per_s_in_step=num_games * sizes.self_play_simulations / step_s,
+                       step_compile_s=result["sides"][f"{name} step"]["compile_s"],
+                       step_seconds=result["sides"][f"{name} step"]["seconds"],
+                       search_seconds=result["sides"][f"{name} search"]["seconds"],
+                       rounds=result["rounds"])
+            for kind in ("step", "search"):
+                ratio = result["ratios"].get(f"{name} {kind}/mctx_gumbel {kind}")
+                if ratio is not None:
+                    row.update({f"{kind}_ratio": ratio["median"], f"{kind}_ratio_min": ratio["min"],
+                                f"{kind}_ratio_max": ratio["max"]})
+            rows.append(row)
+            log(f"self_play B={num_games} {name}: step {1e3 * step_s:.1f} ms, search "
+                f"{1e3 * search_s:.1f} ms ({100 * row['search_share']:.0f}% of the step)"
+                + (f", ours/mctx step {row['step_ratio']:.3g} search {row['search_ratio']:.3g}"
+                   if "step_ratio" in row else ""))
+    return rows
+
+
+# ---- 4: time per tree step as the tree grows ----------------------------------------------
+def tree_steps(sizes: Sizes, deadline: float, costs: CostModel,
+               log=print) -> List[Dict[str, Any]]:
+    """Per (S, side): ns per edge walked (call seconds / edges walked by the
+    B searches: the cost of one step down or up the tree), the mean depth,
+    us per simulation step, and ours / mctx in edges per second."""
+    from mcts_jax.synthetic import HashedProblem, random_root_codes
+    import mcts_jax
+    problem = HashedProblem(num_actions=sizes.tree_steps_actions)
+    batch_size = sizes.tree_steps_batch
+    root, _ = problem.root(random_root_codes(batch_size, batch_size))
+    key = jax.random.key(0)
+    try:
+        import mctx
+    except ImportError:
+        mctx = None
+    rows = []
+    for num_simulations in sizes.tree_steps_simulations:
+        def ours(key, root, s=num_simulations):
+            out = mcts_jax.alphazero_policy(None, key, root, problem.recurrent_fn, s,
+                                            dirichlet_fraction=0.0)
+            return out.action_weights, out.search_tree.node_visits[:, 1:].sum()
+
+        sides = {"ours": (ours, root)}
+        if mctx is not None:
+            their_fn = harness.mctx_recurrent_fn(problem.recurrent_fn, mctx)
+
+            def theirs(key, root, s=num_simulations):
+                out = mctx.muzero_policy(None, key, root, their_fn, s, dirichlet_fraction=0.0)
+                return out.action_weights, out.search_tree.node_visits[:, 1:].sum()
+
+            sides["mctx"] = (theirs, mctx.RootFnOutput(prior_logits=root.prior_logits,
+                                                       value=root.value,
+                                                       embedding=root.embedding))
+        runnable, skipped = {}, {}
+        for name, (fn, side_root) in sides.items():
+            estimate = costs.call_s("tree_steps", name, batch_size, num_simulations)
+            left = deadline - time.perf_counter()
+            if estimate > sizes.max_call_s:
+                skipped[name] = f"estimated {estimate:.1f} s per call > {sizes.max_call_s} s"
+            elif costs.cell_s("tree_steps", name, batch_size, num_simulations, 1) > left:
+                skipped[name] = f"budget: {left:.0f} s left"
+            else:
+                jitted = jax.jit(fn)
+                runnable[name] = functools.partial(jitted, key, side_root)
+        for name, why in skipped.items():
+            rows.append(dict(simulations=num_simulations, side=name, B=batch_size,
+                             A=sizes.tree_steps_actions, skipped=why))
+            log(f"tree_steps S={num_simulations} {name}: skipped ({why})")
+        if not runnable:
+            continue
+        edges, compile_s = {}, {}
+        for name, fn in runnable.items():  # the first call compiles
+            start = time.perf_counter()
+            edges[name] = int(fn()[1])
+            compile_s[name] = time.perf_counter() - start
+        result = measure_sides(runnable, sizes.rounds, deadline, edges,
+                               [("ours", "mctx")])
+        for name, side in result["sides"].items():
+            costs.record("tree_steps", name, batch_size, num_simulations, side["median_s"],
+                         compile_s[name])
+            row = dict(simulations=num_simulations, side=name, B=batch_size,
+                       A=sizes.tree_steps_actions, edges_walked=edges[name],
+                       mean_depth=edges[name] / (batch_size * num_simulations),
+                       ns_per_edge=1e9 * side["median_s"] / edges[name],
+                       ns_per_edge_min=1e9 * side["min_s"] / edges[name],
+                       ns_per_edge_max=1e9 * side["max_s"] / edges[name],
+                       us_per_simulation_step=1e6 * side["median_s"] / num_simulations,
+                       compile_s=compile_s[name], seconds=side["seconds"],
+                       rounds=result["rounds"])
+            ratio = result["ratios"].get(f"{name}/mctx")
+            if ratio is not None:
+                row.update(ratio=ratio["median"], ratio_min=ratio["min"], ratio_max=ratio["max"])
+            rows.append(row)
+            log(f"tree_steps S={num_simulations} {name}: {row['ns_per_edge']:.1f} ns/edge, "
+                f"depth {row['mean_depth']:.1f}, {row['us_per_simulation_step']:.0f} us/step")
+    return rows
+
+
+# ---- 5: one search at a time, parallel leaves --------------------------------------------
+def parallel(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, Any]]:
+    """B = 1: ours (AlphaZero) with P = 1 ... paths per step against mctx
+    (muzero_policy, B = 1), one interleaved measurement; simulations per
+    second and the speed-up over ours at P = 1."""
+    import mcts_jax
+    setup = sweeps.problem_setup(sizes.parallel_problem, 1)
+    recurrent_fn = setup["recurrent_fn"]
+    s = sizes.parallel_simulations
+    key = jax.random.key(5)
+    sides = {}
+    for paths in sizes.parallel_paths:
+        search = jax.jit(lambda params, key, root, invalid, paths=paths: mcts_jax.alphazero_policy(
+            params, key, root, recurrent_fn, s, invalid_actions=invalid, dirichlet_fraction=0.0,
+            simulations_per_step=paths).action)
+        sides[f"ours P={paths}"] = functools.partial(search, setup["params"], key,
+                                                     setup["root"], setup["invalid"])
+    if sweeps.available_runners(["mctx_muzero"]):
+        sides["mctx_muzero"] = functools.partial(
+            sweeps.compiled_search(sizes.parallel_problem, "mctx_muzero", s), setup["params"],
+            key, setup["root"], setup["invalid"])
+    rows = []
+    if time.perf_counter() > deadline:
+        return [dict(problem=sizes.parallel_problem, skipped="budget")]
+    pairs = [(name, "mctx_muzero") for name in sides if name.startswith("ours")]
+    result = measure_sides(sides, sizes.rounds, deadline, {n: float(s) for n in sides}, pairs)
+    one = result["sides"][f"ours P={sizes.parallel_paths[0]}"]["median_s"]
+    for name, side in result["sides"].items():
+        row = dict(problem=sizes.parallel_problem, B=1, simulations=s, side=name,
+                   sims_per_s=s / side["median_s"], call_ms=1e3 * side["median_s"],
+                   speedup_vs_P1=one / side["median_s"], compile_s=side["compile_s"],
+                   seconds=side["seconds"], rounds=result["rounds"])
+        ratio = result["ratios"].get(f"{name}/mctx_muzero")
+        if ratio is not None:
+            row.update(ratio=ratio["median"], ratio_min=ratio["min"], ratio_max=ratio["max"])
+        rows.append(row)
+        log(f"parallel {name}: {row['sims_per_s']:,.0f} sims/s ({row['call_ms']:.1f} ms a search)"
+            + (f", ours/mctx {harness.ratio_text(ratio)}" if ratio else ""))
+    return rows
+
+
+# ---- 6: the largest chess search that fits -----------------------------------------------
+def device_memory_bytes() -> Optional[int]:
+    """The bytes the JAX allocator may use on the first device (None where
+    the backend does not say, e.g. the CPU)."""
+    try:
+        stats = jax.devices()[0].memory_stats() or {}
+    except Exception:
+        return None
+    return stats.get("bytes_limit")
+
+
+def largest_chess(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, Any]]:
+    """Per side (ours compact with lean states, mctx dense with the same lean
+    states): exact tree bytes per node, the largest B whose trees of N nodes
+    take at most 90% of the device's memory, and XLA's memory analysis of
+    the compiled search at that B (arguments + outputs + temporaries);
+    where it says the program does not fit, B shrinks by a fifth and the
+    analysis runs again (up to three times). Ours then runs once at its B
+    when the budget allows (`ran`, `call_s`)."""
+    import envs
+    import mcts_jax
+    from mcts_jax import evaluators
+    from benchmarks import memory as memory_bench
+    game = envs.make(sizes.largest_game)
+    n = sizes.largest_max_nodes
+    k = game.max_legal_moves
+    limit = device_memory_bytes()
+    per_node = {"ours_compact": game.tree_memory(8, n, k, False).bytes_per_node}
+    try:
+        per_node["mctx_lean"] = memory_bench.mctx_bytes_per_node(game, 8, n - 1, "lean")
+        per_node["mctx_full"] = memory_bench.mctx_bytes_per_node(game, 8, n - 1, "full")
+    except ImportError:
+        pass
+    # Without a device limit (the CPU), size for 16 MiB so that the code path runs.
+    usable = 0.9 * (limit if limit else 2 ** 24)
+    evaluator = evaluators.Uniform()
+    recurrent_fn = game.recurrent_fn(evaluator)
+
+    def search_fn(side):
+        if side == "ours_compact":
+            return lambda root, invalid, key: mcts_jax.alphazero_policy(
+                None, key, root, recurrent_fn, n - 1, invalid_actions=invalid, max_nodes=n,
+                max_children=k, dirichlet_fraction=0.0).action
+        import mctx
+        their_fn = harness.mctx_recurrent_fn(recurrent_fn, mctx)
+        return lambda root, invalid, key: mctx.muzero_policy(
+            None, key, mctx.RootFnOutput(prior_logits=root.prior_logits, value=root.value,
+                                         embedding=root.embedding),
+            their_fn, n - 1, invalid_actions=invalid, dirichlet_fraction=0.0).action
+
+    def shapes(batch_size):
+        states = jax.eval_shape(lambda key: game.init(key, batch_size), jax.random.key(0))
+        return jax.eval_shape(lambda s: game.root(None, jax.random.key(1), s, evaluator), states)
+
+    rows = []
+    for side in ("ours_compact", "mctx_lean"):
+        if side not in per_node:
+            continue
+        batch_size = max(1, int(usable // (per_node[side] * n)))
+        if batch_size > 64:
+            batch_size -= batch_size % 64
+        row = dict(game=sizes.largest_game, side=side, max_nodes=n, bytes_per_node=per_node[side],
+                   device_bytes_limit=limit, tree_only_B=batch_size)
+        analysis = None
+        for _ in range(4):
+            if time.perf_counter() > deadline:
+                row["skipped"] = "budget"
+                break
+            try:
+                root, invalid = shapes(batch_size)
+                start = time.perf_counter()
+                compiled = jax.jit(search_fn(side)).lower(root, invalid,
+                                                          jax.random.key(0)).compile()
+                row["compile_s"] = time.perf_counter() - start
+                analysis = compiled.memory_analysis()
+            except Exception as error:
+                row["error"] = _error_text(error)
+                analysis = None
+                break
+            needed = _analysis_bytes(analysis)
+            row.update(B=batch_size, nodes=batch_size * n, xla_bytes=needed,
+                       xla_GiB=None if needed is None else needed / 2 ** 30)
+            if needed is None or limit is None or needed <= limit:
+                row["fits"] = needed is None or limit is None or needed <= limit
+                break
+            row["fits"] = False
+            batch_size = max(1, int(batch_size * 0.8) // 64 * 64)
+        log(f"largest {side}: " + ", ".join(f"{key}={value}" for key, value in row.items()
+                                            if key not in ("game",)))
+        if side == "ours_compact" and analysis is not None and row.get("fits"):
+            # A real run at that B, if a call is likely to end in the part's time.
+            left = deadline - time.perf_counter()
+            if left > 30 or limit is None:
+                try:
+                    states = game.init(jax.random.key(0), batch_size)
+                    root_value, invalid_value = game.root(None, jax.random.key(1), states,
+                                                          evaluator)
+                    start = time.perf_counter()
+                    _block(compiled(root_value, invalid_value, jax.random.key(0)))
+                    row.update(ran=True, call_s=time.perf_counter() - start)
+                    del states, root_value, invalid_value
+                except Exception as error:
+                    row.update(ran=False, run_error=_error_text(error))
+            else:
+                row.update(ran=False, run_skipped=f"budget: {left:.0f} s left")
+        rows.append(row)
+    if "mctx_full" in per_node:
+        rows.append(dict(game=sizes.largest_game, side="mctx_full (bytes only)", max_nodes=n,
+                         bytes_per_node=per_node["mctx_full"],
+                         tree_only_B=int(usable // (per_node["mctx_full"] * n))))
+    return rows
+
+
+def _analysis_bytes(analysis) -> Optional[int]:
+    if analysis is None:
+        return None
+    fields = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes",
+              "generated_code_size_in_bytes")
+    total = sum(getattr(analysis, name, 0) or 0 for name in fields)
+    return total - (getattr(analysis, "alias_size_in_bytes", 0) or 0)
+
+
+# ---- 7: the compiled program of one search ------------------------------------------------
+# HLO instructions that launch no kernel of their own.
+_FREE = {"parameter", "constant", "get-tuple-element", "tuple", "bitcast", "while",
+         "conditional", "call", "after-all", "partition-id", "replica-id", "opt-barrier",
+         "add-dependency", "copy-start", "copy-done"}
+_HOST = ("send", "recv", "infeed", "outfeed", "send-done", "recv-done")
+
+
+def hlo_loops(text: str) -> Dict[str, Any]:
+    """What the optimized HLO module `text` runs: {computations: n, kernels
+    (instructions that launch work, outside fused computations),
+    host_transfers (send/recv/infeed/outfeed and host callbacks), loops:
+    [{body, kernels_in_body, trip_count, nested_loops}]} (nested loops' own
+    kernels are listed under their own entries)."""
+    computations: Dict[str, List[Tuple[str, str]]] = {}
+    current = None
+    for line in text.splitlines():
+        line = re.sub(r"/\*.*?\*/", "", line)  # the /*index=5*/ comments of long tuples
+        header = re.match(r"^\s*(ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$", line)
+        if header and "=" not in line.split("{")[0]:
+            current = header.group(2)
+            computations[current] = []
+            continue
+        if line.strip() == "}":
+            current = None
+            continue
+        assignment = re.match(r"^\s*(ROOT\s+)?%?[\w.\-]+\s*=\s*(.*)$", line)
+        if current is not None and assignment:
+            # the opcode is the first `name(` after the result's shape
+            opcode = re.search(r"(?:^|[\s)}\]])([a-z][a-z0-9\-]*)\(", assignment.group(2))
+            if opcode:
+                computations[current].append((opcode.group(1), line))
+    fused = {name for name in computations if "fused" in name or "fusion" in name}
+
+    def kernels(name):
+        return sum(1 for opcode, _ in computations.get(name, []) if opcode not in _FREE)
+
+    loops = []
+    host = 0
+    for name, instructions in computations.items():
+        for opcode, line in instructions:
+            if opcode in _HOST or (opcode == "custom-call" and "callback" in line.lower()):
+                host += 1
+            if opcode == "while":
+                body = re.search(r"body=%?([\w.\-]+)", line)
+                trip = re.search(r'"known_trip_count":\{"n":"(\d+)"', line)
+                body_name = body.group(1) if body else "?"
+                loops.append(dict(in_computation=name, body=body_name,
+                                  kernels_in_body=kernels(body_name),
+                                  trip_count=int(trip.group(1)) if trip else None,
+                                  nested_loops=sum(1 for op, _ in computations.get(body_name, [])
+                                                   if op == "while")))
+    top = [name for name in computations if name not in fused]
+    return dict(computations=len(computations),
+                kernels=sum(kernels(name) for name in top), host_transfers=host, loops=loops)
+
+
+def profile(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, Any]]:
+    """Per side of `profile_cell`: the compiled program's kernels, loops
+    (with the kernels in each body and its trip count where XLA knows it)
+    and host transfers, beside the measured time per simulation step."""
+    problem, family, batch_size, num_simulations = sizes.profile_cell
+    setup = sweeps.problem_setup(problem, batch_size)
+    rows = []
+    for side in FAMILIES[family]:
+        if not sweeps.available_runners([side]):
+            continue
+        if time.perf_counter() > deadline:
+            rows.append(dict(side=side, skipped="budget"))
+            continue
+        fn = sweeps.compiled_search(problem, side, num_simulations)
+        args = (setup["params"], jax.random.key(3), setup["root"], setup["invalid"])
+        compiled = fn.lower(*args).compile()
+        program = hlo_loops(compiled.as_text())
+        _block(compiled(*args))
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            _block(compiled(*args))
+            times.append(time.perf_counter() - start)
+        step_us = 1e6 * statistics.median(times) / num_simulations
+        row = dict(problem=problem, family=family, B=batch_size, simulations=num_simulations,
+                   side=side, us_per_simulation_step=step_us, **program)
+        row["loop_summary"] = "; ".join(
+            f"{loop['kernels_in_body']} kernels x {loop['trip_count'] or '?'}"
+            for loop in program["loops"])
+        rows.append(row)
+        log(f"profile {side}: {program['kernels']} kernels, loops [{row['loop_summary']}], "
+            f"{program['host_transfers']} host transfers, {step_us:.0f} us per step")
+    return rows
+
+
+# ---- running, saving, reporting -------------------------------------------------------
+def run_part(part: str, sizes: Sizes, deadline: float, costs: CostModel,
+             log=print) -> List[Dict[str, Any]]:
+    if part == "throughput":
+        return throughput_cells(sizes.throughput, sizes, deadline, costs, log)
+    if part == "chess":
+        return throughput_cells(sizes.chess, sizes, deadline, costs, log)
+    if part == "self_play":
+        return self_play(sizes, deadline, log)
+    if part == "tree_steps":
+        return tree_steps(sizes, deadline, costs, log)
+    if part == "parallel":
+        return parallel(sizes, deadline, log)
+    if part == "largest_chess":
+        return largest_chess(sizes, deadline, log)
+    if part == "profile":
+        return profile(sizes, deadline, log)
+    raise ValueError(f"unknown part {part!r}; the parts are {PARTS}")
+
+
+def part_path(results_dir: str, part: str, device: str) -> str:
+    return os.path.join(results_dir, f"gpu_search_{part}-{device}.json")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--budget-s", type=float, default=400.0,
+                        help="wall-clock seconds for all parts together (default 400)")
+    parser.add_argument("--parts", nargs="+", default=list(PARTS), choices=PARTS)
+    parser.add_argument("--tiny", action="store_true",
+                        help="CPU sizes: the same code paths in a couple of minutes")
+    parser.add_argument("--results-dir", default=harness.RESULTS_DIR)
+    parser.add_argument("--report-only", action="store_true",
+                        help="rebuild the report and plots from the part files")
+    parser.add_argument("--device", default=None,
+                        help="device tag of the files (default: this machine's)")
+    args = parser.parse_args(argv)
+    device = args.device or harness.device_slug()
+    if not args.report_only:
+        # The profile part reads the program of a search compiled earlier:
+        # the persistent cache gives it back instead of compiling it again.
+        jax.config.update("jax_compilation_cache_dir", os.path.join(
+            os.environ.get("TMPDIR", "/tmp"), "mcts_jax_gpu_search_cache"))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        sizes = TINY if args.tiny else FULL
+        budget = Budget(args.budget_s, args.parts)
+        costs = CostModel(default_compile_s=3.0 if args.tiny else 8.0)
+        info = harness.machine_info()
+        print(f"device {info['device']} ({info['backend']}), jax {info['versions']['jax']}, "
+              f"mctx {info['versions']['mctx']}, budget {args.budget_s:.0f} s", flush=True)
+        for part in args.parts:
+            deadline = budget.begin(part)
+            start = time.perf_counter()
+            print(f"== {part}: {deadline - start:.0f} s", flush=True)
+            error = None
+            try:
+                rows = run_part(part, sizes, deadline, costs,
+                                log=lambda text: print(text, flush=True))
+            except Exception as exc:  # the part's error is its result; the next part runs
+                traceback.print_exc()
+                rows, error = [], _error_text(exc)
+            settings = dict(harness.provenance(seed=0), part=part, tiny=args.tiny,
+                            budget_s=args.budget_s, part_budget_s=deadline - start,
+                            part_wall_s=time.perf_counter() - start,
+                            sizes=dataclasses.asdict(sizes))
+            record = dict(benchmark=f"gpu_search_{part}", machine=info, settings=settings,
+                          rows=rows, error=error)
+            print("saved", harness.write_json(part_path(args.results_dir, part, device), record),
+                  flush=True)
+    print(write_report(args.results_dir, device))
+    return 0
+
+
+# ---- the report -----------------------------------------------------------------------
+def load_parts(results_dir: str, device: str) -> Dict[str, Dict[str, Any]]:
+    out = {}
+    for part in PARTS:
+        path = part_path(results_dir, part, device)
+        if os.path.exists(path):
+            with open(path) as f:
+                out[part] = json.load(f)
+    return out
+
+
+def _fmt(value, digits=3):
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:,.{digits}g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return str(value)
+
+
+def _ratio(row, prefix="ratio"):
+    if row.get(prefix) is None:
+        return ""
+    return f"{row[prefix]:.3g} ({row[prefix + '_min']:.3g}-{row[prefix + '_max']:.3g})"
+
+
+def report_tables(parts: Dict[str, Dict[str, Any]]) -> str:
+    """The markdown tables of every part present."""
+    lines = []
+    first = next(iter(parts.values()), None)
+    if first is None:
+        return "no results"
+    machine = first["machine"]
+    lines += [f"# Search on {machine['device']} against mctx",
+              "",
+              f"{machine['device']} ({machine['backend']}), jax {machine['versions']['jax']}, "
+              f"mctx {machine['versions']['mctx']}, pgx {machine['versions']['pgx']}, "
+              f"{machine['date']}. Every figure: median over interleaved rounds (range in "
+              "brackets); ours/mctx formed within each round. Generated by "
+              "`python -m benchmarks.gpu_search --report-only`.", ""]
+    for part, record in parts.items():
+        settings = record["settings"]
+        lines += [f"## {part}", "", harness.provenance_line(settings) +
+                  f"; part budget {settings['part_budget_s']:.0f} s, used "
+                  f"{settings['part_wall_s']:.0f} s", ""]
+        if record.get("error"):
+            lines += [f"The part failed: `{record['error']}`", ""]
+        rows = record["rows"]
+        if part in ("throughput", "chess"):
+            lines += ["| problem | policy | B | sims | side | sims/s | us per step | "
+                      "ours/mctx | rounds | note |", "|---|---|---|---|---|---|---|---|---|---|"]
+            for r in rows:
+                lines.append(f"| {r['problem']} | {r['family']} | {r['B']} | {r['simulations']} | "
+                             f"{r['side']} | {_fmt(r.get('sims_per_s'))} | "
+                             f"{_fmt(r.get('us_per_simulation_step'))} | {_ratio(r)} | "
+                             f"{r.get('rounds', '')} | {r.get('skipped') or r.get('error') or ''} |")
+        elif part == "self_play":
+            lines += ["| B | side | step ms | search ms | search share | game moves/s | "
+                      "ours/mctx step | ours/mctx search | note |",
+                      "|---|---|---|---|---|---|---|---|---|"]
+            for r in rows:
+                lines.append(f"| {r['B']} | {r.get('side', '')} | "
+                             f"{_fmt(1e3 * r['step_s']) if 'step_s' in r else ''} | "
+                             f"{_fmt(1e3 * r['search_s']) if 'search_s' in r else ''} | "
+                             f"{_fmt(r.get('search_share'))} | {_fmt(r.get('games_moves_per_s'))} | "
+                             f"{_ratio(r, 'step_ratio')} | {_ratio(r, 'search_ratio')} | "
+                             f"{r.get('skipped') or r.get('error') or ''} |")
+        elif part == "tree_steps":
+            lines += ["| sims | side | ns per edge | mean depth | us per step | ours/mctx | note |",
+                      "|---|---|---|---|---|---|---|"]
+            for r in rows:
+                lines.append(f"| {r['simulations']} | {r['side']} | {_fmt(r.get('ns_per_edge'))} | "
+                             f"{_fmt(r.get('mean_depth'))} | {_fmt(r.get('us_per_simulation_step'))} "
+                             f"| {_ratio(r)} | {r.get('skipped', '')} |")
+        elif part == "parallel":
+            lines += ["| side | sims/s | ms a search | speed-up over P=1 | ours/mctx | note |",
+                      "|---|---|---|---|---|---|"]
+            for r in rows:
+                lines.append(f"| {r.get('side', '')} | {_fmt(r.get('sims_per_s'))} | "
+                             f"{_fmt(r.get('call_ms'))} | {_fmt(r.get('speedup_vs_P1'))} | "
+                             f"{_ratio(r)} | {r.get('skipped', '')} |")
+        elif part == "largest_chess":
+            lines += ["| side | bytes per node | N | B (trees alone) | B analysed | B x N | "
+                      "XLA GiB | fits | ran | call s | note |",
+                      "|---|---|---|---|---|---|---|---|---|---|---|"]
+            for r in rows:
+                lines.append(f"| {r['side']} | {_fmt(r.get('bytes_per_node'))} | "
+                             f"{r.get('max_nodes', '')} | {r.get('tree_only_B', '')} | "
+                             f"{r.get('B', '')} | {_fmt(r.get('nodes'))} | "
+                             f"{_fmt(r.get('xla_GiB'))} | {r.get('fits', '')} | "
+                             f"{r.get('ran', '')} | {_fmt(r.get('call_s'))} | "
+                             f"{r.get('skipped') or r.get('error') or r.get('run_error') or ''} |")
+        elif part == "profile":
+            lines += ["| side | B | sims | kernels (whole program) | loops: kernels per body x "
+                      "trips | host transfers | us per step |", "|---|---|---|---|---|---|---|"]
+            for r in rows:
+                lines.append(f"| {r['side']} | {r.get('B', '')} | {r.get('simulations', '')} | "
+                             f"{r.get('kernels', '')} | {r.get('loop_summary', '')} | "
+                             f"{r.get('host_transfers', '')} | "
+                             f"{_fmt(r.get('us_per_simulation_step'))} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_plots(parts: Dict[str, Dict[str, Any]], results_dir: str, device: str) -> List[str]:
+    """Throughput against B (per problem, policy and simulations) and ns per
+    edge against simulations; returns the paths written."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    paths = []
+    folder = os.path.join(results_dir, "plots")
+    os.makedirs(folder, exist_ok=True)
+    rows = [r for part in ("throughput", "chess") for r in parts.get(part, {}).get("rows", [])
+            if r.get("sims_per_s")]
+    if rows:
+        groups = sorted({(r["problem"], r["family"], r["simulations"]) for r in rows})
+        fig, axes = plt.subplots(1, len(groups), figsize=(3.2 * len(groups), 3.2), squeeze=False)
+        for ax, (problem, family, sims) in zip(axes[0], groups):
+            for side in sorted({r["side"] for r in rows}):
+                points = sorted((r["B"], r["sims_per_s"]) for r in rows if r["side"] == side and
+                                (r["problem"], r["family"], r["simulations"]) ==
+                                (problem, family, sims))
+                if points:
+                    ax.plot(*zip(*points), marker="o", label=side)
+            ax.set(xscale="log", yscale="log", xlabel="B", title=f"{problem}\n{family}, {sims} sims")
+            ax.legend(fontsize=7)
+        axes[0][0].set_ylabel("simulations per second")
+        fig.tight_layout()
+        path = os.path.join(folder, f"gpu_search-{device}-throughput.png")
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        paths.append(path)
+    steps = [r for r in parts.get("tree_steps", {}).get("rows", []) if r.get("ns_per_edge")]
+    if steps:
+        fig, ax = plt.subplots(figsize=(4.5, 3.2))
+        for side in sorted({r["side"] for r in steps}):
+            points = sorted((r["simulations"], r["ns_per_edge"]) for r in steps if r["side"] == side)
+            ax.plot(*zip(*points), marker="o", label=side)
+        ax.set(xscale="log", yscale="log", xlabel="simulations", ylabel="ns per edge walked",
+               title="time per tree step")
+        ax.legend()
+        fig.tight_layout()
+        path = os.path.join(folder, f"gpu_search-{device}-tree_steps.png")
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def write_report(results_dir: str, device: str) -> str:
+    """Writes `gpu_search-<device>.md` and the plots from the part files;
+    returns the report's text."""
+    parts = load_parts(results_dir, device)
+    text = report_tables(parts)
+    plots = write_plots(parts, results_dir, device) if parts else []
+    text += "".join(f"\n![{os.path.basename(p)}](plots/{os.path.basename(p)})\n" for p in plots)
+    with open(os.path.join(results_dir, f"gpu_search-{device}.md"), "w") as f:
+        f.write(text)
+    return text
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
