@@ -1,46 +1,46 @@
-"""mcts_jax: batched Monte Carlo Tree Search in JAX with fixed-size array trees."""
+"""mcts_jax: batched Monte Carlo Tree Search in JAX with fixed-size array trees.
 
-from mcts_jax import memory, visualize
+The public surface, by group (`__all__`); every name has its docstring:
+
+- the callback contract and outputs (base.py), the tree (tree.py);
+- policies: values (`AlphaZeroPolicy`, ...) and the same called at once
+  (`alphazero_policy`, ...), policy.py, policies.py, muzero_policies.py;
+- the composable search: `search` with the user's rules, the rules and
+  Q transforms they are built from (selection.py, qtransforms.py), the
+  options record (options.py);
+- subtree reuse (reuse.py) and chance nodes (stochastic.py);
+- tools: `memory`, `visualize`, `sharding`, `evaluators`;
+- mctx compatibility (mctx_compat/): mctx's signatures and tree, so that
+  `import mcts_jax as mctx` runs mctx code.
+"""
+
+from mcts_jax import evaluators, memory, sharding, visualize
 from mcts_jax.base import (ChanceRecurrentFn, ChanceRecurrentFnOutput, DecisionRecurrentFn,
                            DecisionRecurrentFnOutput, InteriorActionSelectionFn, LoopFn,
                            PolicyOutput, RecurrentFn, RecurrentFnOutput, RecurrentState,
                            RootActionSelectionFn, RootFnOutput, SearchSummary)
-from mcts_jax.mctx_selection import (gumbel_muzero_interior_action_selection,
-                                     gumbel_muzero_root_action_selection,
-                                     muzero_action_selection)
-from mcts_jax.mctx_tree import MctxSearchSummary, MctxTree, mctx_view
-from mcts_jax.mctx_policies import (MuZeroPolicy, StochasticGumbelPolicy, StochasticMuZeroPolicy,
-                                    gumbel_muzero_policy, muzero_policy,
-                                    stochastic_muzero_policy)
-from mcts_jax.options import SearchOptions
-from mcts_jax.recompiles import RecompileWarning
-from mcts_jax.policies import (AlphaZeroPolicy, GumbelPolicy, Policy, RulePolicy, UCTPolicy,
-                               alphazero_policy, gumbel_policy, rule_policy, uct_policy)
-from mcts_jax.qtransforms import (mixed_value, qtransform_by_min_max,
+from mcts_jax.mctx_compat import (MctxSearchSummary, MctxTree, gumbel_muzero_interior_action_selection,
+                                  gumbel_muzero_policy, gumbel_muzero_root_action_selection,
+                                  mctx_view, muzero_action_selection, muzero_policy,
+                                  our_qtransform, qtransform_by_min_max,
                                   qtransform_by_parent_and_siblings,
-                                  qtransform_completed_by_mix_value, qtransform_raw)
+                                  qtransform_completed_by_mix_value, qtransform_raw, search,
+                                  stochastic_muzero_policy)
+from mcts_jax.muzero_policies import (MuZeroPolicy, StochasticGumbelPolicy,
+                                      StochasticMuZeroPolicy, muzero_options)
+from mcts_jax.options import SearchOptions
+from mcts_jax.policies import (AlphaZeroPolicy, GumbelPolicy, UCTPolicy, alphazero_policy,
+                               gumbel_policy, uct_policy)
+from mcts_jax.policy import Policy, RulePolicy, rule_policy
+from mcts_jax.qtransforms import mixed_value
+from mcts_jax.recompiles import RecompileWarning
 from mcts_jax.reuse import get_subtree, reset_tree, select_rows
-from mcts_jax.stochastic import StochasticEmbedding, is_chance_node, stochastic_subtree
 from mcts_jax.selection import (GumbelExtraData, Rules, gumbel_interior_scores,
                                 gumbel_root_scores, halving_scores, prior_logits, puct_scores,
                                 tie_break_noise, uct_scores)
+from mcts_jax.stochastic import StochasticEmbedding, is_chance_node, stochastic_subtree
 from mcts_jax.tree import ILLEGAL, UNEXPANDED, ChildrenStats, Tree, children_stats
-from mcts_jax.tree_search import search
-from mcts_jax import sharding
-from mcts_jax import moved as _moved
-
-# The application moved to the top-level package `training` (mcts_jax/moved.py):
-# the old module names still import, with a DeprecationWarning.
-_moved.install()
-
-
-def __getattr__(name):
-    if f"{__name__}.{name}" in _moved.MOVED:
-        module = _moved.load(f"{__name__}.{name}")
-        globals()[name] = module  # warned once, as `import mcts_jax.<name>` does
-        return module
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+from mcts_jax.tree_search import RuleNaNWarning
 
 # mctx's name for the Gumbel extra data (its `root_gumbel` field is the same).
 GumbelMuZeroExtraData = GumbelExtraData
@@ -49,27 +49,30 @@ __version__ = "0.1.0"
 
 __all__ = [
     # the callback contract and outputs
-    "PolicyOutput", "RecurrentFn", "RecurrentFnOutput", "RootFnOutput", "SearchSummary",
-    "DecisionRecurrentFn", "DecisionRecurrentFnOutput", "ChanceRecurrentFn",
-    "ChanceRecurrentFnOutput",
+    "RootFnOutput", "RecurrentFnOutput", "RecurrentFn", "PolicyOutput", "SearchSummary",
+    "DecisionRecurrentFnOutput", "DecisionRecurrentFn", "ChanceRecurrentFnOutput",
+    "ChanceRecurrentFn",
+    # the tree
     "Tree", "ChildrenStats", "children_stats", "UNEXPANDED", "ILLEGAL",
-    # mctx's names: its tree, selection functions and types
-    "MctxTree", "MctxSearchSummary", "mctx_view", "muzero_action_selection",
-    "gumbel_muzero_root_action_selection", "gumbel_muzero_interior_action_selection",
-    "RootActionSelectionFn", "InteriorActionSelectionFn", "LoopFn", "RecurrentState",
-    # the composable search, its rules and Q transforms
-    "search", "SearchOptions", "RecompileWarning", "Rules", "uct_scores", "puct_scores",
-    "tie_break_noise",
-    "gumbel_root_scores", "gumbel_interior_scores", "halving_scores", "prior_logits",
-    "GumbelExtraData", "GumbelMuZeroExtraData", "qtransform_by_min_max", "qtransform_by_parent_and_siblings",
-    "qtransform_completed_by_mix_value", "qtransform_raw", "mixed_value",
-    # policies (ours, then mctx's signatures)
+    # policies: values, then the same called at once
     "Policy", "UCTPolicy", "AlphaZeroPolicy", "GumbelPolicy", "RulePolicy", "MuZeroPolicy",
-    "StochasticGumbelPolicy", "StochasticMuZeroPolicy",
-    "uct_policy", "alphazero_policy", "gumbel_policy", "rule_policy", "muzero_policy",
-    "gumbel_muzero_policy", "stochastic_muzero_policy",
-    # chance nodes
-    "StochasticEmbedding", "is_chance_node", "stochastic_subtree",
-    # subtree reuse
-    "get_subtree", "reset_tree", "select_rows",
+    "StochasticMuZeroPolicy", "StochasticGumbelPolicy",
+    "uct_policy", "alphazero_policy", "gumbel_policy", "rule_policy", "muzero_options",
+    # the composable search: options, rules, Q transforms, warnings
+    "search", "SearchOptions", "Rules", "uct_scores", "puct_scores", "tie_break_noise",
+    "gumbel_root_scores", "gumbel_interior_scores", "halving_scores", "prior_logits",
+    "GumbelExtraData", "qtransform_by_min_max", "qtransform_by_parent_and_siblings",
+    "qtransform_completed_by_mix_value", "qtransform_raw", "mixed_value", "RecompileWarning",
+    "RuleNaNWarning",
+    # subtree reuse and chance nodes
+    "get_subtree", "reset_tree", "select_rows", "StochasticEmbedding", "is_chance_node",
+    "stochastic_subtree",
+    # tools (modules)
+    "memory", "visualize", "sharding", "evaluators",
+    # mctx compatibility (mctx_compat/): mctx's signatures, tree and selection functions
+    "muzero_policy", "gumbel_muzero_policy", "stochastic_muzero_policy", "MctxTree",
+    "MctxSearchSummary", "mctx_view", "muzero_action_selection",
+    "gumbel_muzero_root_action_selection", "gumbel_muzero_interior_action_selection",
+    "GumbelMuZeroExtraData", "RootActionSelectionFn", "InteriorActionSelectionFn", "LoopFn",
+    "RecurrentState", "our_qtransform",
 ]

@@ -82,11 +82,10 @@ class SearchOptions:
         False, "simulation i writes node i + 1, mctx's node numbering")
     keep_prior_logits: bool = option(
         False, "also store the prior logits each node was given, as given (4 bytes per "
-               "child slot; mctx's children_prior_logits); the mctx-signature functions "
-               "set it")
+               "child slot): what mctx's view of a tree reads as children_prior_logits")
     loop_fn: Callable = option(
-        jax.lax.fori_loop, "the simulation loop, loop_fn(lower, upper, body, init) "
-                           "(mctx's argument)")
+        jax.lax.fori_loop, "the simulation loop, loop_fn(lower, upper, body, init): "
+                           "jax.lax.fori_loop, or e.g. a Python loop to debug a search")
     simulations_per_step: int = option(
         1, "P paths per tree per step, their B x P leaves evaluated in one recurrent_fn "
            "call; num_simulations stays the total")
@@ -220,102 +219,3 @@ class SearchOptions:
                             simulations_per_step=min(self.simulations_per_step,
                                                      int(num_simulations)),
                             num_chance_outcomes=int(num_chance_outcomes))
-
-
-# ---- functions as static arguments --------------------------------------------------------
-
-class _Unhashable(Exception):
-    """A bound argument that cannot be compared by value."""
-
-
-def _value_key(value: Any) -> Any:
-    """A hashable key equal for equal partials of one function with hashable
-    bound arguments; raises `_Unhashable` otherwise."""
-    if isinstance(value, functools.partial):
-        return ("partial", _value_key(value.func),
-                tuple(_value_key(arg) for arg in value.args),
-                tuple(sorted((name, _value_key(arg)) for name, arg in value.keywords.items())))
-    try:
-        hash(value)
-    except TypeError:
-        raise _Unhashable from None
-    return value
-
-
-def _static_key(fn: Any) -> Any:
-    """`_value_key(fn)`, or, when something bound is unhashable (an array, a
-    list), the identity of `fn` itself: the `Static` holding it keeps it alive,
-    so that identity is never reused while a compiled function is cached
-    under it. (A bound value mutated in place afterwards is not seen: bind
-    values, not containers you change.)"""
-    try:
-        return _value_key(fn)
-    except _Unhashable:
-        return ("object", id(fn))
-
-
-def holds_tracer(value: Any) -> bool:
-    """True when `value` binds a JAX tracer of the caller's trace: a tracer
-    itself, or one bound in a `Static`, a `functools.partial`, a tuple or list
-    (e.g. `Rules`) or a dataclass's fields (a policy's settings), e.g. a rule
-    partial built inside the caller's jit with traced constants."""
-    if isinstance(value, jax.core.Tracer):
-        return True
-    if isinstance(value, Static):
-        return holds_tracer(value.fn)
-    if isinstance(value, functools.partial):
-        return (holds_tracer(value.func) or any(holds_tracer(arg) for arg in value.args)
-                or any(holds_tracer(arg) for arg in value.keywords.values()))
-    if isinstance(value, (list, tuple)):
-        return any(holds_tracer(item) for item in value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return any(holds_tracer(getattr(value, field.name))
-                   for field in dataclasses.fields(value))
-    return False
-
-
-class Static:
-    """Wraps a function (a rule, a Q transform) for use as a static argument of
-    `jax.jit`: two wrappers are equal when their functions are equal partials
-    of the same function with equal hashable bound arguments (Python numbers,
-    strings, functions), otherwise when they wrap the very same object."""
-
-    __slots__ = ("fn", "_key")
-
-    def __init__(self, fn: Callable):
-        self.fn = fn
-        self._key = _static_key(fn)
-
-    def __call__(self, *args, **kwargs):
-        return self.fn(*args, **kwargs)
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Static) and self._key == other._key
-
-    def __hash__(self) -> int:
-        return hash(self._key)
-
-    def __repr__(self) -> str:
-        return f"Static({self.fn!r})"
-
-
-def mctx_options(**keywords) -> SearchOptions:
-    """mctx's semantics as our options: discount 0 only a factor, node i + 1
-    written by simulation i."""
-    return SearchOptions(stop_at_terminal=False, node_per_simulation=True, **keywords)
-
-
-def mctx_options_from(**keywords) -> SearchOptions:
-    """The one translation of the mctx-signature keywords (mctx's
-    `max_depth` and `loop_fn`, and any of our `SearchOptions` fields) to the
-    record: mctx's semantics by default (`mctx_options`: discount 0 only a
-    factor, `stop_at_terminal=True` for ours), the prior logits kept as
-    given (`keep_prior_logits`: mctx's `children_prior_logits`), and mctx's
-    node numbering unless asked otherwise (`node_per_simulation` None or
-    absent) or several paths run per step (where it has no meaning)."""
-    node_per_simulation = keywords.pop("node_per_simulation", None)
-    if node_per_simulation is None:
-        node_per_simulation = keywords.get("simulations_per_step", 1) == 1
-    keywords.setdefault("keep_prior_logits", True)
-    return SearchOptions.from_keywords(mctx_options(), node_per_simulation=node_per_simulation,
-                                       **keywords)

@@ -33,12 +33,13 @@ tree back up the stored value of their last node, as with P = 1. Capacity
 (`max_nodes`) is respected: a path that would create a node past it
 re-evaluates its last node instead.
 
-P = 1 runs `phases.run_simulations` unchanged (bit for bit today's search).
+P = 1 runs `phases.simulate` (one path per step) instead.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import chex
 import jax
@@ -49,11 +50,13 @@ from mcts_jax import tree as tree_lib
 from mcts_jax.options import SearchOptions
 from mcts_jax.selection import Rules
 
+
 @dataclasses.dataclass(frozen=True)
-class Steering(phases.OnePath):
+class Steering(phases.OnePathPerStep):
     """The descent strategy of path p of a step: it sees the step's earlier
-    paths (p' < p). Its memo is the virtual visits [B, N] int32: earlier
-    paths through each node, this path's added as it goes down.
+    paths (p' < p). What it counts in flight is the virtual visits [B, N]
+    int32: earlier paths through each node, this path's added as it goes
+    down.
 
     Attributes:
       pending_node, pending_slot: [B, P] int32 where each earlier path
@@ -72,43 +75,44 @@ class Steering(phases.OnePath):
     def starts(self, active: chex.Array) -> chex.Array:
         return active & self.enabled
 
-    def read(self, stats: tree_lib.ChildrenStats, node: chex.Array,
-             memo: chex.Array) -> tree_lib.ChildrenStats:
+    def stats_seen(self, stats: tree_lib.ChildrenStats, node: chex.Array,
+                   in_flight: chex.Array) -> tree_lib.ChildrenStats:
         """`stats` of `node` [B] with the in-flight paths counted (see the
-        module docstring); `memo` [B, N] the current virtual visits."""
+        module docstring); `in_flight` [B, N] the current virtual visits."""
         rows = tree_lib.batch_rows(node.shape[0])
         expanded = stats.index >= 0
-        in_flight = jnp.where(expanded, memo[rows[:, None], jnp.maximum(stats.index, 0)], 0)
+        visits_in_flight = jnp.where(expanded,
+                                     in_flight[rows[:, None], jnp.maximum(stats.index, 0)], 0)
         slots = jnp.arange(stats.index.shape[-1], dtype=jnp.int32)
         pending_here = (self.pending & (self.pending_node == node[:, None]))[:, :, None] & (
             self.pending_slot[:, :, None] == slots[None, None, :])  # [B, P, K]
-        in_flight = in_flight + jnp.sum(pending_here, axis=1, dtype=jnp.int32)
+        visits_in_flight = visits_in_flight + jnp.sum(pending_here, axis=1, dtype=jnp.int32)
         real = stats.visits
-        total = real + in_flight
+        total = real + visits_in_flight
         if self.rule == "unobserved":
             qvalues = jnp.where(real > 0, stats.qvalues,
-                                jnp.where(in_flight > 0, stats.node_value[:, None],
+                                jnp.where(visits_in_flight > 0, stats.node_value[:, None],
                                           stats.qvalues))
         else:  # virtual_loss: each in-flight visit a loss (-1, internal scale) for the mover
-            qvalues = jnp.where(total > 0, (stats.qvalues * real - in_flight)
+            qvalues = jnp.where(total > 0, (stats.qvalues * real - visits_in_flight)
                                 / jnp.maximum(total, 1), stats.qvalues)
         return stats.replace(visits=total, qvalues=qvalues,
-                             node_visits=stats.node_visits + memo[rows, node])
+                             node_visits=stats.node_visits + in_flight[rows, node])
 
-    def passes(self, memo, rows, node, passing):
+    def leaves_node(self, in_flight, rows, node, leaving):
         """The node this path leaves counts it from now on."""
-        return add_visits(memo, rows, node, passing, 1)
+        return add_visits(in_flight, rows, node, leaving, 1)
 
-    def arrives(self, memo, rows, node):
+    def ends_at(self, in_flight, rows, node):
         """The path's last node counts it too (a pending child is counted apart)."""
-        return add_visits(memo, rows, node, self.enabled, 1)
+        return add_visits(in_flight, rows, node, self.enabled, 1)
 
 
 @dataclasses.dataclass(frozen=True)
-class TakeBack(phases.OnePath):
+class TakeBack(phases.OnePathPerStep):
     """The backup strategy of a step's P paths: every path that ran walks up
     (a no-op path too) and takes its virtual visit back from each node it
-    updates. Memo: the virtual visits [B, N], all zero after the backup.
+    updates. In flight: the virtual visits [B, N], all zero after the backup.
 
     Attributes:
       enabled: [B, P] bool, the path ran.
@@ -116,11 +120,11 @@ class TakeBack(phases.OnePath):
 
     enabled: chex.Array
 
-    def walks(self, update: phases.Backup) -> chex.Array:
+    def walks_up(self, update: phases.Backup) -> chex.Array:
         return (update.count > 0) | self.enabled
 
-    def passes_back(self, memo, rows, node, passing):
-        return add_visits(memo, rows, node, passing, -1)
+    def backs_up_node(self, in_flight, rows, node, on_path):
+        return add_visits(in_flight, rows, node, on_path, -1)
 
 
 def add_visits(visits: chex.Array, rows: chex.Array, node: chex.Array, where: chex.Array,
@@ -133,25 +137,30 @@ def select_paths(tree: tree_lib.Tree, rules: Rules, options: SearchOptions,
                  select_key: chex.PRNGKey, num_paths: chex.Array,
                  visits: chex.Array):
     """P descents in every row, path p steered by paths < p. `num_paths` []:
-    how many of the P run this step. Returns (LeafChoice [B, P], enabled
-    [B, P], virtual visits [B, N])."""
+    how many of the P run this step. Returns (LeafChoice [B, P] (its
+    rule_failed [B]: on any path), enabled [B, P], virtual visits [B, N])."""
     batch_size, paths = tree.batch_size, options.simulations_per_step
     path_keys = jax.random.split(select_key, (paths, batch_size))
     empty = jnp.zeros((batch_size, paths), jnp.int32)
     enabled = jnp.broadcast_to(jnp.arange(paths) < num_paths, (batch_size, paths))
+    no_failure = (None if phases.rules_screen_their_slots(rules)
+                  else jnp.zeros((batch_size,), jnp.bool_))
 
     def one_path(p, carry):
-        nodes, slots, expands, visits = carry
+        nodes, slots, expands, visits, failed = carry
         steering = Steering(pending_node=nodes, pending_slot=slots, pending=expands,
                             enabled=enabled[:, p], rule=options.steering)
         leaf = phases.select_leaf(tree, rules, options.depth_limit, options.solver,
                                   path_keys[p], steering, visits)
         return (nodes.at[:, p].set(leaf.node), slots.at[:, p].set(leaf.slot),
-                expands.at[:, p].set(leaf.expand), leaf.memo)
+                expands.at[:, p].set(leaf.expand), leaf.in_flight,
+                None if failed is None else failed | leaf.rule_failed)
 
-    nodes, slots, expands, visits = jax.lax.fori_loop(
-        0, paths, one_path, (empty, empty, jnp.zeros((batch_size, paths), jnp.bool_), visits))
-    return phases.LeafChoice(node=nodes, slot=slots, expand=expands), enabled, visits
+    nodes, slots, expands, visits, failed = jax.lax.fori_loop(
+        0, paths, one_path,
+        (empty, empty, jnp.zeros((batch_size, paths), jnp.bool_), visits, no_failure))
+    return (phases.LeafChoice(node=nodes, slot=slots, expand=expands, rule_failed=failed),
+            enabled, visits)
 
 
 def first_path_per_edge(leaf: phases.LeafChoice) -> chex.Array:
@@ -163,32 +172,27 @@ def first_path_per_edge(leaf: phases.LeafChoice) -> chex.Array:
     return jnp.argmax(same_edge, axis=-1).astype(jnp.int32)
 
 
-def expand_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
-                 recurrent_fn: base.RecurrentFn, leaf: phases.LeafChoice,
-                 enabled: chex.Array, options: SearchOptions):
-    """Evaluates the B x P leaves in one recurrent_fn call (batch B * P),
-    creates one node per distinct unexpanded edge (capacity permitting), and
-    returns (tree, Backup [B, P], takes_new [B, P]: the path backs up a
-    node created this step)."""
-    paths, max_nodes = options.simulations_per_step, tree.max_nodes
-    rows = tree_lib.batch_rows(tree.batch_size)[:, None]
-    action = tree_lib.edge_actions(tree, leaf.node, leaf.slot)
-    parent_embedding = phases.leaf_embeddings(params, rng_key, tree, recurrent_fn, leaf.node,
-                                              options.max_path_length)
-    new, embedding = phases.evaluate_edges(params, rng_key, tree, recurrent_fn,
-                                           parent_embedding, action, options)
-
+def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
+                   recurrent_fn: base.RecurrentFn, rules: Rules,
+                   options: SearchOptions) -> tuple:
+    """One step of P paths in every row (the loop body of `run_paths`):
+    select them, evaluate the B x P leaves in one recurrent_fn call
+    (`phases.expand` with E = P), create one node per distinct unexpanded
+    edge (capacity permitting) and back up every path, taking the virtual
+    visits back. `carry`: (key, tree, virtual visits [B, N], rule_failed
+    [B] or None). Keys: `key, select_key, expand_key = split(key, 3)`."""
+    key, tree, visits, rule_failed = carry
+    paths = options.simulations_per_step
+    key, select_key, expand_key = jax.random.split(key, 3)
+    num_paths = jnp.minimum(paths, options.num_simulations - step_index * paths)
+    leaf, enabled, visits = select_paths(tree, rules, options, select_key, num_paths, visits)
+    embedding = phases.leaf_embeddings(params, expand_key, tree, recurrent_fn, leaf.node,
+                                       options.max_path_length)
     first = first_path_per_edge(leaf)
     creates = leaf.expand & (first == jnp.arange(paths)[None, :])
-    new_index = tree.num_nodes[:, None] + jnp.cumsum(creates, axis=1, dtype=jnp.int32) - 1
-    created = creates & (new_index < max_nodes)
-    write_at = jnp.where(created, new_index, max_nodes)
-    tree = phases.write_new_nodes(tree, write_at, leaf.node, action, new, embedding, visits=0)
-    tree = tree.replace(
-        children=tree.children.at[rows, jnp.where(created, leaf.node, max_nodes), leaf.slot].set(
-            new_index.astype(tree.children.dtype), mode="drop"),
-        num_nodes=tree.num_nodes + jnp.sum(created, axis=1, dtype=jnp.int32))
-
+    tree, new, new_index, created = phases.expand(params, expand_key, tree, recurrent_fn,
+                                                  leaf.node, leaf.slot, creates, embedding,
+                                                  options)
     # Each expanding path backs up the node its edge's first path created.
     takes_new = leaf.expand & jnp.take_along_axis(created, first, axis=1)
     again = phases.revisit(tree, leaf.node, options.solver, runs=enabled)
@@ -196,35 +200,28 @@ def expand_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree
         start=jnp.where(takes_new, jnp.take_along_axis(new_index, first, axis=1), again.start),
         count=jnp.where(takes_new, 1, again.count),
         value=jnp.where(takes_new, jnp.take_along_axis(new.value, first, axis=1), again.value))
-    return tree, update, takes_new
+    # The backup takes a virtual visit back from every node it updates; a
+    # node created this step holds none yet: give it the one to take.
+    rows = tree_lib.batch_rows(tree.batch_size)[:, None]
+    visits = add_visits(visits, rows, update.start, takes_new, 1)
+    tree, visits = phases.backup(tree, update, options.solver, TakeBack(enabled=enabled),
+                                 visits)
+    if rule_failed is not None:
+        rule_failed = rule_failed | leaf.rule_failed
+    return key, tree, visits, rule_failed
 
 
-def run_parallel_simulations(params: base.Params, rng_key: chex.PRNGKey,
-                             tree: tree_lib.Tree, recurrent_fn: base.RecurrentFn,
-                             rules: Rules, options: SearchOptions) -> tree_lib.Tree:
+def run_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
+              recurrent_fn: base.RecurrentFn, rules: Rules, options: SearchOptions,
+              rule_failed=None):
     """`options.num_simulations` simulations on every row of `tree`, P =
-    `options.simulations_per_step` per step (see the module docstring). Each
-    step takes `key, select_key, expand_key = split(key, 3)`."""
-    paths = options.simulations_per_step
-    num_steps = -(-options.num_simulations // paths)
+    `options.simulations_per_step` per step (see the module docstring).
+    Returns (tree, rule_failed [B] or None as given)."""
+    num_steps = -(-options.num_simulations // options.simulations_per_step)
     # Virtual visits: zero between steps; allocated once per search.
     no_visits = jnp.zeros((tree.batch_size, tree.max_nodes), jnp.int32)
-
-    def step(step_index, carry):
-        key, tree, visits = carry
-        key, select_key, expand_key = jax.random.split(key, 3)
-        num_paths = jnp.minimum(paths, options.num_simulations - step_index * paths)
-        leaf, enabled, visits = select_paths(tree, rules, options, select_key, num_paths,
-                                             visits)
-        tree, update, takes_new = expand_paths(params, expand_key, tree, recurrent_fn,
-                                               leaf, enabled, options)
-        # The backup takes a virtual visit back from every node it updates; a
-        # node created this step holds none yet: give it the one to take.
-        rows = tree_lib.batch_rows(tree.batch_size)[:, None]
-        visits = add_visits(visits, rows, update.start, takes_new, 1)
-        tree, visits = phases.backup(tree, update, options.solver, TakeBack(enabled=enabled),
-                                     visits)
-        return key, tree, visits
-
-    _, tree, _ = options.loop_fn(0, num_steps, step, (rng_key, tree, no_visits))
-    return tree
+    step = functools.partial(simulate_paths, params=params, recurrent_fn=recurrent_fn,
+                             rules=rules, options=options)
+    _, tree, _, rule_failed = options.loop_fn(0, num_steps, step,
+                                              (rng_key, tree, no_visits, rule_failed))
+    return tree, rule_failed

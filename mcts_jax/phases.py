@@ -1,21 +1,22 @@
 """The search loop: each simulation selects, expands and backs up, for B rows.
 
-The three phases live here, one function each:
+The three phases live here, one function each, and `simulate` runs them once:
 
 - `select_leaf`: from the root, follow the selection rule down to an
   unexpanded edge, a terminal node, a node at `max_depth`, or a dead end.
-- `expand_leaf` (one child per simulation) or `expand_all_children` (every legal child of
-  the leaf at once, each evaluated, the "Tiny-MCTS" style): one batched
-  `recurrent_fn` call; rows that reached an unexpanded edge write the new
-  node(s) into their next free slots.
-- `backup`: add the visits and values to every node on the path to the root,
-  converting values through each edge with `reward + discount * value`, and,
-  with the MCTS-solver, mark nodes whose exact value is now proven.
+- `expand`: one batched `recurrent_fn` call evaluates the edges the step
+  reached and writes their new nodes into each row's next free slots. One
+  edge per row (a simulation), every legal child of the leaf
+  (`expand_all`, the "Tiny-MCTS" style) and P paths per row
+  (`parallel.py`) are the same routine with E = 1, K or P edges.
+- `backup`: add the visits and values to every node on the path to the
+  root, converting values through each edge with `reward + discount *
+  value`, and, with the MCTS-solver, mark nodes whose exact value is now
+  proven.
 
-`select_leaf` and `backup` take a descent strategy (`OnePath`, the default:
-one path per row and step). Several paths per step (`parallel.py`) pass
-their own strategy instead of adding branches here; each phase returns one
-type whatever the strategy.
+`select_leaf` and `backup` take a descent strategy (`OnePathPerStep`, the
+default). Several paths per step (`parallel.py`) pass their own strategy,
+which counts the paths still in flight, instead of adding branches here.
 
 Performance: the loops carry only per-row scalars ([B] node index, depth,
 value) plus, in `backup`, the arrays it updates by scatter. Their predicates
@@ -38,7 +39,9 @@ import jax.numpy as jnp
 from mcts_jax import base
 from mcts_jax import stochastic
 from mcts_jax import tree as tree_lib
-from mcts_jax.options import SearchOptions, Static
+from mcts_jax import validation
+from mcts_jax.hashable import HashableFunction
+from mcts_jax.options import SearchOptions
 from mcts_jax.selection import Rules, check_slot_values, screens_its_own_slots
 
 # A proven Q-value at least this high is the best any move can achieve
@@ -56,19 +59,24 @@ class LeafChoice:
         (terminal, at max_depth, a dead end, or a parent in a full tree).
       slot: the child slot of `node` to expand (meaningful when `expand`).
       expand: bool, new node(s) are created below `node`.
-      memo: what the descent strategy carried down (None for `OnePath`;
-        `parallel.Steering`'s virtual visits [B, N]).
+      in_flight: what the descent strategy counts of the paths of this step
+        (None for `OnePathPerStep`; `parallel.Steering`'s virtual visits
+        [B, N]).
+      rule_failed: bool, a user's rule scored NaN on an open slot on the
+        way down (None when both rules are ours, which never do).
     """
 
     node: chex.Array
     slot: chex.Array
     expand: chex.Array
-    memo: Any = None
+    in_flight: Any = None
+    rule_failed: Optional[chex.Array] = None
 
 
 @chex.dataclass(frozen=True)
 class Backup:
-    """What a simulation adds to the path from `start` to the root, all [B].
+    """What a simulation adds to the path from `start` to the root, all [B]
+    (or [B, P] paths).
 
     Attributes:
       start: the first node to update.
@@ -82,26 +90,20 @@ class Backup:
     value: chex.Array
 
 
-def check_scores(scores, name: str, batch_size: int, num_slots: int,
-                 rule=None) -> None:
-    """Trace-time check (free) of what a selection rule returned: float
-    [B, K], else a ValueError (shape) or TypeError (dtype, integers and
-    bools included) naming `name` ("root_rule") and the function `rule`."""
-    check_slot_values(scores, name, rule, batch_size, num_slots)
-
-
-def is_ours(rule) -> bool:
-    """One of our rules with our Q transforms (`selection.screens_its_own_slots`),
-    also inside the stochastic wrapper (`stochastic.ChanceAware`, whose chance
-    scores are ours)."""
-    while isinstance(rule, (Static, stochastic.ChanceAware)):
-        rule = rule.fn if isinstance(rule, Static) else rule.decision_rule
+def rule_screens_its_slots(rule) -> bool:
+    """True for one of our rules with our Q transforms
+    (`selection.screens_its_own_slots`), also inside the stochastic wrapper
+    (`stochastic.ChanceAware`, whose chance scores are ours): its scores are
+    -inf on closed slots and never NaN, so the descent reads them as they are."""
+    while isinstance(rule, (HashableFunction, stochastic.ChanceAware)):
+        rule = rule.fn if isinstance(rule, HashableFunction) else rule.decision_rule
     return screens_its_own_slots(rule)
 
 
 def usable_scores(scores: chex.Array, stats: tree_lib.ChildrenStats,
-                  solver: bool) -> chex.Array:
-    """The scores [B, K] the descent takes the argmax of, from a rule's.
+                  solver: bool) -> tuple[chex.Array, chex.Array]:
+    """(the scores [B, K] the descent takes the argmax of, from a rule's;
+    [B] bool, the rule scored NaN on an open slot of the row).
 
     Open slots are the legal ones (with the solver: not proven). A closed
     slot scores -inf whatever the rule gave it, and so does an open slot
@@ -111,14 +113,15 @@ def usable_scores(scores: chex.Array, stats: tree_lib.ChildrenStats,
     prior; a row whose open slots all scored -inf stays a dead end (-inf
     everywhere). +inf is kept (a rule's "choose this"). For a rule that
     scores closed slots -inf and never gives NaN (every built-in one) the
-    result is its scores, bit for bit.
+    result is its scores, bit for bit. A NaN is reported
+    (`Policy.__call__` warns, checks="checkify" raises).
     """
     open_slots = stats.legal & ~stats.solved if solver else stats.legal
     failed = open_slots & jnp.isnan(scores)
     scores = jnp.where(open_slots & ~failed, scores, -jnp.inf)
     stuck = jnp.max(scores, axis=-1, keepdims=True) == -jnp.inf
     fallback = jnp.where(failed, jnp.nan_to_num(stats.priors, nan=0.0), -jnp.inf)
-    return jnp.where(stuck, fallback.astype(scores.dtype), scores)
+    return jnp.where(stuck, fallback.astype(scores.dtype), scores), jnp.any(failed, axis=-1)
 
 
 def split_rows(keys: chex.Array) -> tuple[chex.Array, chex.Array]:
@@ -128,52 +131,54 @@ def split_rows(keys: chex.Array) -> tuple[chex.Array, chex.Array]:
     return pairs[:, 0], pairs[:, 1]
 
 
-class OnePath:
+class OnePathPerStep:
     """The descent strategy of one path per row and step (the default).
 
-    A descent strategy says how the paths of one step see each other; the
-    phases call it at fixed points and never ask which strategy they hold.
-    It carries a `memo` (any pytree, or None) through a descent and a
-    backup. This one carries nothing and changes nothing: the rules read the
-    tree's own statistics. `parallel.Steering` (descents) and
-    `parallel.TakeBack` (backups) are the strategy of several paths per step.
+    A descent strategy says how the paths of one step see each other: the
+    phases call its hooks at fixed points and never ask which strategy they
+    hold. It carries `in_flight` (what it counts of the step's paths, any
+    pytree, or None) through a descent and a backup. This one counts
+    nothing and changes nothing: the rules read the tree's own statistics.
+    `parallel.Steering` (descents) and `parallel.TakeBack` (backups) are
+    the strategy of several paths per step.
     """
 
     def starts(self, active: chex.Array) -> chex.Array:
         """Which rows [B] descend, given those that may (`active`)."""
         return active
 
-    def read(self, stats: tree_lib.ChildrenStats, node: chex.Array,
-             memo: Any) -> tree_lib.ChildrenStats:
+    def stats_seen(self, stats: tree_lib.ChildrenStats, node: chex.Array,
+                   in_flight: Any) -> tree_lib.ChildrenStats:
         """The statistics of `node` [B] that the rules score."""
         return stats
 
-    def passes(self, memo: Any, rows: chex.Array, node: chex.Array,
-               passing: chex.Array) -> Any:
-        """The descent leaves `node` [B] for a child where `passing` [B]."""
-        return memo
+    def leaves_node(self, in_flight: Any, rows: chex.Array, node: chex.Array,
+                    leaving: chex.Array) -> Any:
+        """The descent leaves `node` [B] for a child where `leaving` [B]."""
+        return in_flight
 
-    def arrives(self, memo: Any, rows: chex.Array, node: chex.Array) -> Any:
+    def ends_at(self, in_flight: Any, rows: chex.Array, node: chex.Array) -> Any:
         """The descent ends at `node` [B]."""
-        return memo
+        return in_flight
 
-    def walks(self, update: "Backup") -> chex.Array:
+    def walks_up(self, update: "Backup") -> chex.Array:
         """Which backups walk up to the root (bool like `update.start`)."""
         return update.count > 0
 
-    def passes_back(self, memo: Any, rows: chex.Array, node: chex.Array,
-                    passing: chex.Array) -> Any:
-        """The backup updates `node` (like `update.start`) where `passing`."""
-        return memo
+    def backs_up_node(self, in_flight: Any, rows: chex.Array, node: chex.Array,
+                      on_path: chex.Array) -> Any:
+        """The backup updates `node` (like `update.start`) where `on_path`."""
+        return in_flight
 
 
-ONE_PATH = OnePath()
+ONE_PATH_PER_STEP = OnePathPerStep()
 
 
 class Descent(NamedTuple):
     """The carry of `select_leaf`'s loop, per row [B]: where the descent is,
     the slot it chose last, its depth, whether it goes on, whether it ends at
-    an unexpanded edge, the row's key, and the strategy's memo."""
+    an unexpanded edge, the row's key, what the strategy counts in flight,
+    and whether a user's rule scored NaN (None for ours)."""
 
     node: chex.Array
     slot: chex.Array
@@ -181,27 +186,31 @@ class Descent(NamedTuple):
     active: chex.Array
     expand: chex.Array
     keys: chex.Array
-    memo: Any
+    in_flight: Any
+    rule_failed: Optional[chex.Array]
 
 
 def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
-                     max_depth: int, solver: bool, strategy: OnePath) -> Descent:
+                     max_depth: int, solver: bool, strategy: OnePathPerStep) -> Descent:
     """One step of `select_leaf` for the active rows; inactive rows keep
     their state. `name` names the rule in shape errors. The argmax is over
     `usable_scores`: illegal and NaN slots are never chosen (see there);
-    our own rules with our Q transforms (`selection.screens_its_own_slots`)
-    already score closed slots -inf and never NaN, and skip that work."""
+    our own rules with our Q transforms (`rule_screens_its_slots`) already
+    score closed slots -inf and never NaN, and skip that work."""
     rows = tree_lib.batch_rows(tree.batch_size)
     node, depth, active = state.node, state.depth, state.active
     keys, step_keys = split_rows(state.keys)
-    stats = strategy.read(tree_lib.children_stats(tree, node, depth, step_keys), node,
-                          state.memo)
+    stats = strategy.stats_seen(tree_lib.children_stats(tree, node, depth, step_keys), node,
+                                state.in_flight)
     scores = score_fn(tree, node, stats)
-    check_scores(scores, name, tree.batch_size, tree.num_slots, score_fn)
-    if is_ours(score_fn):  # ours: closed slots -inf already, never NaN
+    check_slot_values(scores, name, score_fn, tree.batch_size, tree.num_slots)
+    rule_failed = state.rule_failed
+    if rule_screens_its_slots(score_fn):  # ours: closed slots -inf already, never NaN
         scores = jnp.where(stats.solved, -jnp.inf, scores) if solver else scores
     else:
-        scores = usable_scores(scores, stats, solver)
+        scores, failed = usable_scores(scores, stats, solver)
+        if rule_failed is not None:
+            rule_failed = rule_failed | (active & failed)
     slot = jnp.argmax(scores, axis=-1).astype(jnp.int32)
     has_legal_child = jnp.max(scores, axis=-1) > -jnp.inf
     child = stats.index[rows, slot]
@@ -218,21 +227,28 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
         active=can_descend & ~stops_below,
         expand=state.expand | expand,
         keys=keys,
-        memo=strategy.passes(state.memo, rows, node, can_descend),
+        in_flight=strategy.leaves_node(state.in_flight, rows, node, can_descend),
+        rule_failed=rule_failed,
     )
 
 
+def rules_screen_their_slots(rules: Rules) -> bool:
+    """Both rules are ours (`rule_screens_its_slots`): no NaN to look for."""
+    return rule_screens_its_slots(rules.at_root) and rule_screens_its_slots(rules.below_root)
+
+
 def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
-                solver: bool, row_keys: chex.Array, strategy: OnePath = ONE_PATH,
-                memo: Any = None) -> LeafChoice:
+                solver: bool, row_keys: chex.Array,
+                strategy: OnePathPerStep = ONE_PATH_PER_STEP,
+                in_flight: Any = None) -> LeafChoice:
     """Descends every row from the root; O(depth x K) per row. The first step
     (at the root) scores with `rules.at_root`, every later one with
     `rules.below_root`. With the solver, children whose value is proven are
     never entered. `row_keys` [B] seed the per-step keys a rule may read
     (`stats.rng_key`); a rule that ignores them costs nothing (XLA drops the
-    key arithmetic). `strategy` and its `memo` say how the paths of one step
-    see each other (`OnePath`; several paths per step: `parallel.py`); the
-    LeafChoice returns the memo as the descent left it."""
+    key arithmetic). `strategy` and its `in_flight` count say how the paths
+    of one step see each other (`OnePathPerStep`; several paths per step:
+    `parallel.py`); the LeafChoice returns the count as the descent left it."""
     batch_size = tree.batch_size
     # A proven root is not searched any more (the simulation is a no-op).
     active = (~tree.solved[:, tree_lib.ROOT_INDEX] if solver
@@ -244,7 +260,9 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
         active=strategy.starts(active),
         expand=jnp.zeros((batch_size,), jnp.bool_),
         keys=row_keys,
-        memo=memo,
+        in_flight=in_flight,
+        rule_failed=(None if rules_screen_their_slots(rules)
+                     else jnp.zeros((batch_size,), jnp.bool_)),
     )
     step = functools.partial(descend_one_step, tree, max_depth=max_depth, solver=solver,
                              strategy=strategy)
@@ -258,8 +276,9 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
     loop_name = "root_rule" if one_rule else "interior_rule"
     state = jax.lax.while_loop(lambda state: jnp.any(state.active),
                                lambda state: step(state, rules.below_root, loop_name), state)
-    memo = strategy.arrives(state.memo, tree_lib.batch_rows(batch_size), state.node)
-    return LeafChoice(node=state.node, slot=state.slot, expand=state.expand, memo=memo)
+    in_flight = strategy.ends_at(state.in_flight, tree_lib.batch_rows(batch_size), state.node)
+    return LeafChoice(node=state.node, slot=state.slot, expand=state.expand,
+                      in_flight=in_flight, rule_failed=state.rule_failed)
 
 
 def check_recurrent_output(output: base.RecurrentFnOutput, batch_size: int,
@@ -453,101 +472,95 @@ def leaf_embeddings(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.T
     return replay_path_embeddings(tree, node, step_fn, max_path_length)
 
 
-def evaluate_edges(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
-                   recurrent_fn: base.RecurrentFn, parent_embedding, action: chex.Array,
-                   options: SearchOptions) -> tuple[NewNodes, Any]:
-    """The one recurrent_fn call of a step: every edge (parent embedding,
-    `action` [S], S = [B], [B, P] or [B, K]) evaluated as one flat batch of
-    prod(S) transitions; returns the new nodes (leading shape S, checked and
-    in the tree's scale and layout) and their embeddings [S, ...]."""
-    edge_shape = action.shape
-    size = math.prod(edge_shape)
-    flat = lambda x: x.reshape((size,) + x.shape[len(edge_shape):])  # noqa: E731
-    by_edge = lambda x: x.reshape(edge_shape + x.shape[1:])  # noqa: E731
-    output, embedding = recurrent_fn(params, rng_key, flat(action),
-                                     jax.tree.map(flat, parent_embedding))
-    check_recurrent_output(output, size, tree.num_actions)
-    output, embedding = jax.tree.map(by_edge, (output, embedding))
-    return new_nodes_from_output(output, tree, slot_key(rng_key), options.stop_at_terminal), \
-        embedding
+def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
+           recurrent_fn: base.RecurrentFn, parent: chex.Array, slot: chex.Array,
+           creates: chex.Array, parent_embedding: Any, options: SearchOptions,
+           new_visits: int = 0) -> tuple[tree_lib.Tree, NewNodes, chex.Array, chex.Array]:
+    """The one expansion routine: evaluates E edges per row in one
+    recurrent_fn call and writes the new nodes.
 
+    The edges are child slot `slot` of node `parent` (both [B, E]), the
+    state they leave `parent_embedding` (leaves [B, E, ...]); recurrent_fn
+    gets them as one flat batch of B x E transitions (so with E > 1 it must
+    accept any batch size). Where `creates` [B, E] (and the row has room),
+    a node is written in the row's next free slot, in edge order, with
+    `new_visits` visits and value sum `new_visits * value`, and the parent's
+    slot points to it. E is 1 for one simulation per step, K for
+    `expand_all` (every slot of the leaf), P for P paths per step
+    (`parallel.py`, where only the first path of each distinct edge creates).
+    With `options.node_per_simulation` every row's next free slot is used up
+    whether or not it was written (mctx's numbering; E = 1).
 
-def expand_leaf(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
-                recurrent_fn: base.RecurrentFn, leaf: LeafChoice,
-                options: SearchOptions) -> tuple[tree_lib.Tree, Backup]:
-    """Calls recurrent_fn once for the batch and writes one new node per row
-    that reached an unexpanded edge. Other rows take part in the call (the
-    batch is the unit of work) but write nothing. With
-    `options.node_per_simulation` every row's next free slot is used up
-    whether or not it was written (mctx's numbering)."""
-    batch_size, max_nodes = tree.batch_size, tree.max_nodes
-    rows = tree_lib.batch_rows(batch_size)
-    action = tree_lib.edge_actions(tree, leaf.node, leaf.slot)
-    parent_embedding = leaf_embeddings(params, rng_key, tree, recurrent_fn, leaf.node,
-                                       options.max_path_length)
-    new, embedding = evaluate_edges(params, rng_key, tree, recurrent_fn, parent_embedding,
-                                    action, options)
-
-    new_node = tree.num_nodes
-    write_at = jnp.where(leaf.expand, new_node, max_nodes)  # out of range: dropped
-    tree = write_new_nodes(tree, write_at, leaf.node, action, new, embedding, visits=0)
-    parent_at = jnp.where(leaf.expand, leaf.node, max_nodes)
-    tree = tree.replace(
-        children=tree.children.at[rows, parent_at, leaf.slot].set(
-            new_node.astype(tree.children.dtype), mode="drop"),
-        num_nodes=(jnp.minimum(tree.num_nodes + 1, max_nodes) if options.node_per_simulation
-                   else tree.num_nodes + leaf.expand.astype(jnp.int32)),
-    )
-    again = revisit(tree, leaf.node, options.solver)
-    return tree, Backup(start=jnp.where(leaf.expand, new_node, again.start),
-                        count=jnp.where(leaf.expand, 1, again.count),
-                        value=jnp.where(leaf.expand, new.value, again.value))
-
-
-def expand_all_children(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
-                        recurrent_fn: base.RecurrentFn, leaf: LeafChoice,
-                        options: SearchOptions) -> tuple[tree_lib.Tree, Backup]:
-    """Creates every legal child of the leaf at once, each evaluated by
-    recurrent_fn (one call on a batch of B x K transitions, so the function
-    must accept any batch size), and backs up the sum of their values.
-
-    Each new child starts with one visit and its own value; the leaf and its
-    ancestors gain one visit per new child. A row whose tree lacks room for
-    all the children re-evaluates the leaf instead.
+    Returns (tree, the new nodes of every edge (NewNodes [B, E], created or
+    not), new_index [B, E] int32: where each edge's node was or would have
+    been written, created [B, E] bool).
     """
-    batch_size, max_nodes, num_slots = tree.batch_size, tree.max_nodes, tree.num_slots
-    rows = tree_lib.batch_rows(batch_size)
-    node = leaf.node
-    slot_state = tree_lib.gather_nodes(tree.children, node)
-    creates = slot_state == tree_lib.UNEXPANDED  # [B, K]
-    num_new = jnp.sum(creates, axis=-1).astype(jnp.int32)
-    expanding = leaf.expand & (tree.num_nodes + num_new <= max_nodes)
-    new_index = tree.num_nodes[:, None] + jnp.cumsum(creates, axis=-1).astype(jnp.int32) - 1
-    written = expanding[:, None] & creates
-    write_at = jnp.where(written, new_index, max_nodes)
+    max_nodes = tree.max_nodes
+    edge_shape = parent.shape
+    size = math.prod(edge_shape)
+    action = tree_lib.edge_actions(tree, parent, slot)
+    flat = lambda x: x.reshape((size,) + x.shape[len(edge_shape):])  # noqa: E731
+    flat_embedding = jax.tree.map(flat, parent_embedding)
+    output, embedding = validation.recurrent_result(
+        recurrent_fn(params, rng_key, flat(action), flat_embedding), flat_embedding)
+    check_recurrent_output(output, size, tree.num_actions)
+    by_edge = lambda x: x.reshape(edge_shape + x.shape[1:])  # noqa: E731
+    output, embedding = jax.tree.map(by_edge, (output, embedding))
+    new = new_nodes_from_output(output, tree, slot_key(rng_key), options.stop_at_terminal)
 
-    actions = jnp.minimum(tree_lib.slot_actions(tree, node), tree.num_actions - 1)
-    parent_embedding = leaf_embeddings(params, rng_key, tree, recurrent_fn, node,
-                                       options.max_path_length)
+    new_index = tree.num_nodes[:, None] + jnp.cumsum(creates, axis=1, dtype=jnp.int32) - 1
+    created = creates & (new_index < max_nodes)
+    tree = write_new_nodes(tree, jnp.where(created, new_index, max_nodes), parent, action, new,
+                           embedding, visits=new_visits)
+    rows = tree_lib.batch_rows(tree.batch_size)[:, None]
+    tree = tree.replace(
+        children=tree.children.at[rows, jnp.where(created, parent, max_nodes), slot].set(
+            new_index.astype(tree.children.dtype), mode="drop"),
+        num_nodes=(jnp.minimum(tree.num_nodes + 1, max_nodes) if options.node_per_simulation
+                   else tree.num_nodes + jnp.sum(created, axis=1, dtype=jnp.int32)))
+    return tree, new, new_index, created
+
+
+def edges_of_leaf(tree: tree_lib.Tree, leaf: LeafChoice, parent_embedding: Any,
+                  expand_all: bool):
+    """(parent, slot, creates [B, E], parent_embedding [B, E, ...]): the edges
+    a simulation evaluates. One edge, the leaf's chosen slot (E = 1); with
+    `expand_all` every slot of the leaf (E = K), created where unexpanded
+    when the row has room for all of them (else none: the leaf is
+    re-evaluated)."""
+    if not expand_all:
+        return (leaf.node[:, None], leaf.slot[:, None], leaf.expand[:, None],
+                jax.tree.map(lambda x: x[:, None], parent_embedding))
+    batch_size, num_slots = tree.batch_size, tree.num_slots
+    unexpanded = tree_lib.gather_nodes(tree.children, leaf.node) == tree_lib.UNEXPANDED
+    room = tree.num_nodes + jnp.sum(unexpanded, axis=-1, dtype=jnp.int32) <= tree.max_nodes
+    parent = jnp.broadcast_to(leaf.node[:, None], (batch_size, num_slots))
+    slot = jnp.broadcast_to(jnp.arange(num_slots, dtype=jnp.int32), (batch_size, num_slots))
     repeated = jax.tree.map(  # [B, K, ...]: the leaf's embedding once per slot
         lambda x: jnp.broadcast_to(x[:, None], (batch_size, num_slots) + x.shape[1:]),
         parent_embedding)
-    new, embedding = evaluate_edges(params, rng_key, tree, recurrent_fn, repeated, actions,
-                                    options)
+    return parent, slot, (leaf.expand & room)[:, None] & unexpanded, repeated
 
-    tree = write_new_nodes(tree, write_at, jnp.broadcast_to(node[:, None], write_at.shape),
-                           actions, new, embedding, visits=1)
-    children_row = jnp.where(written, new_index, slot_state).astype(tree.children.dtype)
-    parent_at = jnp.where(expanding, node, max_nodes)
-    tree = tree.replace(
-        children=tree.children.at[rows, parent_at].set(children_row, mode="drop"),
-        num_nodes=tree.num_nodes + jnp.where(expanding, num_new, 0),
-    )
-    returns = jnp.sum(jnp.where(written, new.reward + new.discount * new.value, 0.0), axis=-1)
-    again = revisit(tree, node, options.solver)
-    return tree, Backup(start=node,
-                        count=jnp.where(expanding, num_new, again.count),
-                        value=jnp.where(expanding, returns, again.value))
+
+def backup_of_edges(tree: tree_lib.Tree, leaf: LeafChoice, new: NewNodes,
+                    new_index: chex.Array, created: chex.Array, expand_all: bool,
+                    solver: bool) -> Backup:
+    """What a simulation backs up after `expand`: the new node's value from
+    it (one edge), or the sum of the new children's returns from the leaf
+    (`expand_all`, one visit per child); a row that created nothing
+    re-evaluates its leaf (`revisit`)."""
+    again = revisit(tree, leaf.node, solver)
+    if not expand_all:
+        made = created[:, 0]
+        return Backup(start=jnp.where(made, new_index[:, 0], again.start),
+                      count=jnp.where(made, 1, again.count),
+                      value=jnp.where(made, new.value[:, 0], again.value))
+    expanded = jnp.any(created, axis=-1)
+    returns = jnp.sum(jnp.where(created, new.reward + new.discount * new.value, 0.0), axis=-1)
+    return Backup(start=leaf.node,
+                  count=jnp.where(expanded, jnp.sum(created, axis=-1, dtype=jnp.int32),
+                                  again.count),
+                  value=jnp.where(expanded, returns, again.value))
 
 
 def prove(tree: tree_lib.Tree, node: chex.Array, solved: chex.Array,
@@ -581,7 +594,7 @@ class BackupCarry(NamedTuple):
     (solved / solved_values only with the solver, else None), per row [B]
     (or [B, P] paths) the node being updated (NO_PARENT once past the root),
     the visits added and the value crossing into it, and the strategy's
-    memo."""
+    in-flight count."""
 
     node_visits: chex.Array
     value_sums: chex.Array
@@ -590,11 +603,12 @@ class BackupCarry(NamedTuple):
     node: chex.Array
     count: chex.Array
     value: chex.Array
-    memo: Any
+    in_flight: Any
 
 
-def backup(tree: tree_lib.Tree, update: Backup, solver: bool, strategy: OnePath = ONE_PATH,
-           memo: Any = None) -> tuple[tree_lib.Tree, Any]:
+def backup(tree: tree_lib.Tree, update: Backup, solver: bool,
+           strategy: OnePathPerStep = ONE_PATH_PER_STEP,
+           in_flight: Any = None) -> tuple[tree_lib.Tree, Any]:
     """Adds `update.count` visits and the value sum to every node from
     `update.start` up to the root. The value sum crosses each edge as
     `count * reward + discount * value` (a two-player value changes sign).
@@ -602,9 +616,9 @@ def backup(tree: tree_lib.Tree, update: Backup, solver: bool, strategy: OnePath 
 
     `update` holds one path per row ([B]) or P paths per row ([B, P], several
     simulations per step: paths sharing nodes add up). `strategy` says which
-    paths walk and sees every node they update (`OnePath`: the walks that
-    add visits, nothing seen; `parallel.TakeBack` takes the step's virtual
-    visits back). Returns (tree, the strategy's memo)."""
+    paths walk and sees every node they update (`OnePathPerStep`: the walks
+    that add visits, nothing seen; `parallel.TakeBack` takes the step's virtual
+    visits back). Returns (tree, the strategy's in-flight count)."""
     batch_size, max_nodes = tree.batch_size, tree.max_nodes
     rows = tree_lib.batch_rows(batch_size).reshape((-1,) + (1,) * (update.start.ndim - 1))
     check_proofs = prove
@@ -630,43 +644,47 @@ def backup(tree: tree_lib.Tree, update: Backup, solver: bool, strategy: OnePath 
             node=jnp.where(on_path, tree.parents[rows, safe_node], tree_lib.NO_PARENT),
             count=count,
             value=count * tree.rewards[rows, safe_node] + tree.discounts[rows, safe_node] * value,
-            memo=strategy.passes_back(state.memo, rows, node, on_path))
+            in_flight=strategy.backs_up_node(state.in_flight, rows, node, on_path))
 
     state = BackupCarry(node_visits=tree.node_visits, value_sums=tree.value_sums,
                         solved=tree.solved if solver else None,
                         solved_values=tree.solved_values if solver else None,
-                        node=jnp.where(strategy.walks(update), update.start, tree_lib.NO_PARENT),
-                        count=update.count, value=update.value, memo=memo)
+                        node=jnp.where(strategy.walks_up(update), update.start,
+                                       tree_lib.NO_PARENT),
+                        count=update.count, value=update.value, in_flight=in_flight)
     state = jax.lax.while_loop(lambda state: jnp.any(state.node >= 0), body, state)
     tree = tree.replace(node_visits=state.node_visits, value_sums=state.value_sums)
     if solver:
         tree = tree.replace(solved=state.solved, solved_values=state.solved_values)
-    return tree, state.memo
+    return tree, state.in_flight
 
 
-def run_simulations(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
-                    recurrent_fn: base.RecurrentFn, rules: Rules,
-                    options: SearchOptions) -> tree_lib.Tree:
-    """Runs `options.num_simulations` simulations on every row of `tree`.
+def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
+             recurrent_fn: base.RecurrentFn, rules: Rules, options: SearchOptions) -> tuple:
+    """One simulation on every row: select a leaf, expand, back up. The body
+    of the search loop (`search.search_tree`); `carry` is (key, tree,
+    rule_failed [B] or None).
 
-    Keys are split as mctx splits them: each simulation takes
-    `key, select_key, expand_key = split(key, 3)`; recurrent_fn gets
-    `expand_key`, and the descent gives row b the key
-    `split(select_key, B)[b]`, split again at every step (`stats.rng_key`).
-    So equal keys give the two libraries equal random numbers, and the
-    recurrent_fn keys do not depend on the batch size.
+    Keys are split as mctx splits them: `key, select_key, expand_key =
+    split(key, 3)`; recurrent_fn gets `expand_key`, and the descent gives
+    row b the key `split(select_key, B)[b]`, split again at every step
+    (`stats.rng_key`). So equal keys give the two libraries equal random
+    numbers, and the recurrent_fn keys do not depend on the batch size.
     """
-    expand_fn = expand_all_children if options.expand_all else expand_leaf
-    batch_size = tree.batch_size
-
-    def simulate(simulation_index, carry):
-        key, tree = carry
-        key, select_key, expand_key = jax.random.split(key, 3)
-        leaf = select_leaf(tree, rules, options.depth_limit, options.solver,
-                           jax.random.split(select_key, batch_size))
-        tree, update = expand_fn(params, expand_key, tree, recurrent_fn, leaf, options)
-        tree, _ = backup(tree, update, options.solver)
-        return key, tree
-
-    _, tree = options.loop_fn(0, options.num_simulations, simulate, (rng_key, tree))
-    return tree
+    del simulation_index
+    key, tree, rule_failed = carry
+    key, select_key, expand_key = jax.random.split(key, 3)
+    leaf = select_leaf(tree, rules, options.depth_limit, options.solver,
+                       jax.random.split(select_key, tree.batch_size))
+    embedding = leaf_embeddings(params, expand_key, tree, recurrent_fn, leaf.node,
+                                options.max_path_length)
+    parent, slot, creates, embedding = edges_of_leaf(tree, leaf, embedding, options.expand_all)
+    tree, new, new_index, created = expand(params, expand_key, tree, recurrent_fn, parent, slot,
+                                           creates, embedding, options,
+                                           new_visits=1 if options.expand_all else 0)
+    update = backup_of_edges(tree, leaf, new, new_index, created, options.expand_all,
+                             options.solver)
+    tree, _ = backup(tree, update, options.solver)
+    if rule_failed is not None:
+        rule_failed = rule_failed | leaf.rule_failed
+    return key, tree, rule_failed

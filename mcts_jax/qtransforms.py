@@ -23,24 +23,12 @@ which costs O(N A) per selection step against O(K) for ours.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
-from typing import Callable
 
 import chex
-import jax
 import jax.numpy as jnp
 
-from mcts_jax import mctx_tree
 from mcts_jax import tree as tree_lib
-
-
-def _on_mctx_tree(transform: Callable, tree: mctx_tree.MctxTree, node_index,
-                  **constants) -> chex.Array:
-    """`transform` (ours) called mctx's way: on node `node_index` of an
-    mctx-style tree, [A] (unbatched) or [B, A]."""
-    facts, node, stats = mctx_tree.row_stats(tree, node_index)
-    return mctx_tree.unbatched_result(tree, transform(facts, node, stats, **constants))
 
 
 def _user_q(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats) -> chex.Array:
@@ -54,14 +42,11 @@ def _user_node_value(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats) -> chex
 
 
 def qtransform_by_min_max(tree: tree_lib.Tree, node: chex.Array,
-                          stats: tree_lib.ChildrenStats = None, *, min_value: float,
+                          stats: tree_lib.ChildrenStats, *, min_value: float,
                           max_value: float) -> chex.Array:
     """`(Q - min_value) / (max_value - min_value)` for visited children, 0 for
     the unvisited ones. `min_value` / `max_value`: the lowest and highest Q
     possible (user's scale). [B, K]."""
-    if stats is None:  # mctx's form: (tree, node_index)
-        return _on_mctx_tree(qtransform_by_min_max, tree, node, min_value=min_value,
-                             max_value=max_value)
     del node
     qvalues = _user_q(tree, stats)
     value_score = jnp.where(stats.visits > 0, qvalues, min_value)
@@ -69,13 +54,11 @@ def qtransform_by_min_max(tree: tree_lib.Tree, node: chex.Array,
 
 
 def qtransform_by_parent_and_siblings(tree: tree_lib.Tree, node: chex.Array,
-                                      stats: tree_lib.ChildrenStats = None, *,
+                                      stats: tree_lib.ChildrenStats, *,
                                       epsilon: float = 1e-8) -> chex.Array:
     """Q min-max normalised to [0, 1] over the node's own mean value and its
     visited children's Q; unvisited children get 0 (the minimum). `epsilon`:
     the smallest denominator. [B, K]. mctx's default for MuZero."""
-    if stats is None:  # mctx's form: (tree, node_index)
-        return _on_mctx_tree(qtransform_by_parent_and_siblings, tree, node, epsilon=epsilon)
     del node
     qvalues = _user_q(tree, stats)
     node_value = _user_node_value(tree, stats)[:, None]
@@ -105,7 +88,7 @@ def mixed_value(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats) -> chex.Arra
 
 
 def qtransform_completed_by_mix_value(tree: tree_lib.Tree, node: chex.Array,
-                                      stats: tree_lib.ChildrenStats = None, *,
+                                      stats: tree_lib.ChildrenStats, *,
                                       value_scale: float = 0.1,
                                       maxvisit_init: float = 50.0,
                                       rescale_values: bool = True,
@@ -121,11 +104,6 @@ def qtransform_completed_by_mix_value(tree: tree_lib.Tree, node: chex.Array,
     denominator); then multiplied by `(maxvisit_init + max child visits) *
     value_scale`.
     """
-    if stats is None:  # mctx's form: (tree, node_index)
-        return _on_mctx_tree(qtransform_completed_by_mix_value, tree, node,
-                             value_scale=value_scale, maxvisit_init=maxvisit_init,
-                             rescale_values=rescale_values, use_mixed_value=use_mixed_value,
-                             epsilon=epsilon)
     del node
     qvalues = _user_q(tree, stats)
     visited = stats.visits > 0
@@ -149,11 +127,9 @@ def qtransform_completed_by_mix_value(tree: tree_lib.Tree, node: chex.Array,
 
 
 def qtransform_raw(tree: tree_lib.Tree, node: chex.Array,
-                   stats: tree_lib.ChildrenStats = None) -> chex.Array:
+                   stats: tree_lib.ChildrenStats) -> chex.Array:
     """Q on the user's scale, unnormalised; an unvisited child gets the node's
     mean value (first-play urgency equal to the parent's value). [B, K]."""
-    if stats is None:  # mctx's form: (tree, node_index)
-        return _on_mctx_tree(qtransform_raw, tree, node)
     del node
     return jnp.where(stats.visits > 0, _user_q(tree, stats), _user_node_value(tree, stats)[:, None])
 
@@ -174,65 +150,17 @@ def check_tree_function(fn, name: str, example: str) -> None:
     try:
         signature.bind(None, None, None)
     except TypeError as error:
+        try:
+            signature.bind(None, None)
+            hint = (" It takes (tree, node_index), mctx's form of a Q transform: "
+                    "mcts_jax.mctx_compat.our_qtransform(fn) turns it into ours.")
+        except TypeError:
+            hint = ""
         raise TypeError(f"{name} cannot be called as {name}(tree, node, stats): {error} "
-                        f"(bind its constants with functools.partial, e.g. {example})") from None
-
-
+                        f"(bind its constants with functools.partial, e.g. {example}).{hint}"
+                        ) from None
 
 
 # Ours: finite for finite inputs, one value per slot.
 OUR_QTRANSFORMS = frozenset({qtransform_by_min_max, qtransform_by_parent_and_siblings,
                              qtransform_completed_by_mix_value, qtransform_raw})
-
-
-@dataclasses.dataclass(frozen=True)
-class MctxFormQTransform:
-    """A Q transform written mctx's way, `fn(tree, node_index) -> [A]` on an
-    unbatched mctx-style tree, used as ours, `(tree, node [B], stats) ->
-    [B, K]`: each row gets `mctx_view(tree)` (the mctx arrays it reads are
-    computed, O(N A) per call) and its node; the [B, A] answer is read at
-    each child slot. Equal when `fn` is equal (compiled once)."""
-
-    fn: Callable
-
-    def __call__(self, tree: tree_lib.Tree, node: chex.Array,
-                 stats: tree_lib.ChildrenStats) -> chex.Array:
-        view = mctx_tree.mctx_view(tree, keep_source=False)
-        values = jax.vmap(self.fn)(view, node)
-        expected = (tree.batch_size, view.num_actions)
-        if jnp.shape(values) != expected or not jnp.issubdtype(jnp.result_type(values),
-                                                               jnp.floating):
-            raise ValueError(
-                f"qtransform {_name(self.fn)} (mctx's form, (tree, node_index) -> [A]) "
-                f"returned shape {jnp.shape(values)[1:]} and dtype {jnp.result_type(values)} "
-                f"for one node; expected float [A] = [{view.num_actions}]")
-        values = values.astype(jnp.float32)
-        if tree.num_chance_outcomes:  # a stochastic tree's decision nodes: A of A + C ids
-            values = jnp.pad(values, ((0, 0), (0, tree.num_chance_outcomes)))
-        return tree_lib.at_slots(tree, stats.actions, values)
-
-
-def _name(fn) -> str:
-    base = getattr(fn, "func", fn)
-    return getattr(base, "__qualname__", None) or repr(fn)
-
-
-def accept_qtransform(fn, name: str, example: str) -> Callable:
-    """`fn` checked as a Q transform: ours, `(tree, node, stats) -> [B, K]`,
-    as it is; mctx's form, `(tree, node_index) -> [A]`, wrapped in
-    `MctxFormQTransform`; anything else a TypeError naming `name`."""
-    if isinstance(fn, MctxFormQTransform):
-        return fn
-    try:
-        check_tree_function(fn, name, example)
-        return fn
-    except TypeError as ours_error:
-        try:
-            inspect.signature(fn).bind(None, None)
-        except (TypeError, ValueError):
-            if not callable(fn):
-                raise ours_error from None
-            raise TypeError(f"{name} cannot be called as {name}(tree, node, stats) (ours) "
-                            f"nor as {name}(tree, node_index) (mctx's form): {ours_error}"
-                            ) from None
-        return MctxFormQTransform(fn)

@@ -1,7 +1,7 @@
 """Rules that compile the search again on every call, and their names in messages.
 
 A search is compiled once per rule value: equal `functools.partial`s of one
-function, with hashable bound arguments, are equal (`options.Static`). A
+function, with hashable bound arguments, are equal (`hashable.HashableFunction`). A
 rule made anew on every call (a lambda, a closure defined inside a loop) or
 one that binds an array is a new value each time, so every call compiles
 again. `check_recompiles` notices a rule that equals one seen before in
@@ -20,7 +20,8 @@ import types
 import warnings
 from typing import Any, Dict
 
-from mcts_jax.options import SearchOptions, Static, _static_key
+from mcts_jax.hashable import HashableFunction, _static_key
+from mcts_jax.options import SearchOptions
 
 
 def _describe_value(value: Any) -> str:
@@ -37,8 +38,8 @@ def describe_function(fn: Any) -> str:
     """The name of a rule or Q transform for a message: its `__qualname__`
     (a lambda reads `outer.<locals>.<lambda>`), a partial as
     `functools.partial(name, constants)`, a callable dataclass as
-    `Type(fields)`; through `Static`."""
-    if isinstance(fn, Static):
+    `Type(fields)`; through `HashableFunction`."""
+    if isinstance(fn, HashableFunction):
         return describe_function(fn.fn)
     if isinstance(fn, functools.partial):
         parts = [describe_function(fn.func)] + [_describe_value(arg) for arg in fn.args]
@@ -81,7 +82,7 @@ def _form(value: Any, unhashable: list, depth: int = 0) -> Any:
     only by object identity have equal forms."""
     if depth > 8:
         return "<deep>"
-    if isinstance(value, Static):
+    if isinstance(value, HashableFunction):
         return ("static", _form(value.fn, unhashable, depth + 1))
     if isinstance(value, functools.partial):
         return ("partial", _form(value.func, unhashable, depth + 1),
@@ -114,10 +115,10 @@ def _form(value: Any, unhashable: list, depth: int = 0) -> Any:
 
 
 def _code_of(fn: Any) -> Any:
-    """The code object a rule is made of (through partials, `Static`,
+    """The code object a rule is made of (through partials, `HashableFunction`,
     one-field callable dataclasses); None when there is none."""
     for _ in range(8):
-        if isinstance(fn, Static):
+        if isinstance(fn, HashableFunction):
             fn = fn.fn
         elif isinstance(fn, functools.partial):
             fn = fn.func
@@ -135,12 +136,12 @@ def _code_of(fn: Any) -> Any:
 
 
 def _rule_functions(settings: Any, found: list, depth: int = 0) -> list:
-    """The functions a search's static settings hold: the `Static`s and bare
+    """The functions a search's static settings hold: the `HashableFunction`s and bare
     functions or partials in `settings` (`Rules`, a policy value's fields),
     not descending into a function (each is one unit of comparison)."""
     if depth > 4:
         return found
-    if isinstance(settings, (Static, functools.partial, types.FunctionType)):
+    if isinstance(settings, (HashableFunction, functools.partial, types.FunctionType)):
         found.append(settings)
     elif isinstance(settings, (list, tuple)):
         for item in settings:
@@ -152,12 +153,12 @@ def _rule_functions(settings: Any, found: list, depth: int = 0) -> list:
     return found
 
 
-def _caller_stacklevel() -> int:
-    """The stacklevel of the first frame outside mcts_jax (the user's call)."""
-    package = os.path.dirname(os.path.abspath(__file__))
+def caller_stacklevel() -> int:
+    """The `warnings.warn` stacklevel of the first frame outside mcts_jax
+    (its subpackages included): the user's call."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
     frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.dirname(os.path.abspath(
-            frame.f_code.co_filename)) == package:
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
         frame, level = frame.f_back, level + 1
     return level
 
@@ -176,7 +177,7 @@ def check_recompiles(settings: Any) -> None:
         unhashable: list = []
         try:
             form = hash(_form(fn, unhashable))
-            raw_key = fn._key if isinstance(fn, Static) else _static_key(fn)
+            raw_key = fn._key if isinstance(fn, HashableFunction) else _static_key(fn)
             key = hash(raw_key)
         except Exception:  # noqa: BLE001 - a key that cannot be hashed: nothing to compare
             continue
@@ -206,4 +207,4 @@ def check_recompiles(settings: Any) -> None:
             f"the selection rule or Q transform {name} compiles the search again on every "
             f"call: {cause}; the compiled search is not reused. Fix: {fix}. "
             f"(Warned once for this function.)",
-            RecompileWarning, stacklevel=_caller_stacklevel())
+            RecompileWarning, stacklevel=caller_stacklevel())

@@ -19,7 +19,6 @@ import jax.numpy as jnp
 
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
-from mcts_jax.mctx_tree import our_tree
 
 
 def select_rows(mask: chex.Array, if_true: tree_lib.Tree,
@@ -47,7 +46,7 @@ def reset_tree(tree: tree_lib.Tree, mask: chex.Array) -> tree_lib.Tree:
     """Empties the rows where mask [B] is True; the next search starts them
     fresh from its `root` argument. An `MctxTree` (the mctx-signature
     functions' tree) gives its source tree, ours."""
-    tree = our_tree(tree)
+    tree = tree_lib.source_of(tree)
     validation.check_is_tree("tree", tree)
     validation.check_row_mask("mask", mask, tree.batch_size)
     mask = jnp.asarray(mask).astype(jnp.bool_)
@@ -74,7 +73,7 @@ def get_subtree(tree: tree_lib.Tree, action: chex.Array, *,
     source tree (ours) is re-rooted, and ours is returned (pass it back as
     `tree=`).
     """
-    tree = our_tree(tree)
+    tree = tree_lib.source_of(tree)
     validation.check_is_tree("tree", tree)
     action = jnp.asarray(action)
     if action.shape != (tree.batch_size,):

@@ -42,12 +42,21 @@ import jax
 import jax.numpy as jnp
 
 from mcts_jax import tree as tree_lib
-from mcts_jax.options import Static
+from mcts_jax.hashable import HashableFunction
 from mcts_jax.recompiles import describe_function
 from mcts_jax.qtransforms import (OUR_QTRANSFORMS, qtransform_by_parent_and_siblings,
                                   qtransform_completed_by_mix_value, qtransform_raw)
 
 ScoreFn = Callable[[tree_lib.Tree, chex.Array, tree_lib.ChildrenStats], chex.Array]
+
+# The rules' constants, each defined here once: UCB1's exploration constant,
+# and PUCT's c(N) = PB_C_INIT + log((N + PB_C_BASE + 1) / PB_C_BASE)
+# (AlphaZero's values, mctx's defaults). MuZeroPolicy's PUCT adds
+# MUZERO_TIE_BREAK * U[0, 1) to every score, as mctx's does.
+UCT_C = 1.4
+PB_C_INIT = 1.25
+PB_C_BASE = 19652.0
+MUZERO_TIE_BREAK = 1e-7
 
 
 def check_slot_values(values, name: str, fn: Callable, batch_size: int, num_slots: int,
@@ -99,8 +108,9 @@ def everywhere(rule: ScoreFn) -> Rules:
     """The same rule at the root and below it."""
     return Rules(at_root=rule, below_root=rule)
 
+
 def uct_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenStats, *,
-               uct_c: float = 1.4) -> chex.Array:
+               uct_c: float = UCT_C) -> chex.Array:
     """UCB1: `Q + uct_c * sqrt(ln N / n)`; unvisited legal children score +inf.
 
     N is the visit count of `node` (its expansion plus every pass through it),
@@ -130,7 +140,7 @@ def tie_break_noise(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats) -> chex.
 
 
 def puct_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenStats, *,
-                pb_c_init: float = 1.25, pb_c_base: float = 19652.0,
+                pb_c_init: float = PB_C_INIT, pb_c_base: float = PB_C_BASE,
                 qtransform: Callable = qtransform_by_parent_and_siblings,
                 tie_break: float = 0.0) -> chex.Array:
     """AlphaZero PUCT: `qtransform(Q) + c(N) * P * sqrt(N) / (1 + n)`.
@@ -268,7 +278,8 @@ def gumbel_interior_scores(tree: tree_lib.Tree, node: chex.Array,
 def halving_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenStats,
                    *, gumbel: chex.Array, root_visits_before: chex.Array,
                    num_considered: chex.Array, table: chex.Array,
-                   qtransform: Callable = qtransform_completed_by_mix_value) -> chex.Array:
+                   qtransform: Callable = qtransform_completed_by_mix_value,
+                   random_ties: bool = False) -> chex.Array:
     """Sequential halving at the root (`node` is every row's root).
 
     The simulation index of this search is the number of root visits it
@@ -283,6 +294,11 @@ def halving_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.Childr
         reused tree).
       num_considered: [B] int32, min(max_num_considered_actions, legal actions).
       table: `halving_table(max_num_considered_actions, num_simulations)`.
+      random_ties: eligible slots tied for the best score are chosen among at
+        random (`stats.rng_key`): the scores returned are then U[0, 1) on the
+        tied slots and -inf elsewhere. False: the lowest slot wins ties, as
+        mctx's argmax does (with `gumbel_scale=0` and equal priors that
+        considers the first actions by id).
     """
     visits_this_search = stats.visits - root_visits_before
     simulation_index = jnp.minimum(jnp.sum(visits_this_search, axis=-1), table.shape[1] - 1)
@@ -290,7 +306,20 @@ def halving_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.Childr
     score = gumbel + prior_logits(stats) + call_qtransform(qtransform, tree, node, stats,
                                                            "halving_scores")
     eligible = stats.legal & (visits_this_search == target_visits[:, None])
-    return jnp.where(eligible, jnp.maximum(score, -1e9), -jnp.inf)
+    scores = jnp.where(eligible, jnp.maximum(score, -1e9), -jnp.inf)
+    if not random_ties:
+        return scores
+    return among_best_at_random(scores, stats.rng_key)
+
+
+def among_best_at_random(scores: chex.Array, rng_keys: chex.Array) -> chex.Array:
+    """Scores [B, K] whose argmax is drawn uniformly among the slots tied for
+    the best of `scores` (one key per row, [B]): U[0, 1) on those slots, -inf
+    on the others (a row with no finite score keeps -inf everywhere)."""
+    best = jnp.max(scores, axis=-1, keepdims=True)
+    tied = (scores == best) & (best > -jnp.inf)
+    noise = jax.vmap(lambda key: jax.random.uniform(key, scores.shape[-1:]))(rng_keys)
+    return jnp.where(tied, noise, -jnp.inf)
 
 
 @chex.dataclass(frozen=True)
@@ -312,7 +341,8 @@ class GumbelExtraData:
 
 def gumbel_root_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenStats,
                        *, num_simulations: int, max_num_considered_actions: int = 16,
-                       qtransform: Callable = qtransform_completed_by_mix_value) -> chex.Array:
+                       qtransform: Callable = qtransform_completed_by_mix_value,
+                       random_ties: bool = False) -> chex.Array:
     """Gumbel MuZero's root rule: sequential halving over the
     `max_num_considered_actions` best of `g + log P`, reading the noise and
     the earlier visits from `tree.extra_data` (`GumbelExtraData`), as mctx's
@@ -329,7 +359,7 @@ def gumbel_root_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.Ch
                                                    extra.root_visits_before)),
         num_considered=num_considered,
         table=halving_table(max_num_considered_actions, num_simulations),
-        qtransform=qtransform)
+        qtransform=qtransform, random_ties=random_ties)
 
 
 # Our rules: with our Q transforms (or none), they score every closed slot
@@ -340,14 +370,17 @@ OUR_RULES = frozenset({uct_scores, puct_scores, gumbel_interior_scores, halving_
 
 def screens_its_own_slots(rule: Callable) -> bool:
     """True for one of `OUR_RULES` (a bare function, or a `functools.partial`
-    of one, through `options.Static` wrappers) whose Q transform, if it binds
-    one, is one of ours (`qtransforms.OUR_QTRANSFORMS`). Any other rule's
-    scores are screened by the descent (`phases.usable_scores`)."""
+    of one, through `HashableFunction` wrappers) whose Q transform, if it binds
+    one, is one of ours (`qtransforms.OUR_QTRANSFORMS`, or a function that
+    declares one of them as its `__wrapped__`, as the mctx-form versions in
+    `mctx_compat` do). Any other rule's scores are screened by the descent
+    (`phases.usable_scores`)."""
     rule = _unwrapped(rule)
     if isinstance(rule, functools.partial):
         qtransform = _unwrapped(rule.keywords.get("qtransform", qtransform_raw))
         if isinstance(qtransform, functools.partial):
             qtransform = qtransform.func
+        qtransform = getattr(qtransform, "__wrapped__", qtransform)
         if qtransform not in OUR_QTRANSFORMS:
             return False
         rule = rule.func
@@ -355,6 +388,6 @@ def screens_its_own_slots(rule: Callable) -> bool:
 
 
 def _unwrapped(fn: Callable) -> Callable:
-    while isinstance(fn, Static):
+    while isinstance(fn, HashableFunction):
         fn = fn.fn
     return fn

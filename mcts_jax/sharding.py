@@ -41,7 +41,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from mcts_jax import validation
-from mcts_jax.options import Static
+from mcts_jax.hashable import HashableFunction
 
 DATA_AXIS = "data"
 
@@ -430,7 +430,7 @@ def search(mesh: Mesh, policy: Union[str, Callable], params: Any, rng_key: jax.A
                                               name="search input")
     params, rng_key = replicate((params, rng_key), mesh)
     return _sharded_search(params, rng_key, root, invalid_actions, tree, mesh=mesh,
-                           mode=mode, policy=Static(policy_fn), recurrent_fn=recurrent_fn,
+                           mode=mode, policy=HashableFunction(policy_fn), recurrent_fn=recurrent_fn,
                            num_simulations=num_simulations)
 
 

@@ -59,8 +59,7 @@ from mcts_jax import base
 from mcts_jax import reuse
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
-from mcts_jax.mctx_tree import our_tree
-from mcts_jax.options import Static
+from mcts_jax.hashable import HashableFunction
 
 
 @chex.dataclass(frozen=True)
@@ -135,13 +134,11 @@ class StochasticRecurrentFn:
     0..A-1 with its invalid actions, every outcome id invalid).
     """
 
-    decision_fn: Static
-    chance_fn: Static
+    decision_fn: HashableFunction
+    chance_fn: HashableFunction
     num_decisions: int
     num_outcomes: int
     shared_layout: bool
-    # the caller gave a root mask (mctx shifts its root logits only then)
-    root_mask_given: bool = True
 
     def __call__(self, params, rng_key, edge, embedding: StochasticEmbedding):
         num_decisions, num_outcomes = self.num_decisions, self.num_outcomes
@@ -269,9 +266,9 @@ def stochastic_root(params, rng_key, root: base.RootFnOutput,
     num_outcomes = logits_shape[1]
     shared = _same_layout(root.embedding, afterstate)
     recurrent_fn = StochasticRecurrentFn(
-        decision_fn=Static(decision_recurrent_fn), chance_fn=Static(chance_recurrent_fn),
-        num_decisions=int(num_decisions), num_outcomes=int(num_outcomes), shared_layout=shared,
-        root_mask_given=invalid_actions is not None)
+        decision_fn=HashableFunction(decision_recurrent_fn),
+        chance_fn=HashableFunction(chance_recurrent_fn),
+        num_decisions=int(num_decisions), num_outcomes=int(num_outcomes), shared_layout=shared)
     placeholder = None if shared else jax.tree.map(
         lambda leaf: jnp.zeros(leaf.shape, leaf.dtype), afterstate)
     embedding = StochasticEmbedding(state=root.embedding, afterstate=placeholder,
@@ -318,7 +315,7 @@ _PROBES: dict = {}
 
 def _probe(fn: Callable) -> Callable:
     """A jitted copy of `fn`, one per function (so repeated checks compile once)."""
-    key = Static(fn)
+    key = HashableFunction(fn)
     if key not in _PROBES:
         _PROBES[key] = jax.jit(fn)
     return _PROBES[key]
@@ -337,7 +334,7 @@ def stochastic_subtree(tree: tree_lib.Tree, action: chex.Array, outcome: chex.Ar
     probability 0 (it cannot have happened), raise ValueError. `tree` may be
     the `MctxTree` of `stochastic_muzero_policy`: its source tree (ours) is
     re-rooted, and ours is returned."""
-    tree = our_tree(tree)
+    tree = tree_lib.source_of(tree)
     validation.check_is_tree("tree", tree)
     if tree.num_chance_outcomes == 0:
         raise ValueError("stochastic_subtree needs a stochastic tree (num_chance_outcomes > "

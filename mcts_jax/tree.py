@@ -17,7 +17,7 @@ the child's node index, `UNEXPANDED` (legal, not yet expanded) or `ILLEGAL`.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar, Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import chex
 import jax
@@ -132,8 +132,7 @@ class Tree:
       prior_logits: float32, the prior logits the node was given, as given
         (the recurrent_fn's, the root's after the policy's noise), 0 in a
         node not yet expanded; None unless the search kept them
-        (`SearchOptions.keep_prior_logits`, set by the mctx-signature
-        functions: mctx's `children_prior_logits`).
+        (`SearchOptions.keep_prior_logits`).
     Other:
       embeddings: pytree with leaves [B, N, ...], the state stored per node;
         with `replay_embeddings`, leaves [B, 1, ...]: the root's state only
@@ -184,11 +183,6 @@ class Tree:
         metadata=dict(static=True), default=(-1.0, 1.0))
     replay_embeddings: bool = dataclasses.field(metadata=dict(static=True), default=False)
     num_chance_outcomes: int = dataclasses.field(metadata=dict(static=True), default=0)
-
-    # mctx's class constants (`mctx.Tree.ROOT_INDEX`, ...).
-    ROOT_INDEX: ClassVar[int] = ROOT_INDEX
-    NO_PARENT: ClassVar[int] = NO_PARENT
-    UNVISITED: ClassVar[int] = UNEXPANDED
 
     replace = dataclasses.replace
 
@@ -251,105 +245,19 @@ class Tree:
                 to_user_scale(self.solved_values[:, ROOT_INDEX], self.value_range), 0.0),
         )
 
-    # ---- mctx's view of the tree ------------------------------------------------
-    # mctx code reads these attributes of `mctx.Tree`. They are computed on
-    # demand from our layout, in action space (a compact tree is scattered to
-    # [B, N, A]), values on the user's scale. Each costs O(B N A): for reading
-    # a finished tree, not for use inside a search.
-
-    @property
-    def num_simulations(self) -> int:
-        """N - 1 (mctx: the tree holds one node per simulation plus the root)."""
-        return self.max_nodes - 1
-
-    @property
-    def node_values(self) -> chex.Array:
-        """[B, N] mean backed-up value of each node, for its mover (0 if free)."""
-        mean = self.value_sums / jnp.maximum(self.node_visits, 1)
-        return jnp.where(self.node_visits > 0, to_user_scale(mean, self.value_range), 0.0)
-
-    @property
-    def action_from_parent(self) -> chex.Array:
-        """[B, N] int32 action of the edge into each node; -1 for the root and free slots."""
-        return self.actions_from_parent
-
-    def _edges_in_action_space(self, per_slot: chex.Array, fill) -> chex.Array:
-        """[B, N, K] per-slot values -> [B, N, A]; `fill` where no slot holds the action."""
-        if self.children_actions is None:
-            return per_slot
-        batch, nodes = self.batch_size, self.max_nodes
-        out = jnp.full((batch, nodes, self.num_actions + 1), fill, per_slot.dtype)
-        rows = jnp.arange(batch)[:, None, None]
-        cols = jnp.arange(nodes)[None, :, None]
-        out = out.at[rows, cols, self.children_actions.astype(jnp.int32)].set(per_slot)
-        return out[..., :self.num_actions]
-
-    def _child_field(self, per_node: chex.Array, fill) -> chex.Array:
-        """[B, N, A]: `per_node` [B, N] of each node's child, `fill` if unexpanded."""
-        index = self.children.astype(jnp.int32)
-        safe = jnp.maximum(index, 0).reshape(self.batch_size, -1)
-        values = jnp.take_along_axis(per_node, safe, axis=1).reshape(index.shape)
-        return self._edges_in_action_space(jnp.where(index >= 0, values, fill), fill)
-
-    @property
-    def children_index(self) -> chex.Array:
-        """[B, N, A] int32 child node index; -1 (mctx's UNVISITED) if not expanded
-        or illegal."""
-        index = self.children.astype(jnp.int32)
-        return self._edges_in_action_space(jnp.where(index >= 0, index, UNEXPANDED),
-                                           UNEXPANDED)
-
-    @property
-    def children_visits(self) -> chex.Array:
-        """[B, N, A] int32 visits of each child, 0 if not expanded."""
-        return self._child_field(self.node_visits, 0)
-
-    @property
-    def children_values(self) -> chex.Array:
-        """[B, N, A] mean value of each child, for the child's mover; 0 if not expanded."""
-        return self._child_field(self.node_values, 0.0)
-
-    @property
-    def children_rewards(self) -> chex.Array:
-        """[B, N, A] reward of each edge, for the player who moved; 0 if not expanded."""
-        return self._child_field(to_user_scale(self.rewards, self.value_range), 0.0)
-
-    @property
-    def children_discounts(self) -> chex.Array:
-        """[B, N, A] discount of each edge; 0 if not expanded."""
-        return self._child_field(self.discounts, 0.0)
-
-    @property
-    def children_prior_logits(self) -> chex.Array:
-        """[B, N, A] prior logits of each action. Where the search kept them
-        (`prior_logits`), the logits each node was given (0 in a node not
-        yet expanded, as mctx); else the log prior probabilities
-        (normalised logits: `softmax` gives the priors the search used),
-        `log_probabilities`' floor (about -87) where the prior is 0."""
-        lowest = jnp.finfo(jnp.float32).min
-        if self.prior_logits is not None:
-            return self._edges_in_action_space(self.prior_logits, lowest)
-        logits = log_probabilities(self.priors)
-        return self._edges_in_action_space(logits, log_probabilities(jnp.float32(0.0)))
-
-    @property
-    def root_invalid_actions(self) -> chex.Array:
-        """[B, A] bool, True where a root action is illegal (or got no compact slot)."""
-        root = jnp.full((self.batch_size,), ROOT_INDEX, jnp.int32)
-        legal = gather_nodes(self.children, root) != ILLEGAL
-        return ~slots_to_actions(self, root, legal, False)
-
-    def qvalues(self, indices) -> chex.Array:
-        """Q-values [B, A] of the children of node `indices` ([B], or one index
-        for every row), for the mover at that node: reward + discount * child
-        value; 0 for an action not expanded."""
-        node = jnp.broadcast_to(jnp.asarray(indices, jnp.int32), (self.batch_size,))
-        stats = children_stats(self, node)
-        q = jnp.where(stats.index >= 0, to_user_scale(stats.qvalues, self.value_range), 0.0)
-        return slots_to_actions(self, node, q, 0.0)
-
 
 jax.tree_util.register_dataclass(Tree)
+
+
+def source_of(tree: Any) -> Any:
+    """The `Tree` behind a view of one (an object that carries it as
+    `source_tree`, as `mcts_jax.mctx_compat.MctxTree` does); anything else as
+    it is. Lets reuse, chance nodes and drawing take a view unchanged."""
+    source = getattr(tree, "source_tree", None)
+    if source is None and hasattr(tree, "source_tree"):
+        raise ValueError(f"this {type(tree).__name__} carries no source tree (it was built "
+                         "without one): it can be read, not continued or redrawn")
+    return tree if source is None else source
 
 
 def tree_arrays() -> Tuple[Tuple[str, ArraySpec], ...]:

@@ -348,6 +348,16 @@ def raise_or_stage(error: Any) -> None:
     checkify.check_error(error)
 
 
+def recurrent_result(result: Any, embedding: Any) -> Tuple[base.RecurrentFnOutput, Any]:
+    """What recurrent_fn returned, checked at trace time (free; see
+    `check_recurrent_result`): (RecurrentFnOutput, embedding). The output
+    may be any object with mctx's fields (`base.as_recurrent_output`)."""
+    if isinstance(result, tuple) and len(result) == 2:
+        result = (base.as_recurrent_output(result[0]), result[1])
+    check_recurrent_result(result, embedding)
+    return result
+
+
 def check_recurrent_result(result: Any, embedding: Any) -> None:
     """Trace-time checks on what recurrent_fn returned (free): a pair
     (RecurrentFnOutput, embedding) whose embedding has the structure, per-row

@@ -40,7 +40,6 @@ import jax
 import numpy as np
 
 from mcts_jax import tree as tree_lib
-from mcts_jax.mctx_tree import our_tree
 
 # action_label(node, action) -> str: node is the parent's node index in the row.
 ActionLabel = Union[None, Sequence[str], Callable[..., str]]
@@ -134,7 +133,7 @@ def tree_nodes(tree: tree_lib.Tree, batch_index: int = 0, *, max_depth: int = 2,
         indexed by action id, `f(action)`, or `f(node, action)` with the
         parent's node index (e.g. a chess move in UCI needs the position).
     """
-    tree = our_tree(tree)  # an MctxTree: the tree it was computed from
+    tree = tree_lib.source_of(tree)  # an MctxTree: the tree it was computed from
     if max_depth < 0:
         raise ValueError(f"max_depth must be >= 0, got {max_depth}")
     row = _row(tree, batch_index)
@@ -223,7 +222,7 @@ def to_dot(tree: tree_lib.Tree, batch_index: int = 0, *, max_depth: int = 2,
            title: Optional[str] = None) -> str:
     """The graphviz DOT source of the drawing (needs no graphviz install).
     Arguments as in `tree_nodes`."""
-    tree = our_tree(tree)  # an MctxTree: the tree it was computed from
+    tree = tree_lib.source_of(tree)  # an MctxTree: the tree it was computed from
     records = tree_nodes(tree, batch_index, max_depth=max_depth, top_k=top_k,
                          min_visits=min_visits, action_label=action_label)
     lines = ["digraph mcts {", '  node [shape=box, style="rounded,filled", fontname="Helvetica", '
@@ -325,7 +324,7 @@ def render_tree(tree: tree_lib.Tree, batch_index: int = 0, *, max_depth: int = 2
     Returns:
       A `TreeImage`; the last expression of a notebook cell shows it inline.
     """
-    tree = our_tree(tree)  # an MctxTree: the tree it was computed from
+    tree = tree_lib.source_of(tree)  # an MctxTree: the tree it was computed from
     if backend not in ("auto", "graphviz", "matplotlib"):
         raise ValueError(f"backend must be 'auto', 'graphviz' or 'matplotlib', got {backend!r}")
     records = tree_nodes(tree, batch_index, max_depth=max_depth, top_k=top_k,
@@ -402,7 +401,7 @@ def node_embedding(tree: tree_lib.Tree, batch_index: int, node: int) -> Any:
     """The stored embedding of `node` in row `batch_index`, leaves with a
     leading axis of 1 (a batch of one), e.g. to label moves from a node's
     position. Not available with `replay_embeddings` (except the root)."""
-    tree = our_tree(tree)  # an MctxTree: the tree it was computed from
+    tree = tree_lib.source_of(tree)  # an MctxTree: the tree it was computed from
     if tree.replay_embeddings and node != tree_lib.ROOT_INDEX:
         raise ValueError("the tree replays embeddings: only the root's is stored")
     return jax.tree.map(lambda leaf: leaf[batch_index, node][None], tree.embeddings)

@@ -72,8 +72,13 @@ def test_function_forms_equal_the_values():
     np.testing.assert_array_equal(by_function.search_tree.node_visits,
                                   by_value.search_tree.node_visits)
     np.testing.assert_array_equal(by_function.action, by_value.action)
-    tree = mcts_jax.search(None, key, ROOT, PROBLEM.recurrent_fn, 16, policy=value,
-                           invalid_actions=INVALID)
+    # `search` with the policy's rules, keys and root setup is the policy's search
+    setup_key, search_key, _ = value.split_key(key)
+    _, extra_data = value.root_setup(setup_key, ROOT, INVALID, None, value.options)
+    rules = value.rules(value.options.resolve(ROOT, INVALID, 16))
+    tree = mcts_jax.search(None, search_key, ROOT, PROBLEM.recurrent_fn, 16,
+                           root_rule=rules.at_root, interior_rule=rules.below_root,
+                           invalid_actions=INVALID, max_children=5, extra_data=extra_data)
     np.testing.assert_array_equal(tree.node_visits, by_value.search_tree.node_visits)
 
 
@@ -98,9 +103,6 @@ def test_a_users_policy_runs_through_search_sharding_arena_and_self_play():
     plain = USER_POLICY.replace(root_temperature=1.0)(None, key, ROOT, PROBLEM.recurrent_fn,
                                                       24, invalid_actions=INVALID)
     assert not np.array_equal(plain.search_tree.node_visits, out.search_tree.node_visits)
-    tree = mcts_jax.search(None, key, ROOT, PROBLEM.recurrent_fn, 24, policy=USER_POLICY,
-                           invalid_actions=INVALID)
-    np.testing.assert_array_equal(tree.node_visits, out.search_tree.node_visits)
     split = sharding.search(sharding.make_mesh(), USER_POLICY, None, key, ROOT,
                             PROBLEM.recurrent_fn, 24, invalid_actions=INVALID)
     np.testing.assert_array_equal(split.search_tree.node_visits, out.search_tree.node_visits)
@@ -165,7 +167,7 @@ def test_mctx_family_defaults_and_several_paths_per_step_from_a_name():
     (it has no meaning there) instead of refusing the run; the arena takes
     a SearchOptions record."""
     assert mcts_jax.MuZeroPolicy() == mcts_jax.MuZeroPolicy.make()
-    assert mcts_jax.MuZeroPolicy().options == mcts_jax.options.mctx_options()
+    assert mcts_jax.MuZeroPolicy().options == mcts_jax.muzero_options()
     assert mcts_jax.AlphaZeroPolicy().options == mcts_jax.SearchOptions()
     for name in ("stochastic", "gumbel_muzero", "muzero", "alphazero"):
         policy = policies.policy_from_name(name, num_actions=4, simulations_per_step=4)

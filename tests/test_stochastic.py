@@ -11,6 +11,7 @@ import pytest
 import mcts_jax
 from mcts_jax.chance_trees import ChanceTree
 from mcts_jax.synthetic import random_root_codes
+from mcts_jax.mctx_compat.tree import child_field, children_prior_logits
 from test_mctx_trees import assert_same_tree
 
 mctx = pytest.importorskip("mctx")
@@ -181,9 +182,10 @@ def test_chance_visits_follow_probabilities(policy):
             if node < 0:
                 continue
             assert bool(mcts_jax.is_chance_node(search, jnp.full((8,), node))[row])
-            visits = np.asarray(search.children_visits[row, node, num_actions:])
-            probs = np.asarray(jax.nn.softmax(search.children_prior_logits[row, node,
-                                                                           num_actions:]))
+            visits = np.asarray(child_field(search, search.node_visits, 0)[
+                row, node, num_actions:])
+            probs = np.asarray(jax.nn.softmax(children_prior_logits(search)[
+                row, node, num_actions:]))
             total = visits.sum()
             visited = visits > 0
             last_share = probs[visited][:, None] / visits[visited][:, None]
@@ -218,7 +220,8 @@ def test_layouts_paths_and_reuse_agree():
     action = dense.action
     ours = dense.search_tree.source_tree  # A + C edge ids: the outcomes' visits too
     afterstate = ours.children[jnp.arange(16), 0, action].astype(jnp.int32)
-    outcome_visits = ours.children_visits[jnp.arange(16), afterstate, tree.branching:]
+    outcome_visits = child_field(ours, ours.node_visits, 0)[jnp.arange(16), afterstate,
+                                                            tree.branching:]
     outcome = jnp.argmax(outcome_visits, axis=-1).astype(jnp.int32)
     expected = np.asarray(outcome_visits.max(-1)) + 0
     subtree = mcts_jax.stochastic_subtree(dense.search_tree, action, outcome)

@@ -127,7 +127,8 @@ CASES = [
     ("temperature-vector", policy_call(temperature=jnp.ones(B)), ValueError, "temperature"),
     ("value_range-0-2", policy_call(value_range=(0.0, 2.0)), ValueError, "value_range"),
     ("value_range-not-pair", policy_call(value_range="unit"), ValueError, "value_range"),
-    ("q_transform-unknown", policy_call(q_transform="minmax"), ValueError, "q_transform"),
+    ("q_transform-removed", policy_call(q_transform="raw"), TypeError,
+     "q_transform, a name, was removed: pass the function"),
     ("dirichlet_fraction-above-1", policy_call(dirichlet_fraction=1.5), ValueError,
      "dirichlet_fraction"),
     ("dirichlet_fraction-nan", policy_call(dirichlet_fraction=float("nan")), ValueError,
@@ -260,11 +261,15 @@ CASES = [
     ("qtransform-unknown-kwarg", policy_call(
         qtransform=functools.partial(mcts_jax.qtransform_by_parent_and_siblings, eps=1.0)),
      TypeError, "qtransform.*eps"),
-    ("qtransform-and-q_transform", policy_call(qtransform=mcts_jax.qtransform_raw,
-                                               q_transform="raw"), ValueError,
-     "qtransform .* or q_transform"),
     ("gumbel-qtransform-wrong-arity", policy_call(
         "gumbel", qtransform=lambda tree: tree.priors), TypeError,
+     r"qtransform cannot be called as qtransform\(tree, node, stats\)"),
+    ("gumbel-qtransform-mctx-form", policy_call(
+        "gumbel", qtransform=lambda tree, node_index: tree.priors), TypeError,
+     r"mctx's form of a Q transform: mcts_jax.mctx_compat.our_qtransform\(fn\)"),
+    ("muzero-qtransform-wrong-arity", lambda: mcts_jax.muzero_policy(
+        None, jax.random.key(0), good()[0], PROBLEM.recurrent_fn, SIMS,
+        qtransform=lambda tree: tree), TypeError,
      r"qtransform cannot be called as qtransform\(tree, node, stats\) \(ours\) nor as "
      r"qtransform\(tree, node_index\) \(mctx's form\)"),
     ("muzero-qtransform-not-callable", lambda: mcts_jax.muzero_policy(

@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any, Callable, Dict
 
 import mcts_jax
-from mcts_jax import options
 
 
 def _uct(*, sample_action, uct_c, **_) -> mcts_jax.Policy:
@@ -63,7 +62,7 @@ def _muzero(*, root_noise, sample_action, dirichlet_fraction, dirichlet_alpha,
 
 
 def _gumbel_muzero(**settings) -> mcts_jax.Policy:
-    return _gumbel(**settings).replace(options=options.mctx_options())
+    return _gumbel(**settings).replace(options=mcts_jax.muzero_options())
 
 
 # The table: name -> how the policy is built from the shared settings.
@@ -104,7 +103,7 @@ def policy_from_name(name: str, *, num_actions: int, root_noise: bool = True,
                          f"a policy value, mcts_jax.Policy)")
     if changes.get("simulations_per_step", 1) > 1:
         # mctx's node numbering (the MuZero-family defaults) has no meaning
-        # with several paths per step (options.mctx_options_from).
+        # with several paths per step.
         changes.setdefault("node_per_simulation", False)
     policy = POLICIES[name](root_noise=root_noise, sample_action=sample_action, uct_c=uct_c,
                             num_actions=num_actions,

@@ -12,7 +12,7 @@ reads the node as our `ChildrenStats` (`mctx_tree.row_stats`) and runs our
 rule, so there is one PUCT and one sequential halving in the library.
 
 `MctxSelectionRule` turns any such function into one of our rules, for
-`mcts_jax.search` called with mctx's keywords: each selection step hands
+`mcts_jax.search` called with mctx's keywords (search.py): each selection step hands
 every row `mctx_view(tree)` and that row's node, key and depth, and scores
 the chosen action 0 and every other -inf. Computing the view costs O(N A)
 per step (our rules: O(K)), the price of running mctx-style code unchanged.
@@ -27,14 +27,11 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcts_jax import mctx_tree
 from mcts_jax import selection
 from mcts_jax import tree as tree_lib
-from mcts_jax.qtransforms import (qtransform_by_parent_and_siblings,
-                                  qtransform_completed_by_mix_value)
-
-# mctx's PUCT adds `TIE_BREAK * U[0, 1)` to every score before its argmax.
-MCTX_TIE_BREAK = 1e-7
+from mcts_jax.mctx_compat import tree as mctx_tree
+from mcts_jax.mctx_compat.qtransforms import (qtransform_by_parent_and_siblings,
+                                              qtransform_completed_by_mix_value)
 
 
 def _fixed(values: chex.Array) -> Callable:
@@ -48,7 +45,8 @@ def _masked_argmax(scores: chex.Array, invalid: chex.Array) -> chex.Array:
 
 def muzero_action_selection(rng_key: chex.PRNGKey, tree: mctx_tree.MctxTree,
                             node_index: chex.Numeric, depth: chex.Numeric, *,
-                            pb_c_init: float = 1.25, pb_c_base: float = 19652.0,
+                            pb_c_init: float = selection.PB_C_INIT,
+                            pb_c_base: float = selection.PB_C_BASE,
                             qtransform: Callable = qtransform_by_parent_and_siblings
                             ) -> chex.Array:
     """mctx's MuZero PUCT selection at `node_index` of an unbatched tree:
@@ -59,7 +57,7 @@ def muzero_action_selection(rng_key: chex.PRNGKey, tree: mctx_tree.MctxTree,
     value_score = jnp.reshape(qtransform(tree, node_index), (1, -1))
     scores = selection.puct_scores(facts, node, stats.replace(legal=jnp.ones_like(stats.legal)),
                                    pb_c_init=pb_c_init, pb_c_base=pb_c_base,
-                                   qtransform=_fixed(value_score), tie_break=MCTX_TIE_BREAK)
+                                   qtransform=_fixed(value_score), tie_break=selection.MUZERO_TIE_BREAK)
     invalid = (jnp.asarray(tree.root_invalid_actions) != 0) & (depth == 0)
     return _masked_argmax(scores[0], invalid)
 

@@ -39,6 +39,7 @@ import jax
 import jax.numpy as jnp
 
 from mcts_jax import tree as tree_lib
+from mcts_jax.tree import ILLEGAL, ROOT_INDEX, UNEXPANDED
 
 
 @chex.dataclass(frozen=True)
@@ -116,7 +117,8 @@ def _edge_qvalues(rewards, discounts, values, index):
 
 def mctx_view(tree: tree_lib.Tree, root_invalid_actions: Optional[chex.Array] = None,
               keep_source: bool = True) -> MctxTree:
-    """mctx's `Tree` for our `tree` (module docstring).
+    """mctx's `Tree` for our `tree` (module docstring). Each [B, N, A] array
+    costs O(B N A): for reading a finished tree, not inside a search.
 
     Args:
       tree: our `Tree` (any layout; a stochastic tree is cut to its A
@@ -131,20 +133,22 @@ def mctx_view(tree: tree_lib.Tree, root_invalid_actions: Optional[chex.Array] = 
         return per_action[..., :num_actions]
 
     if root_invalid_actions is None:
-        root_invalid_actions = cut(tree.root_invalid_actions)
+        root_invalid_actions = cut(root_invalid(tree))
+    values = node_values(tree)
     return MctxTree(
         node_visits=tree.node_visits,
         raw_values=jnp.where(tree.node_visits > 0,
                              tree_lib.to_user_scale(tree.raw_values, tree.value_range), 0.0),
-        node_values=tree.node_values,
+        node_values=values,
         parents=tree.parents,
         action_from_parent=tree.actions_from_parent,
-        children_index=cut(tree.children_index),
-        children_prior_logits=cut(tree.children_prior_logits),
-        children_visits=cut(tree.children_visits),
-        children_rewards=cut(tree.children_rewards),
-        children_discounts=cut(tree.children_discounts),
-        children_values=cut(tree.children_values),
+        children_index=cut(children_index(tree)),
+        children_prior_logits=cut(children_prior_logits(tree)),
+        children_visits=cut(child_field(tree, tree.node_visits, 0)),
+        children_rewards=cut(child_field(
+            tree, tree_lib.to_user_scale(tree.rewards, tree.value_range), 0.0)),
+        children_discounts=cut(child_field(tree, tree.discounts, 0.0)),
+        children_values=cut(child_field(tree, values, 0.0)),
         embeddings=tree.embeddings,
         root_invalid_actions=root_invalid_actions,
         extra_data=tree.extra_data,
@@ -152,15 +156,65 @@ def mctx_view(tree: tree_lib.Tree, root_invalid_actions: Optional[chex.Array] = 
     )
 
 
+# ---- our tree's arrays in mctx's form (O(B N A) each) ------------------------------------
+
+def node_values(tree: tree_lib.Tree) -> chex.Array:
+    """[B, N] mean backed-up value of each node, for its mover (0 if free)."""
+    mean = tree.value_sums / jnp.maximum(tree.node_visits, 1)
+    return jnp.where(tree.node_visits > 0, tree_lib.to_user_scale(mean, tree.value_range), 0.0)
+
+
+def in_action_space(tree: tree_lib.Tree, per_slot: chex.Array, fill) -> chex.Array:
+    """[B, N, K] per-slot values -> [B, N, A]; `fill` where no slot holds the action."""
+    if tree.children_actions is None:
+        return per_slot
+    batch, nodes = tree.batch_size, tree.max_nodes
+    out = jnp.full((batch, nodes, tree.num_actions + 1), fill, per_slot.dtype)
+    rows = jnp.arange(batch)[:, None, None]
+    cols = jnp.arange(nodes)[None, :, None]
+    out = out.at[rows, cols, tree.children_actions.astype(jnp.int32)].set(per_slot)
+    return out[..., :tree.num_actions]
+
+
+def child_field(tree: tree_lib.Tree, per_node: chex.Array, fill) -> chex.Array:
+    """[B, N, A]: `per_node` [B, N] of each node's child, `fill` if unexpanded."""
+    index = tree.children.astype(jnp.int32)
+    safe = jnp.maximum(index, 0).reshape(tree.batch_size, -1)
+    values = jnp.take_along_axis(per_node, safe, axis=1).reshape(index.shape)
+    return in_action_space(tree, jnp.where(index >= 0, values, fill), fill)
+
+
+def children_index(tree: tree_lib.Tree) -> chex.Array:
+    """[B, N, A] int32 child node index; -1 (mctx's UNVISITED) if not expanded
+    or illegal."""
+    index = tree.children.astype(jnp.int32)
+    return in_action_space(tree, jnp.where(index >= 0, index, UNEXPANDED), UNEXPANDED)
+
+
+def children_prior_logits(tree: tree_lib.Tree) -> chex.Array:
+    """[B, N, A] prior logits of each action. Where the search kept them
+    (`prior_logits`), the logits each node was given (0 in a node not yet
+    expanded, as mctx); else the log prior probabilities (normalised
+    logits: `softmax` gives the priors the search used),
+    `log_probabilities`' floor (about -87) where the prior is 0."""
+    lowest = jnp.finfo(jnp.float32).min
+    if tree.prior_logits is not None:
+        return in_action_space(tree, tree.prior_logits, lowest)
+    logits = tree_lib.log_probabilities(tree.priors)
+    return in_action_space(tree, logits, tree_lib.log_probabilities(jnp.float32(0.0)))
+
+
+def root_invalid(tree: tree_lib.Tree) -> chex.Array:
+    """[B, A] bool, True where a root action is illegal (or got no compact slot)."""
+    root = jnp.full((tree.batch_size,), ROOT_INDEX, jnp.int32)
+    legal = tree_lib.gather_nodes(tree.children, root) != ILLEGAL
+    return ~tree_lib.slots_to_actions(tree, root, legal, False)
+
+
 def our_tree(tree: Any) -> Any:
     """Our `Tree` behind an `MctxTree` (its `source_tree`); anything else as
     it is. An `MctxTree` without a source cannot be continued."""
-    if isinstance(tree, MctxTree):
-        if tree.source_tree is None:
-            raise ValueError("this MctxTree carries no source tree (it was built with "
-                             "keep_source=False): it can be read, not continued")
-        return tree.source_tree
-    return tree
+    return tree_lib.source_of(tree)
 
 
 @dataclasses.dataclass(frozen=True)
