@@ -9,8 +9,18 @@ per evaluated iteration (training seconds so far, self-play games so far,
 and every evaluation figure of that iteration: the solver's move accuracy
 of the raw network and of the search, games against the solver, UCT,
 random, tic-tac-toe's perfect play, 2048's scores, a learned model's drift)
-and the end-of-run evaluation. Nothing
-is retyped by hand: quoted training figures come from this file.
+and the end-of-run evaluation; its `timing` (seconds per iteration and the
+self-play and update rates: games, simulations and updates per second) and
+`milestones` (tic-tac-toe: the first evaluation with no loss against perfect
+play). Nothing is retyped by hand: quoted training figures come from this file.
+
+A run trained on another machine (a GPU lent for minutes) is written there:
+`--results-dir` puts the file elsewhere than benchmarks/results/, and the
+environment's MCTS_JAX_COMMIT (`harness.provenance`; MCTS_JAX_DIRTY=1: the
+tree sent had uncommitted changes) or `--commit SHA [--dirty]` names the
+commit of the working tree that was sent, when that machine's copy of .git
+may be stale; the note then says so (the sessions keep what that machine's
+git said while training).
 """
 
 from __future__ import annotations
@@ -18,8 +28,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
-from typing import Any, Dict, List
+import sys
+from typing import Any, Dict, List, Optional
 
 from benchmarks import harness
 from training import checkpoint as checkpoint_lib
@@ -52,18 +64,72 @@ def timing(records: List[Dict[str, Any]]) -> Dict[str, Any]:
              if b.get("eval_s", 0) < 0.5 and b.get("updates", 0) > a.get("updates", 0) > 0]
     if not plain:
         return {}
-    return dict(iterations=len(plain),
-                median_iteration_s=round(statistics.median(
-                    b["elapsed_s"] - a["elapsed_s"] for a, b in plain), 3),
-                median_self_play_s=round(statistics.median(b["self_play_s"] for _, b in plain), 3),
-                median_update_s=round(statistics.median(b["update_s"] for _, b in plain), 3))
+    out = dict(iterations=len(plain),
+               median_iteration_s=round(statistics.median(
+                   b["elapsed_s"] - a["elapsed_s"] for a, b in plain), 3),
+               median_self_play_s=round(statistics.median(b["self_play_s"] for _, b in plain), 3),
+               median_update_s=round(statistics.median(b["update_s"] for _, b in plain), 3))
+    out.update(rates(plain, records[-1]))
+    return out
 
 
-def results(run_dir: str, note: str = "", unfinished: bool = False) -> Dict[str, Any]:
+def rates(plain, last: Dict[str, Any]) -> Dict[str, Any]:
+    """Throughput over the iterations `plain` (pairs of consecutive records,
+    see `timing`): the medians of self-play's games and simulations per
+    second of its phase (metrics.jsonl's `games_per_s`, `simulations_per_s`)
+    and of updates per second of the update phase; and over the whole run
+    (`last`: its last record), self-play games per second of training
+    (compilation, updates, evaluations and checkpoints included)."""
+    out: Dict[str, Any] = {}
+    for name in ("games_per_s", "simulations_per_s"):
+        values = [b[name] for _, b in plain if name in b]
+        if values:
+            out[f"median_{name}"] = round(statistics.median(values), 1)
+    updates = [(b["updates"] - a["updates"]) / b["update_s"] for a, b in plain
+               if b.get("update_s", 0) > 0]
+    if updates:
+        out["median_updates_per_s"] = round(statistics.median(updates), 1)
+    if last.get("elapsed_s") and last.get("total_games") is not None:
+        out["games_per_training_s"] = round(last["total_games"] / last["elapsed_s"], 1)
+    return out
+
+
+def milestones(records: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The first evaluated iteration that played perfect tic-tac-toe (no
+    loss against `envs.perfect_play` in its games, `first_perfect_play`:
+    its iteration, seconds of training so far (`elapsed_s`, as the loop
+    counts them: compilation and evaluations included; `eval_s_so_far`: the
+    evaluations' share), games and updates so far, its games and its raw
+    policy's optimality), and whether every later evaluation stayed perfect
+    (`stayed_perfect`). None when it never did; {} without such evaluations."""
+    judged = [r for r in records if r.get("vs_perfect_losses") is not None]
+    if not judged:
+        return {}
+    first = next((r for r in judged if r["vs_perfect_losses"] == 0), None)
+    if first is None:
+        return dict(first_perfect_play=None, evaluations=len(judged))
+    eval_s = sum(r.get("eval_s", 0.0) for r in records if r["iteration"] <= first["iteration"])
+    games = sum(first.get(f"vs_perfect_{k}", 0) for k in ("wins", "draws", "losses"))
+    later = [r for r in judged if r["iteration"] > first["iteration"]]
+    return dict(first_perfect_play=dict(
+        iteration=first["iteration"], elapsed_s=first.get("elapsed_s"),
+        eval_s_so_far=round(eval_s, 2), total_games=first.get("total_games"),
+        updates=first.get("updates"), games=games,
+        policy_optimal=first.get("policy_optimal")),
+        stayed_perfect=all(r["vs_perfect_losses"] == 0 for r in later),
+        evaluations=len(judged))
+
+
+def results(run_dir: str, note: str = "", unfinished: bool = False,
+            commit: Optional[str] = None, dirty: bool = False) -> Dict[str, Any]:
     """The results record of the run in `run_dir` (see the module docstring);
     `note`: free text kept with it (what the run was for). `unfinished`: the
     run stopped before its end-of-run evaluation (final.json): the record
-    keeps its curve and says `final: null`."""
+    keeps its curve and says `final: null`. `commit`: the commit of the
+    working tree the run was trained from, in place of what this checkout's
+    git says (as MCTS_JAX_COMMIT does in `harness.provenance`), `dirty`
+    whether that tree had uncommitted changes; a commit named either way is
+    stated in the note."""
     with open(os.path.join(run_dir, "config.json")) as f:
         config = json.load(f)
     final_path = os.path.join(run_dir, "final.json")
@@ -78,26 +144,50 @@ def results(run_dir: str, note: str = "", unfinished: bool = False) -> Dict[str,
     sessions = (final or {}).pop("sessions", None) or checkpoint_lib.read_metrics(
         os.path.join(run_dir, "sessions.jsonl"))
     records = checkpoint_lib.read_metrics(os.path.join(run_dir, "metrics.jsonl"))
+    settings = harness.provenance(seed=config.get("seed"))
+    if commit:
+        settings.update(commit=commit, dirty=bool(dirty),
+                        commit_source="--commit: the tree the run was trained from")
+    if settings.get("commit_source"):
+        if not re.fullmatch(r"[0-9a-f]{40}", str(settings["commit"])):
+            # still written (a lease's figures are not thrown away); the
+            # provenance test asks for the full id
+            print(f"warning: {settings['commit']!r} is not a full git commit id (40 hex "
+                  f"digits); tests/test_results_provenance.py will ask for one", file=sys.stderr)
+        state = "with uncommitted changes" if settings["dirty"] else "clean"
+        note = (f"{note} " if note else "") + (
+            f"The working tree sent was commit {settings['commit']}, {state} (the sessions "
+            f"name what that machine's copy of .git said while training).")
     return dict(benchmark="training_run", machine=harness.machine_info(),
-                settings=dict(harness.provenance(seed=config.get("seed")), run_dir=run_dir,
-                              note=note, config=config),
-                sessions=sessions, timing=timing(records), curve=curve(records), final=final)
+                settings=dict(settings, run_dir=run_dir, note=note, config=config),
+                sessions=sessions, timing=timing(records), milestones=milestones(records),
+                curve=curve(records), final=final)
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", help="a train.py run folder")
     parser.add_argument("--name", required=True,
-                        help="results file name (benchmarks/results/<name>.json)")
+                        help="results file name (<results-dir>/<name>.json)")
     parser.add_argument("--note", default="", help="free text kept in the file")
     parser.add_argument("--unfinished", action="store_true",
                         help="the run stopped before its final evaluation: keep the curve")
+    parser.add_argument("--results-dir", default=harness.RESULTS_DIR,
+                        help="folder of the results file (default benchmarks/results)")
+    parser.add_argument("--commit", default=None,
+                        help="full id of the commit the run was trained from, when this "
+                             "checkout's .git may be stale (or set MCTS_JAX_COMMIT, "
+                             "MCTS_JAX_DIRTY)")
+    parser.add_argument("--dirty", action="store_true",
+                        help="with --commit: that tree had uncommitted changes")
     args = parser.parse_args(argv)
-    record = results(args.run_dir, args.note, args.unfinished)
-    path = harness.write_json(os.path.join(harness.RESULTS_DIR, args.name + ".json"), record)
+    record = results(args.run_dir, args.note, args.unfinished, args.commit, args.dirty)
+    path = harness.write_json(os.path.join(args.results_dir, args.name + ".json"), record)
     print(f"wrote {path}: {len(record['curve'])} evaluations, sessions at commits "
           f"{sorted({s.get('commit', '')[:7] for s in record['sessions']})}; timing "
           f"{record['timing']}")
+    if record["milestones"]:
+        print(f"milestones {record['milestones']}")
     for row in record["curve"]:
         shown = {k: row[k] for k in ("iteration", "elapsed_s", "solver_policy_accuracy",
                                      "solver_search_accuracy", "vs_solver_first_wins")

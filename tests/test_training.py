@@ -274,7 +274,7 @@ def test_config_resolution_and_validation():
     with pytest.raises(ValueError, match="known games: tic_tac_toe, connect_four"):
         config_lib.resolve({"game": "checkers"})
     with pytest.raises(ValueError, match="unknown --preset 'huge' for tic_tac_toe; known: "
-                                         "default, tiny"):
+                                         "default, gpu, tiny"):
         config_lib.resolve({"preset": "huge"})
     with pytest.raises(ValueError, match="--eval-games"):
         config_lib.resolve({"eval_games": 3})

@@ -511,7 +511,9 @@ def checkpoint_phase(run: Run, state: TrainState, iteration: int, elapsed_s: flo
 def finish_run(run: Run, state: TrainState) -> Dict[str, Any]:
     """The end-of-run evaluation and summary (final.json, plots, console)."""
     config, records = run.config, run.reporter.records
-    final_key = jax.random.fold_in(jax.random.key(config.seed), 10 ** 6)
+    # On the first device, as the periodic evaluation's key is: an uncommitted
+    # key would compile every evaluation match again.
+    final_key = sharding.local_copy(jax.random.fold_in(jax.random.key(config.seed), 10 ** 6))
     summary: Dict[str, Any] = dict(iterations=run.iterations_done, total_games=int(state.games))
     tick = time.perf_counter()
     summary.update(run.suite.final(_local_copy(state.variables), final_key))
