@@ -25,10 +25,11 @@ For a change meant to alter no behaviour (a redesign, a move of modules):
 
 results/equivalence-<device>.json records the verdict, the sha256 of every
 `mcts_jax/`, `envs/` and `training/` file at the earlier commit and in this
-tree, and the speed figure. tests/test_results_provenance.py accepts a
-results file measured on the earlier code when an identical equivalence
-record (speed within 5%) vouches that today's library files are the same
-program (benchmarks/README.md, "Provenance and staleness").
+tree, and the speed figure. An identical record (speed within 5%) is what
+vouches for a change that claims "no behaviour change"; figures measured at
+the earlier commit are still listed by `python -m benchmarks.staleness`, and
+are regenerated when a stage ends (benchmarks/README.md, "Provenance and
+staleness").
 """
 
 from __future__ import annotations

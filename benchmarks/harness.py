@@ -15,8 +15,8 @@ Provenance (`provenance`, `write_json`): every results file names the git
 commit of the working tree, whether it had uncommitted changes, the command
 line and the seed (where the runner has one); `save` and `write_json`
 refuse a record without the first three, and add the source files of
-`mcts_jax/`, `envs/` and `training/` that the process had imported (`dependencies`, what
-tests/test_results_provenance.py compares with HEAD).
+`mcts_jax/`, `envs/` and `training/` that the process had imported (`dependencies`:
+`python -m benchmarks.staleness` reports whether they changed since).
 """
 
 from __future__ import annotations
@@ -185,9 +185,9 @@ def file_sha256(relative_path: str) -> str:
 def write_json(path: str, record: Dict[str, Any]) -> str:
     """Writes a results record (with "settings") as JSON at `path`, after
     checking its provenance and adding `dependencies` (the imported
-    `mcts_jax/`, `envs/` and `training/` files) and `dependency_sha256` ({path: sha256 of
-    its bytes when measured}: what tests/test_results_provenance.py compares
-    with today's files, no git history needed); returns the path."""
+    `mcts_jax/`, `envs/` and `training/` files, which `benchmarks.staleness`
+    asks git about) and `dependency_sha256` ({path: sha256 of its bytes when
+    measured}: a record of the code, no gate); returns the path."""
     check_provenance(record.get("settings"))
     paths = dependencies() or library_files()  # subprocess workers: the whole trees
     record = dict(record, dependencies=paths,

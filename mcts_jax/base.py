@@ -9,7 +9,7 @@ transition has `discount = 0`.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Optional, Protocol, Tuple
 
 import chex
 
@@ -55,17 +55,43 @@ class RecurrentFnOutput:
     invalid_actions: Optional[chex.Array] = None
 
 
-# mctx's selection functions, on one unbatched tree (mctx_selection.py):
-# root_action_selection_fn(rng_key, tree, node_index) -> action, int32 scalar
-RootActionSelectionFn = Callable[[chex.PRNGKey, Any, chex.Array], chex.Array]
-# interior_action_selection_fn(rng_key, tree, node_index, depth) -> action, int32 scalar
-InteriorActionSelectionFn = Callable[[chex.PRNGKey, Any, chex.Array, chex.Array], chex.Array]
-# loop_fn(lower, upper, body_fun, init_val) -> final value, as jax.lax.fori_loop
-LoopFn = Callable[[int, int, Callable[[Any, Any], Any], Any], Any]
+class RootActionSelectionFn(Protocol):
+    """mctx's root selection function, on one unbatched mctx tree
+    (`mcts_jax.mctx_compat.selection`): `fn(rng_key, tree, node_index) ->
+    action`, an int32 scalar."""
 
-# recurrent_fn(params, rng_key, action [B] int32, embedding) -> (RecurrentFnOutput, embedding)
-RecurrentFn = Callable[[Params, chex.PRNGKey, chex.Array, Embedding],
-                       Tuple[RecurrentFnOutput, Embedding]]
+    def __call__(self, rng_key: chex.PRNGKey, tree: Any, node_index: chex.Array) -> chex.Array:
+        ...
+
+
+class InteriorActionSelectionFn(Protocol):
+    """mctx's selection function below the root, on one unbatched mctx tree:
+    `fn(rng_key, tree, node_index, depth) -> action`, an int32 scalar."""
+
+    def __call__(self, rng_key: chex.PRNGKey, tree: Any, node_index: chex.Array,
+                 depth: chex.Array) -> chex.Array:
+        ...
+
+
+class LoopFn(Protocol):
+    """The simulation loop, `loop_fn(lower, upper, body_fun, init_val) ->
+    final value`, as `jax.lax.fori_loop` (mctx's `loop_fn` argument,
+    `SearchOptions.loop_fn`)."""
+
+    def __call__(self, lower: int, upper: int, body_fun: Callable[[Any, Any], Any],
+                 init_val: Any) -> Any:
+        ...
+
+
+class RecurrentFn(Protocol):
+    """The user's model step: `recurrent_fn(params, rng_key, action [B] int32,
+    embedding [B, ...]) -> (RecurrentFnOutput, next embedding [B, ...])`,
+    called once per simulation for the whole batch (with several paths per
+    step or `expand_all`, on a batch of B x P or B x K transitions)."""
+
+    def __call__(self, params: Params, rng_key: chex.PRNGKey, action: chex.Array,
+                 embedding: Embedding) -> Tuple[RecurrentFnOutput, Embedding]:
+        ...
 
 
 @chex.dataclass(frozen=True)
@@ -111,14 +137,24 @@ class ChanceRecurrentFnOutput:
     invalid_actions: Optional[chex.Array] = None
 
 
-# decision_recurrent_fn(params, rng_key, action [B] int32, state_embedding)
-#     -> (DecisionRecurrentFnOutput, afterstate_embedding)
-DecisionRecurrentFn = Callable[[Params, chex.PRNGKey, chex.Array, Embedding],
-                               Tuple[DecisionRecurrentFnOutput, Embedding]]
-# chance_recurrent_fn(params, rng_key, chance_outcome [B] int32, afterstate_embedding)
-#     -> (ChanceRecurrentFnOutput, state_embedding)
-ChanceRecurrentFn = Callable[[Params, chex.PRNGKey, chex.Array, Embedding],
-                             Tuple[ChanceRecurrentFnOutput, Embedding]]
+class DecisionRecurrentFn(Protocol):
+    """A stochastic game's decision step: `decision_recurrent_fn(params,
+    rng_key, action [B] int32, state_embedding) ->
+    (DecisionRecurrentFnOutput, afterstate_embedding)`."""
+
+    def __call__(self, params: Params, rng_key: chex.PRNGKey, action: chex.Array,
+                 embedding: Embedding) -> Tuple["DecisionRecurrentFnOutput", Embedding]:
+        ...
+
+
+class ChanceRecurrentFn(Protocol):
+    """A stochastic game's chance step: `chance_recurrent_fn(params, rng_key,
+    chance_outcome [B] int32, afterstate_embedding) ->
+    (ChanceRecurrentFnOutput, state_embedding)`."""
+
+    def __call__(self, params: Params, rng_key: chex.PRNGKey, outcome: chex.Array,
+                 embedding: Embedding) -> Tuple["ChanceRecurrentFnOutput", Embedding]:
+        ...
 
 
 @chex.dataclass(frozen=True)

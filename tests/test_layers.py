@@ -1,8 +1,9 @@
 """The packages point only down: mcts_jax (the search core) < envs (the
 games) < training (the application) < benchmarks, checked by import-linter
-(contracts in pyproject.toml); the application's old names under `mcts_jax`
-still import, warn and are the very same modules (mcts_jax/moved.py); and
-docs/presets.md is generated from training/presets.py."""
+(contracts in pyproject.toml); the mctx compatibility layer sits on top of
+the core; the application's old names under `mcts_jax` are gone; every
+public name is documented; and docs/presets.md is generated from
+training/presets.py."""
 
 import importlib
 import os
@@ -21,16 +22,6 @@ import training.networks
 import training.presets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OLD_TO_NEW = {
-    "mcts_jax.training": "training",
-    "mcts_jax.training.loop": "training.loop",
-    "mcts_jax.training.config": "training.config",
-    "mcts_jax.arena": "training.arena",
-    "mcts_jax.agent": "training.agent",
-    "mcts_jax.networks": "training.networks",
-}
-
-
 def test_lint_imports_keeps_every_contract():
     """`lint-imports` (a dev dependency) from the repository root: a
     back-pointing import fails here with import-linter's message."""
@@ -39,44 +30,46 @@ def test_lint_imports_keeps_every_contract():
     assert "0 broken" in result.stdout
 
 
-def _forget(old):
-    """Drops the alias from sys.modules and from its parent, so that the
-    next import goes through the finder again."""
-    for name in [name for name in sys.modules if name == old or name.startswith(old + ".")]:
-        del sys.modules[name]
-    parent, _, child = old.rpartition(".")
-    if parent in sys.modules and child in vars(sys.modules[parent]):
-        delattr(sys.modules[parent], child)
+@pytest.mark.parametrize("old", ["mcts_jax.training", "mcts_jax.arena", "mcts_jax.agent",
+                                 "mcts_jax.networks"])
+def test_the_moved_application_names_are_gone(old):
+    """The application left the core two stages ago; its old names had their
+    release (docs/migration.md says what replaces them)."""
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(old)
+    with pytest.raises(AttributeError):
+        getattr(mcts_jax, old.split(".")[1])
 
 
-@pytest.mark.parametrize("old,new", OLD_TO_NEW.items())
-def test_old_module_names_import_warn_and_are_the_new_modules(old, new):
-    _forget(old)
-    with pytest.warns(DeprecationWarning, match=f"^{old} moved to {new}; import it from there$"):
-        module = importlib.import_module(old)
-    assert module is importlib.import_module(new)
-    assert module.__name__ == new and module.__spec__.name == new  # the new module, untouched
+def test_every_public_name_is_documented():
+    """`mcts_jax.__all__` is the public surface; each name has its docstring
+    (a function or class of ours, a module, or a constant named in the
+    package docstring's groups)."""
+    constants = {"UNEXPANDED", "ILLEGAL"}
+    for name in mcts_jax.__all__:
+        value = getattr(mcts_jax, name)
+        if name in constants:
+            assert isinstance(value, int)
+            continue
+        assert (getattr(value, "__doc__", None) or "").strip(), name
 
 
-@pytest.mark.parametrize("name", ["training", "arena", "agent", "networks"])
-def test_old_attributes_of_the_package_warn_and_are_the_new_modules(name):
-    _forget(f"mcts_jax.{name}")
-    new = "training" if name == "training" else f"training.{name}"
-    with pytest.warns(DeprecationWarning, match=f"^mcts_jax.{name} moved to {new}; "):
-        module = getattr(mcts_jax, name)
-    assert module is importlib.import_module(new)
-
-
-def test_from_imports_of_old_names():
-    _forget("mcts_jax.arena")
-    _forget("mcts_jax.training")
-    with pytest.warns(DeprecationWarning, match="mcts_jax.arena moved to training.arena"):
-        from mcts_jax import arena
-    with pytest.warns(DeprecationWarning, match="mcts_jax.training moved to training"):
-        from mcts_jax.training import loop
-    with pytest.warns(DeprecationWarning, match="mcts_jax.agent moved to training.agent"):
-        from mcts_jax.agent import Agent
-    assert arena is training.arena and loop is training.loop and Agent is training.agent.Agent
+def test_the_core_never_imports_the_mctx_layer():
+    """mctx compatibility is a layer on top: no core module's source imports
+    mcts_jax.mctx_compat (the package's __init__ re-exports it; import-linter
+    checks the same as a contract)."""
+    import ast
+    core = os.path.join(ROOT, "mcts_jax")
+    for name in os.listdir(core):
+        if not name.endswith(".py") or name == "__init__.py":
+            continue
+        with open(os.path.join(core, name)) as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            modules = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                       else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for module in modules:
+                assert "mctx_compat" not in module, f"mcts_jax/{name} imports {module}"
 
 
 def test_other_names_still_raise():
