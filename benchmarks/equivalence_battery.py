@@ -235,8 +235,8 @@ CASES = {
     "az_p2_virtual_loss_compact_replay": policy_case(
         "alphazero_policy", P7, 24, simulations_per_step=2, steering="virtual_loss",
         max_children=4, replay_embeddings=True, max_depth=5),
-    "az_q_raw_temperature": policy_case("alphazero_policy", P6, 20, q_transform="raw",
-                                        temperature=0.25),
+    "az_q_raw_temperature": policy_case("alphazero_policy", P6, 20,
+                                        qtransform=mcts_jax.qtransform_raw, temperature=0.25),
     "az_q_minmax_greedy": policy_case("alphazero_policy", P6, 20, qtransform=minmax,
                                       dirichlet_fraction=0.0, final_action="most_visited"),
     "az_unbounded": policy_case("alphazero_policy", S6, 24, value_range=None,
