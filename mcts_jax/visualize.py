@@ -364,13 +364,29 @@ def _layout(records: List[NodeRecord]) -> dict:
 
 
 def _matplotlib_figure(records: List[NodeRecord], value_range, title, figsize):
-    from matplotlib.figure import Figure  # no pyplot state: shown once, by TreeImage
-
+    """The drawing with matplotlib. Without a given `figsize` the figure is
+    sized so that no two labels overlap: drawn, measured
+    (`overlapping_labels`), and widened (or heightened) until none do."""
     position = _layout(records)
     width = max((x for x, _ in position.values()), default=0.0) + 1.0
     levels = 1 + max((r.depth for r in records), default=0)
-    if figsize is None:
-        figsize = (max(4.0, 1.9 * width), max(2.0, 2.0 * levels))
+    if figsize is not None:
+        return _draw(records, position, levels, value_range, title, figsize)
+    size = [max(4.0, 1.9 * width), max(2.0, 2.0 * levels)]
+    for _ in range(8):
+        figure = _draw(records, position, levels, value_range, title, tuple(size))
+        overlaps = overlapping_labels(figure)
+        if not overlaps:
+            break
+        side_by_side = any(abs(a.y0 - b.y0) < 0.5 * max(a.height, b.height)
+                           for a, b in overlaps)
+        size[0 if side_by_side else 1] *= 1.35
+    return figure
+
+
+def _draw(records, position, levels, value_range, title, figsize):
+    from matplotlib.figure import Figure  # no pyplot state: shown once, by TreeImage
+
     figure = Figure(figsize=figsize)
     ax = figure.add_subplot(1, 1, 1)
     ax.set_axis_off()
@@ -395,6 +411,24 @@ def _matplotlib_figure(records: List[NodeRecord], value_range, title, figsize):
     if title:
         ax.set_title(title, fontsize=10)
     return figure
+
+
+def overlapping_labels(figure) -> list:
+    """The pairs of text boxes (node and edge labels, as drawn with their
+    padding, in display units) of a matplotlib drawing that overlap: [] for
+    a legible drawing."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    boxes = []
+    for ax in figure.axes:
+        for text in ax.texts:
+            patch = text.get_bbox_patch()
+            boxes.append(patch.get_window_extent(renderer) if patch is not None
+                         else text.get_window_extent(renderer))
+    return [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:] if a.overlaps(b)]
 
 
 def node_embedding(tree: tree_lib.Tree, batch_index: int, node: int) -> Any:

@@ -109,3 +109,18 @@ def test_bad_arguments():
     embedding = visualize.node_embedding(tree, 0, 1)
     assert all(leaf.shape[0] == 1 for leaf in jax.tree.leaves(embedding))
     assert jnp.asarray(tree.num_nodes).shape == (3,)
+
+
+@pytest.mark.parametrize("max_depth,top_k", [(2, 5), (3, 3), (1, None)])
+def test_a_drawn_tree_keeps_every_label_legible(max_depth, top_k):
+    """No two text boxes (node boxes, edge labels) of the drawing overlap, at
+    the size it is drawn: a wide, deep tree gets a larger figure. The check
+    itself finds the overlap of a drawing squeezed into a small figure."""
+    out = search(batch_size=1, simulations=200)
+    image = visualize.render_tree(out.search_tree, 0, max_depth=max_depth, top_k=top_k,
+                                  backend="matplotlib")
+    assert len(image.nodes) > 4
+    assert visualize.overlapping_labels(image.figure) == []
+    squeezed = visualize.render_tree(out.search_tree, 0, max_depth=max_depth, top_k=top_k,
+                                     backend="matplotlib", figsize=(3.0, 2.0))
+    assert visualize.overlapping_labels(squeezed.figure) != []
