@@ -1,4 +1,5 @@
-"""The README stays true: its Python blocks run, and .ci/run runs its test command."""
+"""The README stays true: its Python blocks run, .ci/run runs its test command,
+its links lead somewhere, and it stays a first-visit page."""
 
 import os
 import re
@@ -26,3 +27,13 @@ def test_ci_runs_the_readme_commands():
         ci = f.read()
     assert install.replace("pip install", "") in ci
     assert run.replace("python ", "") in ci
+
+
+def test_links_resolve():
+    for link in re.findall(r"\]\(([^)#\s]+)", readme()):
+        if not link.startswith("http"):
+            assert os.path.exists(os.path.join(ROOT, link)), link
+
+
+def test_short_enough_for_a_first_visit():
+    assert len(readme().splitlines()) <= 200
