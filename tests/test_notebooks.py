@@ -80,3 +80,13 @@ def main(names) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_each_notebook_opens_with_what_the_reader_will_have(name):
+    """The first cell is a title and, right under it, one sentence saying what
+    the reader will have at the end."""
+    notebook = nbformat.read(os.path.join(NOTEBOOK_DIR, name), as_version=4)
+    lines = [line for line in notebook.cells[0].source.splitlines() if line.strip()]
+    assert notebook.cells[0].cell_type == "markdown" and lines[0].startswith("# ")
+    assert lines[1].startswith("By the end you will have"), lines[1]
