@@ -76,34 +76,28 @@ def first_player_lines(game, player, variables, rng_key, num_games: int) -> Dict
     `SolverPlayer`. Returns its wins, draws and losses and `first_mistake`:
     {ply: games} of the ply (0, 2, 4, ...) of the player's first move that
     does not keep the position's value (a first player starts from a won
-    position), "none" for the games without one (all won)."""
-    search = jax.jit(player, static_argnums=2)
-    solver_player = jax.jit(solver.SolverPlayer(), static_argnums=2)
-    step = jax.jit(game.step)
-    is_terminal = jax.jit(game.is_terminal)
-    reward_for = jax.jit(game.reward_for)
-    init_key, rng_key = jax.random.split(rng_key)
-    states = game.init(init_key, num_games)
-    first_id = states.current_player
-    score = np.zeros(num_games, np.float32)
+    position), "none" for the games without one (all won).
+
+    The games are an `arena.play_match` of 2 x `num_games` (half with each
+    side first): the first half are these games, each of the player's moves
+    there judged by the solver after its ply (`on_ply`)."""
     first_mistake = np.full(num_games, -1)
-    for ply in range(solver.CELLS):
-        live = ~np.asarray(is_terminal(states))
-        if not live.any():
-            break
-        move_key, step_key, rng_key = jax.random.split(rng_key, 3)
-        if ply % 2 == 0:
-            actions = search(variables, move_key, game, states)
-            _, optimal = solver.solve_states(states)
-            kept = optimal[np.arange(num_games), np.asarray(actions)]
-            first_mistake[live & ~kept & (first_mistake < 0)] = ply
-        else:
-            actions = solver_player(None, move_key, game, states)
-        states = step(states, actions.astype(jnp.int32), step_key)
-        score += np.asarray(reward_for(states, first_id))
+
+    def judge(ply, states, actions, a_moved):
+        moved = np.asarray(a_moved)[:num_games]  # rows where the player moves first
+        if not moved.any():
+            return
+        mine = jax.tree.map(lambda x: x[:num_games], states)
+        live = ~np.asarray(game.is_terminal(mine))
+        _, optimal = solver.solve_states(mine)
+        kept = optimal[np.arange(num_games), np.asarray(actions)[:num_games]]
+        first_mistake[moved & live & ~kept & (first_mistake < 0)] = ply
+
+    result = arena.play_match(game, player, variables, solver.SolverPlayer(), None, rng_key,
+                              2 * num_games, on_ply=judge)
+    wins, draws, losses = result.first
     plies, counts = np.unique(first_mistake, return_counts=True)
-    return dict(wins=int(np.sum(score > 0)), draws=int(np.sum(score == 0)),
-                losses=int(np.sum(score < 0)),
+    return dict(wins=wins, draws=draws, losses=losses,
                 first_mistake={("none" if p < 0 else str(p)): int(c)
                                for p, c in zip(plies, counts)})
 

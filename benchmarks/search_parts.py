@@ -38,7 +38,6 @@ import jax.numpy as jnp
 
 from benchmarks import harness
 from training import checkpoint as checkpoint_lib
-from training import config as config_lib
 from training.agent import Agent
 from training.evaluation import Evaluation
 from training.muzero import search as learned_search
@@ -95,43 +94,53 @@ class _MaskedStepFn:
 
 
 @dataclasses.dataclass(frozen=True)
-class MaskedLearnedModelPlayer:
-    """A learned-model agent's search (`LearnedModelPlayer`) with the
-    model's priors made uniform and/or its values (root value, afterstate
-    Q, leaf values) 0; its rewards and chance codes kept."""
+class MaskedSimulator:
+    """A learned model as the search steps it (`LearnedSimulator`), with
+    its priors made uniform and/or its values (root value, afterstate Q,
+    leaf values) 0; its rewards and chance codes kept. The search call is
+    the application's own (`training.search.run`, through the agent's
+    `LearnedModelPlayer`)."""
 
-    player: learned_search.LearnedModelPlayer
+    inner: learned_search.LearnedSimulator
     uniform_prior: bool
     zero_value: bool
 
-    def __call__(self, params, rng_key, game, states):
-        return self.search(params, rng_key, game, states).action
+    @property
+    def takes_chance_nodes(self) -> bool:
+        return self.inner.takes_chance_nodes
 
-    def search(self, params, rng_key, game, states):
-        """The masked search of states [B]: its `mcts_jax.PolicyOutput`."""
-        model = self.player.model
-        root, invalid = learned_search.learned_root(model, params, states.observation,
-                                                    game.legal_actions(states))
+    def kind(self) -> str:
+        return self.inner.kind()
+
+    def __str__(self) -> str:
+        return f"{self.inner} (masked)"
+
+    def root(self, params, rng_key, states):
+        root, invalid = self.inner.root(params, rng_key, states)
         if self.uniform_prior:
             root = root.replace(prior_logits=jnp.zeros_like(root.prior_logits))
         if self.zero_value:
             root = root.replace(value=jnp.zeros_like(root.value))
-        functions = learned_search.recurrent_fns(model, self.player.discount)
-        if isinstance(functions, tuple):
+        return root, invalid
+
+    @property
+    def recurrent_fn(self):
+        functions = self.inner.recurrent_fn
+        if self.takes_chance_nodes:
             decision, chance = functions
-            functions = (_MaskedDecisionFn(decision, self.zero_value),
-                         _MaskedStepFn(chance, self.uniform_prior, self.zero_value))
-        else:
-            functions = _MaskedStepFn(functions, self.uniform_prior, self.zero_value)
-        return self.player.policy(params, rng_key, root, functions, self.player.num_simulations,
-                                  invalid_actions=invalid)
+            return (_MaskedDecisionFn(decision, self.zero_value),
+                    _MaskedStepFn(chance, self.uniform_prior, self.zero_value))
+        return _MaskedStepFn(functions, self.uniform_prior, self.zero_value)
 
 
 def masked_player(agent: Agent, num_simulations: int, uniform_prior: bool, zero_value: bool):
-    """The agent's greedy search at `num_simulations`, masked as asked."""
+    """The agent's greedy search at `num_simulations`, masked as asked: a
+    true-model search (`arena.SearchPlayer`) through its evaluator, a
+    learned model's (`LearnedModelPlayer`) through what it steps."""
     player = agent.player(num_simulations)
-    if config_lib.uses_learned_model(agent.config):
-        return MaskedLearnedModelPlayer(player, uniform_prior, zero_value)
+    if isinstance(player, learned_search.LearnedModelPlayer):
+        return dataclasses.replace(player, simulator=MaskedSimulator(player.simulator,
+                                                                     uniform_prior, zero_value))
     return dataclasses.replace(player, evaluator=MaskedEvaluator(player.evaluator,
                                                                  uniform_prior, zero_value))
 

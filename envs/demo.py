@@ -13,7 +13,7 @@ import numpy as np
 
 import envs
 import mcts_jax
-from mcts_jax import evaluators
+from mcts_jax import evaluators, selection
 
 
 def board_picture(state) -> str:
@@ -32,7 +32,8 @@ def main():
     root, invalid = game.root(None, jax.random.key(1), state, evaluator)
     start = time.perf_counter()
     out = mcts_jax.uct_policy(None, jax.random.key(2), root, game.recurrent_fn(evaluator),
-                              num_simulations=2000, invalid_actions=invalid, uct_c=1.4)
+                              num_simulations=2000, invalid_actions=invalid,
+                              uct_c=selection.UCT_C)
     summary = out.search_tree.summary()
     elapsed = time.perf_counter() - start
     print("Position (O to move):")

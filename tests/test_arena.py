@@ -6,6 +6,7 @@ import jax
 import numpy as np
 
 import envs
+import mcts_jax
 from mcts_jax import evaluators
 from training import arena
 
@@ -33,6 +34,28 @@ def test_uct_beats_random_and_cap_counts_draws():
     capped = arena.play_match(envs.make("connect_four"), arena.RandomPlayer(), None,
                               arena.RandomPlayer(), None, jax.random.key(2), 8, max_plies=4)
     assert capped.unfinished == 8 and capped.draws == 8
+
+
+def test_search_player_applies_every_field_of_a_search_options_record():
+    """A `SearchOptions` record given to SearchPlayer becomes the policy's
+    options as given. A field equal to SearchOptions' default but not to
+    the policy's own (stop_at_terminal=True for the MuZero family, whose
+    default is mctx's False) is applied, not dropped (it was dropped when
+    only the fields that differ from `SearchOptions()` were kept); (name,
+    value) pairs change only the fields they name."""
+    record = mcts_jax.SearchOptions(stop_at_terminal=True, max_children=3)
+    assert not mcts_jax.MuZeroPolicy().options.stop_at_terminal
+    for policy in (mcts_jax.MuZeroPolicy(), "muzero", mcts_jax.AlphaZeroPolicy()):
+        player = arena.SearchPlayer(evaluators.Uniform(), policy, 8, options=record)
+        assert player.policy_for(TTT).options == record, policy
+    pairs = arena.SearchPlayer(evaluators.Uniform(), mcts_jax.MuZeroPolicy(), 8,
+                               options=(("max_children", 3),))
+    assert pairs.policy_for(TTT).options == mcts_jax.muzero_options(max_children=3)
+    states = TTT.init(jax.random.key(0), 2)
+    player = arena.SearchPlayer(evaluators.Uniform(), mcts_jax.MuZeroPolicy(), 8,
+                                options=record)
+    actions = np.asarray(player(None, jax.random.key(1), TTT, states))
+    assert np.asarray(states.legal_action_mask)[np.arange(2), actions].all()
 
 
 def test_fit_elo_recovers_ratings_from_expected_scores():

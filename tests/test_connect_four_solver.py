@@ -359,7 +359,7 @@ def test_tiny_training_run_writes_the_solver_metrics(tmp_path, monkeypatch):
     assert os.path.getsize(os.path.join(run_dir, "plots", "solver.png")) > 1000
     summary = dict(summary, final_vs_solver_first_wins=3, final_vs_solver_first_draws=1,
                    final_vs_solver_first_losses=0)
-    described = reporting.describe_summary(config, summary)
+    described = reporting.describe_summary(config, summary, "gumbel")
     assert any("moving first vs the perfect solver (bitbully): 3 wins, 1 draws, 0 losses in 4 "
                "games" in line for line in described)
     assert any(f"first move from the empty board: column {summary['final_first_move']}" in line
@@ -405,14 +405,15 @@ def test_tiny_training_run_writes_the_solver_metrics(tmp_path, monkeypatch):
 
 
 def test_missing_solver_gives_a_notice_and_no_metrics(monkeypatch):
-    from training import networks
+    from training import build
     from training import config as config_lib
     from training import evaluation
     monkeypatch.setattr(solver, "available", lambda: False)
     config = config_lib.resolve(dict(game="connect_four", preset="tiny"))
     lines = []
-    suite = evaluation.Evaluation(config, GAME, networks.make_model(config.network_config(),
-                                                                    GAME), log=lines.append)
+    parts = build.build(config)
+    suite = evaluation.Evaluation(config, GAME, parts.model, agent=parts.agent,
+                                  final_agent=parts.final_agent, log=lines.append)
     assert suite.benchmark is None
     assert len(lines) == 1 and "bitbully is not installed" in lines[0]
     assert suite.solver_match(suite.agent, None, jax.random.key(0), 4) == {}
@@ -427,12 +428,13 @@ FIRST_MOVE_VALUES = {0: -1, 1: -1, 2: 0, 3: 1, 4: 0, 5: -1, 6: -1}
 
 @needs_solver
 def test_first_move_is_judged_by_the_solver():
-    from training import networks
+    from training import build
     from training import config as config_lib
     from training import evaluation
     config = config_lib.resolve(dict(game="connect_four", preset="tiny"))
-    suite = evaluation.Evaluation(config, GAME, networks.make_model(config.network_config(),
-                                                                    GAME), log=lambda line: None)
+    parts = build.build(config)
+    suite = evaluation.Evaluation(config, GAME, parts.model, agent=parts.agent,
+                                  final_agent=parts.final_agent, log=lambda line: None)
     seen = []
 
     def fixed(column):

@@ -7,10 +7,10 @@ import pytest
 import envs
 from benchmarks import search_parts
 from mcts_jax import evaluators
-from training import arena, networks
+from training import arena
+from training import build
 from training import config as config_lib
 from training.agent import Agent
-from training.muzero import setup as learned_model
 
 SIMULATIONS = 8
 
@@ -18,8 +18,7 @@ SIMULATIONS = 8
 def _agent(algorithm: str) -> Agent:
     config = config_lib.resolve({"game": "2048", "preset": "tiny", "algorithm": algorithm})
     game = envs.make("2048")
-    model = (learned_model.make_model(config, game) if algorithm != "alphazero"
-             else networks.make_model(config.network_config(), game))
+    model = build.algorithm_for(config).make_model(game)
     return Agent(config=config, game=game, model=model, variables=model.init(jax.random.key(1)),
                  iteration=0)
 

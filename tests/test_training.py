@@ -330,24 +330,77 @@ def test_every_setting_carries_its_help_and_check():
         config_lib.resolve({"num_simulations": 16, "max_nodes": 8})
 
 
-def test_old_setting_names_still_work(tmp_path, capsys):
-    """--simulations and --considered-actions (and a config.json saved with
-    those names) mean --num-simulations and --max-num-considered-actions for
-    one release; the command line says the new name."""
-    _, explicit = config_lib.parse(["--simulations", "12", "--considered-actions", "4"])
+def test_removed_setting_names_are_refused(tmp_path, capsys):
+    """--simulations and --considered-actions had their release: the
+    command line refuses them (no abbreviation stands in: --simulations is
+    not --simulations-per-step), and so do `resolve` and a saved
+    config.json, naming docs/migration.md."""
+    for flag in ("--simulations", "--considered-actions", "--num-sim"):
+        with pytest.raises(SystemExit):
+            config_lib.parse([flag, "12"])
+        assert f"unrecognized arguments: {flag}" in capsys.readouterr().err
+    _, explicit = config_lib.parse(["--num-simulations", "12",
+                                    "--max-num-considered-actions", "4"])
     assert explicit == {"num_simulations": 12, "max_num_considered_actions": 4}
-    assert "--num-simulations" in capsys.readouterr().err
-    _, explicit = config_lib.parse(["--num-simulations", "12"])
-    assert explicit == {"num_simulations": 12}
-    assert config_lib.resolve({"simulations": 12}).num_simulations == 12
+    with pytest.raises(ValueError, match="unknown settings: simulations .*docs/migration.md"):
+        config_lib.resolve({"simulations": 12})
     saved = config_lib.resolve({}).to_json()
     saved["simulations"] = saved.pop("num_simulations")
     path = tmp_path / "config.json"
     path.write_text(json.dumps(saved))
-    assert config_lib.load_json(str(path)) == config_lib.resolve({})
-    with pytest.raises(ValueError, match="twice"):
-        config_lib.resolve({"simulations": 12, "num_simulations": 12})
-    with pytest.raises(ValueError, match="unknown settings: simulation"):
-        config_lib.resolve({"simulation": 12})
+    with pytest.raises(ValueError, match="config.json has unknown settings: simulations"):
+        config_lib.load_json(str(path))
 
 
+
+
+# ---- the one build step ------------------------------------------------------------
+
+@pytest.mark.parametrize("algorithm", ["alphazero", "muzero", "stochastic_muzero"])
+def test_the_build_step_chooses_the_algorithm_once(algorithm):
+    """`build` turns a config into a run's parts; the algorithm is a value
+    chosen there (AlphaZero, or the MuZero family for a learned model), and
+    the agent of a run folder (`Agent.player`) is its agent: the same arena
+    player the evaluation plays."""
+    from training import build
+    from training.agent import Agent
+    game = "2048" if algorithm == "stochastic_muzero" else "tic_tac_toe"
+    config = config_lib.resolve(dict(game=game, preset="tiny", algorithm=algorithm))
+    parts = build.build(config)
+    expected = build.AlphaZero if algorithm == "alphazero" else build.MuZeroFamily
+    assert type(parts.algorithm) is expected and parts.algorithm.config == config
+    assert build.build(config) is parts  # cached: compiled steps are shared
+    assert parts.self_play.policy.takes_chance_nodes == (game == "2048")
+    agent = Agent(config=config, game=parts.game, model=parts.model, variables=None,
+                  iteration=0)
+    assert agent.player(config.eval_simulations) == parts.agent
+    assert agent.player() == parts.final_agent
+    identity = parts.algorithm.identity()
+    assert identity["game"] == game and ("algorithm" in identity) == (algorithm != "alphazero")
+
+
+def test_a_policy_that_does_not_fit_is_refused_by_the_one_check():
+    """`training.search.check_fit` is the one check that a policy fits what
+    it searches: self-play on a deterministic game, a learned model without
+    chance codes and a stochastic game each refuse the wrong kind."""
+    import mcts_jax
+    from training import build
+    from training.muzero.self_play import LearnedModelSelfPlay
+    model = networks.make_model(TINY_NET, GAME)
+    with pytest.raises(ValueError, match="SelfPlay's policy StochasticMuZeroPolicy does not "
+                                         "fit the game 'tic_tac_toe': 'tic_tac_toe' is a "
+                                         "deterministic game"):
+        self_play.SelfPlay(game=GAME, model=model, policy=mcts_jax.StochasticMuZeroPolicy(),
+                           num_simulations=4, num_games=2)
+    config = config_lib.resolve(dict(preset="tiny", algorithm="muzero"))
+    learned = build.algorithm_for(config).make_model(GAME)
+    with pytest.raises(ValueError, match="LearnedModelSelfPlay's policy StochasticMuZeroPolicy "
+                                         "does not fit the learned model: the model has no "
+                                         "chance codes"):
+        LearnedModelSelfPlay(game=GAME, model=learned, num_simulations=4, num_games=2,
+                             policy=mcts_jax.StochasticMuZeroPolicy())
+    chance_game = envs.make("2048")
+    with pytest.raises(ValueError, match="does not fit the game '2048': '2048' is a "
+                                         "stochastic game"):
+        self_play.SelfPlay(game=chance_game, model=networks.make_model(TINY_NET, chance_game),
+                           policy=mcts_jax.AlphaZeroPolicy(), num_simulations=4, num_games=2)

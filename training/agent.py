@@ -19,10 +19,9 @@ from typing import Any, Optional
 
 import jax
 
-from training import arena, networks
+from training import build as build_lib
 from training import checkpoint as checkpoint_lib
 from training import config as config_lib
-from training.muzero import setup as learned_model
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -30,13 +29,14 @@ class Agent:
     """A network and the search it was trained with.
 
     config: the run's TrainConfig; game: the `envs` game; model: the
-    `networks.Model`; variables: its {"params", "batch_stats"}; iteration:
-    the training iteration of the checkpoint.
+    network (`networks.Model`) or the learned model; variables: its
+    {"params", "batch_stats"}; iteration: the training iteration of the
+    checkpoint.
     """
 
     config: config_lib.TrainConfig
     game: Any
-    model: networks.Model
+    model: Any
     variables: Any
     iteration: int
 
@@ -47,41 +47,31 @@ class Agent:
         if not os.path.exists(config_path):
             raise FileNotFoundError(f"{run_dir} is not a training run (no config.json)")
         config = config_lib.load_json(config_path)
-        game = config_lib.make_game(config)
-        if config_lib.uses_learned_model(config):
-            model = learned_model.make_model(config, game)
-        else:
-            model = networks.make_model(config.network_config(), game)
-        like = jax.eval_shape(model.init, jax.random.key(0))
+        parts = build_lib.build(config)
+        like = jax.eval_shape(parts.model.init, jax.random.key(0))
         checkpointer = checkpoint_lib.Checkpointer(os.path.join(run_dir, "checkpoints"),
                                                    keep=config.keep_checkpoints)
         try:
             variables, iteration = checkpointer.restore_variables(like, iteration)
         finally:
             checkpointer.close()
-        return cls(config=config, game=game, model=model, variables=variables,
+        return cls(config=config, game=parts.game, model=parts.model, variables=variables,
                    iteration=int(iteration))
+
+    @property
+    def algorithm(self) -> build_lib.Algorithm:
+        """The run's algorithm (`training.build.algorithm_for`)."""
+        return build_lib.algorithm_for(self.config)
 
     def player(self, num_simulations: Optional[int] = None, greedy: bool = True,
                simulations_per_step: int = 1):
-        """The `arena` player of this agent (for `arena.play_match`)."""
-        if config_lib.uses_learned_model(self.config):
-            if num_simulations == 0 or not greedy or simulations_per_step != 1:
-                raise ValueError("a learned-model agent plays its greedy search "
-                                 "(num_simulations >= 1, greedy=True, simulations_per_step=1)")
-            return learned_model.agent(self.config, self.model,
-                                       num_simulations or self.config.final_simulations,
-                                       self.game.num_actions)
-        if num_simulations == 0:
-            return arena.PolicyPlayer(self.model.evaluator, greedy=greedy)
-        options = (("simulations_per_step", simulations_per_step),) \
-            if simulations_per_step != 1 else ()
-        policy = config_lib.search_policy_name(self.config)  # "stochastic" for 2048
-        return arena.SearchPlayer(self.model.evaluator, policy,
-                                  num_simulations or self.config.final_simulations,
-                                  greedy=greedy,
-                                  max_num_considered_actions=self.config.max_num_considered_actions,
-                                  options=options)
+        """The `arena` player of this agent (for `arena.play_match`): the
+        algorithm's search at `num_simulations` (None: the run's
+        final_simulations; 0: the raw policy network, AlphaZero only)."""
+        if num_simulations is None:
+            num_simulations = self.config.final_simulations
+        return self.algorithm.agent(self.game, self.model, num_simulations, greedy,
+                                    simulations_per_step)
 
     def act(self, rng_key: jax.Array, states, num_simulations: Optional[int] = None,
             greedy: bool = True, simulations_per_step: int = 1) -> jax.Array:

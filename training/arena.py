@@ -38,8 +38,9 @@ import jax.numpy as jnp
 import numpy as np
 
 import mcts_jax
-from mcts_jax import sharding
+from mcts_jax import selection, sharding
 from training import policies
+from training import search as search_lib
 
 # The match loop's cap for a game that does not give its `longest_game`.
 DEFAULT_MAX_PLIES = 1024
@@ -74,7 +75,8 @@ class PolicyPlayer:
 
 @dataclasses.dataclass(frozen=True)
 class SearchPlayer:
-    """A search with `evaluator` at the leaves.
+    """A search with `evaluator` at the leaves, on the game's own rules
+    (`training.search.GameSimulator`).
 
     policy: a policy value (`mcts_jax.AlphaZeroPolicy()`, `mcts_jax.rule_policy(
     my_rule)`, the user's own `mcts_jax.Policy`; a policy function with the
@@ -83,12 +85,13 @@ class SearchPlayer:
     ...), turned into a value by `policy_from_name`: `greedy` plays the most
     visited move with no root noise (Gumbel: `gumbel_scale` 0); otherwise
     the move is sampled at temperature 1 with root noise. `max_nodes` and
-    `options` (a `mcts_jax.SearchOptions` record, whose fields that differ
-    from the defaults apply; or a tuple of (name, value) pairs, hashable:
-    policy fields or search options) are applied on top of the policy
+    `options` (a `mcts_jax.SearchOptions` record, every field of which
+    applies, as given; or a tuple of (name, value) pairs, hashable: policy
+    fields or search options) are applied on top of the policy
     (`Policy.replace`).
     A policy that takes chance nodes plays the stochastic games
-    (`envs.make_chance_game`), any other the deterministic ones.
+    (`envs.make_chance_game`), any other the deterministic ones
+    (`training.search.check_fit`).
     """
 
     evaluator: Any
@@ -97,7 +100,7 @@ class SearchPlayer:
     greedy: bool = True
     max_nodes: Optional[int] = None
     max_num_considered_actions: int = 16
-    uct_c: float = 1.4
+    uct_c: float = selection.UCT_C
     options: Union[Tuple[Tuple[str, Any], ...], mcts_jax.SearchOptions] = ()
 
     def policy_for(self, game) -> Callable:
@@ -109,11 +112,10 @@ class SearchPlayer:
                 policy, num_actions=game.num_actions, root_noise=not self.greedy,
                 sample_action=not self.greedy, uct_c=self.uct_c,
                 max_num_considered_actions=self.max_num_considered_actions)
-        changes = (dict(self.options) if not isinstance(self.options, mcts_jax.SearchOptions)
-                   else {name: getattr(self.options, name)
-                         for name in mcts_jax.SearchOptions.names()
-                         if getattr(self.options, name) != getattr(mcts_jax.SearchOptions(),
-                                                                   name)})
+        if isinstance(self.options, mcts_jax.SearchOptions):
+            changes = {name: getattr(self.options, name) for name in mcts_jax.SearchOptions.names()}
+        else:
+            changes = dict(self.options)
         if self.max_nodes is not None:
             changes["max_nodes"] = self.max_nodes
         if policy is mcts_jax.stochastic_muzero_policy:  # takes (decision_fn, chance_fn)
@@ -122,36 +124,20 @@ class SearchPlayer:
                 "its own signature (decision_recurrent_fn, chance_recurrent_fn); pass the "
                 "value mcts_jax.StochasticMuZeroPolicy() or the name 'stochastic'")
         policy = sharding.as_policy(policy, changes)
-        # A stochastic game (envs.make_chance_game) splits moves into afterstates
-        # and chance outcomes; a deterministic one has no chance nodes.
-        chance_game = hasattr(game, "decision_recurrent_fn")
-        if getattr(policy, "takes_chance_nodes", False) != chance_game:
-            policy_name = (f"{self.policy!r} ({type(policy).__name__})"
-                           if isinstance(self.policy, str)
-                           else getattr(self.policy, "__name__", type(self.policy).__name__))
-            game_name = getattr(game, "name", game)
-            raise ValueError(
-                f"SearchPlayer's policy {policy_name} does not fit the game {game_name!r}: " + (
-                    f"{game_name!r} is a stochastic game (chance nodes: afterstates and "
-                    f"outcomes) and needs a policy with chance nodes "
-                    f"(mcts_jax.StochasticMuZeroPolicy, or the name 'stochastic')"
-                    if chance_game else
-                    f"{game_name!r} is a deterministic game (no chance nodes) and this "
-                    f"policy searches chance nodes; use a deterministic policy (e.g. "
-                    f"mcts_jax.AlphaZeroPolicy) or a stochastic game (envs.make_chance_game)"))
+        label = (f"{self.policy!r} ({type(policy).__name__})" if isinstance(self.policy, str)
+                 else getattr(self.policy, "__name__", type(self.policy).__name__))
+        search_lib.check_fit(policy, self.simulator(game), "SearchPlayer", label)
         return policy
 
+    def simulator(self, game) -> search_lib.GameSimulator:
+        """What the search steps: `game`'s rules, `evaluator` at the leaves."""
+        return search_lib.GameSimulator(game, self.evaluator)
+
     def search(self, params, rng_key, game, states) -> mcts_jax.PolicyOutput:
+        """The search of full pgx states [B] (non-terminal)."""
         root_key, search_key = jax.random.split(rng_key)
-        root, invalid = game.root(params, root_key, states, self.evaluator)
-        policy = self.policy_for(game)
-        if getattr(policy, "takes_chance_nodes", False):
-            recurrent_fn = (game.decision_recurrent_fn(self.evaluator),
-                            game.chance_recurrent_fn(self.evaluator))
-        else:
-            recurrent_fn = game.recurrent_fn(self.evaluator)
-        return policy(params, search_key, root, recurrent_fn, self.num_simulations,
-                      invalid_actions=invalid)
+        return search_lib.run(self.policy_for(game), self.simulator(game), params, search_key,
+                              states, self.num_simulations, root_key=root_key)
 
     def __call__(self, params, rng_key, game, states):
         return self.search(params, rng_key, game, states).action
@@ -216,7 +202,7 @@ def _match_step(game, player_a, player_b, opening_moves, params_a, params_b, rng
     states = game.step(states, actions.astype(jnp.int32), key_step)
     # pgx rewards only the move that ends the game (zero after it).
     score_a = score_a + game.reward_for(states, a_id)
-    return states, score_a, violations
+    return states, score_a, violations, actions, a_moves
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
@@ -227,25 +213,33 @@ def _match_step_by_turn(game, player_a, player_b, opening_moves, params_a, param
     key_a, key_b, key_open, key_step = jax.random.split(rng_key, 4)
     actions_a = player_a(params_a, key_a, game, states)
     actions_b = player_b(params_b, key_b, game, states)
-    actions = jnp.where(game.current_player(states) == a_id, actions_a, actions_b)
+    a_moves = game.current_player(states) == a_id
+    actions = jnp.where(a_moves, actions_a, actions_b)
     if opening_moves:
         legal = game.legal_actions(states)
         random_moves = jax.random.categorical(key_open, jnp.where(legal, 0.0, -jnp.inf))
         actions = jnp.where(ply < opening_moves, random_moves.astype(jnp.int32), actions)
     states = game.step(states, actions.astype(jnp.int32), key_step)
     score_a = score_a + game.reward_for(states, a_id)
-    return states, score_a, violations
+    return states, score_a, violations, actions, a_moves
 
 
 def play_match(game, player_a, params_a, player_b, params_b, rng_key, num_games: int,
-               opening_moves: int = 0, max_plies: Optional[int] = None) -> MatchResult:
-    """`num_games` (even) games of A against B, half with each moving first.
+               opening_moves: int = 0, max_plies: Optional[int] = None,
+               on_ply: Optional[Callable[..., None]] = None) -> MatchResult:
+    """`num_games` (even) games of A against B, half with each moving first
+    (A first in rows [0, n), B first in rows [n, 2n)).
 
     opening_moves: the first plies of every game are uniformly random (for
     both sides), to vary the games of deterministic players.
     max_plies: cap on game length (default: the game's `longest_game`, from
     its registry entry, else `DEFAULT_MAX_PLIES`); games still running are
     counted as draws.
+    on_ply: called on the host after every ply as `on_ply(ply, states,
+      actions, a_moved)`: the states [2n] before the ply, the moves [2n]
+      int32 played, a_moved [2n] bool, the rows where A made the move (to
+      judge a player's moves, say; rows already finished are in `states`
+      as terminal).
     A one-player game (2048) is refused (ValueError): use `play_solo`.
     """
     num_players = getattr(game, "num_players", 2)  # pgx games of envs.make: two players
@@ -269,9 +263,12 @@ def play_match(game, player_a, params_a, player_b, params_b, rng_key, num_games:
     match_step = _match_step if alternating else _match_step_by_turn
     for ply in range(max_plies):
         rng_key, step_key = jax.random.split(rng_key)
-        states, score_a, violations = match_step(
+        before = states
+        states, score_a, violations, actions, a_moved = match_step(
             game, player_a, player_b, int(opening_moves), params_a, params_b, step_key, states,
             jnp.int32(ply), a_id, score_a, violations)
+        if on_ply is not None:
+            on_ply(ply, before, actions, a_moved)
         if bool(jnp.all(game.is_terminal(states))):
             break
     if int(violations):

@@ -16,29 +16,27 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import envs
+from mcts_jax import policies as core_policies
 from training import networks, policies, presets
 
 
 def setting(default: Any, help: str, check: Optional[str] = None,
-            choices: Optional[Tuple[str, ...]] = None, shape: bool = False,
-            aliases: Tuple[str, ...] = ()) -> Any:
+            choices: Optional[Tuple[str, ...]] = None, shape: bool = False) -> Any:
     """A TrainConfig field with its documentation and validation beside it.
 
     help: the --help text. check: one of `CHECKS` ("positive", "non_negative",
     "even", "fraction", "positive_real", "non_negative_real"). choices: the
     allowed strings. shape: the setting fixes array shapes (network, replay
     ring, self-play batch, tree), so a run folder cannot be resumed with
-    another value. aliases: older field names, still accepted as flags
-    (--old-name) and in a saved config.json, for one release.
+    another value.
     """
     if check is not None and check not in CHECKS:
         raise ValueError(f"unknown check {check!r}; known: {', '.join(CHECKS)}")
     return dataclasses.field(default=default, metadata=dict(
-        help=help, check=check, choices=choices, shape=shape, aliases=aliases))
+        help=help, check=check, choices=choices, shape=shape))
 
 
 ALGORITHMS = ("alphazero", "muzero", "gumbel_muzero", "stochastic_muzero")
@@ -99,8 +97,7 @@ class TrainConfig:
     # ---- self-play ----
     policy: str = setting("gumbel", "search used in self-play", choices=("gumbel", "alphazero"),
                           shape=True)
-    num_simulations: int = setting(32, "simulations per self-play move", "positive", shape=True,
-                                   aliases=("simulations",))
+    num_simulations: int = setting(32, "simulations per self-play move", "positive", shape=True)
     num_games: int = setting(256, "self-play games played at once (B)", "positive", shape=True)
     simulations_per_step: int = setting(1, "self-play search: paths descended per tree per "
                                         "step, evaluated together (for few games; see "
@@ -114,17 +111,16 @@ class TrainConfig:
     temperature_moves: int = setting(10, "alphazero: plies whose move is sampled from the "
                                      "visit counts (temperature 1); greedy after",
                                      "non_negative")
-    dirichlet_fraction: float = setting(0.25, "alphazero: weight of the root's Dirichlet noise",
-                                        "fraction")
-    dirichlet_alpha: float = setting(0.3, "alphazero: concentration of the root's Dirichlet "
-                                     "noise", "positive_real")
+    dirichlet_fraction: float = setting(core_policies.DIRICHLET_FRACTION, "alphazero: weight "
+                                        "of the root's Dirichlet noise", "fraction")
+    dirichlet_alpha: float = setting(core_policies.DIRICHLET_ALPHA, "alphazero: concentration "
+                                     "of the root's Dirichlet noise", "positive_real")
     forced_playouts: float = setting(0.0, "alphazero: KataGo's forced playouts k at the "
                                      "self-play root (sqrt(k P N) visits per child) with "
                                      "policy target pruning (0: off; KataGo uses 2)",
                                      "non_negative_real")
     max_num_considered_actions: int = setting(16, "gumbel: actions sampled at the root for "
-                                              "sequential halving", "positive",
-                                              aliases=("considered_actions",))
+                                              "sequential halving", "positive")
     random_opening_plies: int = setting(0, "games open with U[0, this] random plies that are "
                                         "not recorded", "non_negative")
     random_opening_fraction: float = setting(1.0, "share of games opened with "
@@ -282,33 +278,20 @@ class TrainConfig:
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "TrainConfig":
-        """The config saved in a run folder (older field names accepted)."""
-        return cls(**canonical_names(data, "config.json"))
+        """The config saved in a run folder."""
+        return cls(**known_settings(data, "config.json"))
 
 
-def aliases() -> Dict[str, str]:
-    """Older field name -> its TrainConfig field (kept for one release)."""
-    return {alias: f.name for f in dataclasses.fields(TrainConfig)
-            for alias in f.metadata["aliases"]}
-
-
-def canonical_names(settings: Dict[str, Any], source: str) -> Dict[str, Any]:
-    """`settings` with older field names renamed (see `aliases`). Raises
-    ValueError naming `source` for names that are no field, or a field given
-    under two names."""
-    renamed: Dict[str, Any] = {}
+def known_settings(settings: Dict[str, Any], source: str) -> Dict[str, Any]:
+    """`settings`, checked: raises ValueError naming `source` for names
+    that are no TrainConfig field (an old name: docs/migration.md says its
+    replacement)."""
     names = {f.name for f in dataclasses.fields(TrainConfig)}
-    old_names = aliases()
-    unknown = sorted(set(settings) - names - set(old_names))
+    unknown = sorted(set(settings) - names)
     if unknown:
-        raise ValueError(f"{source} has unknown settings: {', '.join(unknown)}")
-    for name, value in settings.items():
-        field = old_names.get(name, name)
-        if field in renamed:
-            raise ValueError(f"{source} gives {field!r} twice (under its name and its old "
-                             f"name)")
-        renamed[field] = value
-    return renamed
+        raise ValueError(f"{source} has unknown settings: {', '.join(unknown)} (renamed "
+                         f"settings: see docs/migration.md)")
+    return settings
 
 
 def shape_fields() -> Tuple[str, ...]:
@@ -317,25 +300,15 @@ def shape_fields() -> Tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(TrainConfig) if f.metadata["shape"])
 
 
-
 def flag_name(field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
-class _StoreUnderOldName(argparse._StoreAction):
-    """Stores the value; given under an old flag name, says the new one on
-    stderr."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        if option_string is not None and option_string != self.option_strings[0]:
-            print(f"train.py: {option_string} is now {self.option_strings[0]} (the old name "
-                  f"works for one more release)", file=sys.stderr)
-        super().__call__(parser, namespace, values, option_string)
-
-
 def build_parser() -> argparse.ArgumentParser:
+    # No abbreviations: a prefix would silently stand for whichever flag it
+    # shortens (the removed --simulations for --simulations-per-step, say).
     parser = argparse.ArgumentParser(
-        prog="train.py",
+        prog="train.py", allow_abbrev=False,
         description="AlphaZero training with mcts_jax on pgx games. With no arguments: "
                     "tic-tac-toe to perfect play on a CPU.")
     parser.add_argument("--run-dir", default=None,
@@ -373,11 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
             kwargs["type"] = {"int": int, "float": float, "str": str}[str(field.type)]
         if meta["choices"]:
             kwargs["choices"] = meta["choices"]
-        old = [flag_name(alias) for alias in meta["aliases"]]
-        if old:
-            kwargs["help"] += f" (old name, kept for one release: {', '.join(old)})"
-            kwargs["action"] = _StoreUnderOldName
-        settings.add_argument(flag_name(field.name), *old, **kwargs)
+        settings.add_argument(flag_name(field.name), **kwargs)
     return parser
 
 
@@ -402,15 +371,6 @@ def game_spec(game: str):
     if game in envs.CHANCE_GAMES:
         return envs.chance_games.chance_spec(game)
     return envs.spec(game)
-
-
-def augmented_game(config: TrainConfig) -> Optional[str]:
-    """The game whose board symmetries augment the training samples (a
-    random one per sample, `--augment`), or None: augmentation off, or a
-    game with no symmetries (chess, backgammon)."""
-    if config.augment and make_game(config).symmetry_tables() is not None:
-        return config.game
-    return None
 
 
 def is_stochastic(game: str) -> bool:
@@ -446,20 +406,10 @@ def self_play_policy(config: TrainConfig, num_actions: int, policy: Any = None):
         forced_playouts=config.forced_playouts, **changes)
 
 
-def self_play_temperature_moves(config: TrainConfig, policy: Any = None) -> int:
-    """The opening plies whose move is sampled from the visit counts: the
-    config's `temperature_moves` for AlphaZero and for a user's policy value
-    (0 there to play its own choice), none for Gumbel (its own noise
-    explores)."""
-    if policy is None:
-        return config.temperature_moves if config.policy == "alphazero" else 0
-    return config.temperature_moves
-
-
 def resolve(explicit: Dict[str, Any]) -> TrainConfig:
     """A fresh run's config: defaults, the game's, the preset's, then `explicit`
-    (TrainConfig field names; older names are accepted, see `aliases`)."""
-    explicit = canonical_names(explicit, "the settings")
+    (TrainConfig field names)."""
+    explicit = known_settings(explicit, "the settings")
     game = explicit.get("game", TrainConfig.game)
     if game not in TRAINABLE_GAMES:
         raise ValueError(unknown_game(game))
@@ -482,7 +432,7 @@ def resolve(explicit: Dict[str, Any]) -> TrainConfig:
 def resume_config(saved: TrainConfig, explicit: Dict[str, Any]) -> TrainConfig:
     """The config of a resumed run: the saved one with `explicit` flags on top.
     Raises ValueError naming the flag when a shape-fixing setting differs."""
-    explicit = canonical_names(explicit, "the settings")
+    explicit = known_settings(explicit, "the settings")
     for name in shape_fields() + ("preset",):
         if name in explicit and explicit[name] != getattr(saved, name):
             raise ValueError(
@@ -553,10 +503,6 @@ def make_game(config: TrainConfig):
     return game
 
 
-def uses_learned_model(config: TrainConfig) -> bool:
-    return config.algorithm != "alphazero"
-
-
 def search_policy_name(config: TrainConfig) -> str:
     """The policy name an AlphaZero run searches its game with:
     `config.policy`, with chance nodes for the stochastic games
@@ -570,14 +516,6 @@ def stochastic_policy_name(policy: str) -> str:
     """`--policy` with chance nodes: "stochastic" (PUCT, mctx's Stochastic
     MuZero search) for alphazero, "stochastic_gumbel" for gumbel."""
     return "stochastic_gumbel" if policy == "gumbel" else "stochastic"
-
-
-def search_label(config: TrainConfig) -> str:
-    """How the run's agent searches, for reports: the policy name, or the
-    algorithm and its learned model."""
-    if uses_learned_model(config):
-        return f"{config.algorithm}, learned model"
-    return search_policy_name(config)
 
 
 def _validate_learned_model(config: TrainConfig) -> None:

@@ -47,31 +47,29 @@ import numpy as np
 import envs
 from envs import connect_four_solver, perfect_play
 from mcts_jax import evaluators
-from training import arena, networks
-from training.config import TrainConfig, search_policy_name
+from training import arena
+from training.config import TrainConfig
 
 
 class Evaluation:
     """The evaluation suite of one run (its players are built once, so every
-    match compiles once per shape)."""
+    match compiles once per shape).
 
-    def __init__(self, config: TrainConfig, game, model: networks.Model,
-                 log: Callable[[str], None] = print, agent: Any = None,
-                 final_agent: Any = None):
+    agent / final_agent: the arena players of the periodic and the
+    end-of-run evaluation (`training.build.Parts`: the algorithm's greedy
+    search at `eval_simulations` / `final_simulations`); model: the raw
+    network (`predict`), judged on its own where the game has a judge.
+    """
+
+    def __init__(self, config: TrainConfig, game, model: Any, *, agent: Any, final_agent: Any,
+                 log: Callable[[str], None] = print):
         self.config = config
         self.game = game
         self.model = model
-        considered = config.max_num_considered_actions
         self.stochastic = isinstance(game, envs.ChanceGame)
         self.one_player = getattr(game, "num_players", 2) == 1
-        policy = search_policy_name(config)
-        # A learned-model run brings its own agents (training.muzero.setup.agent).
-        self.agent = agent or arena.SearchPlayer(model.evaluator, policy,
-                                                 config.eval_simulations, greedy=True,
-                                                 max_num_considered_actions=considered)
-        self.final_agent = final_agent or arena.SearchPlayer(
-            model.evaluator, policy, config.final_simulations, greedy=True,
-            max_num_considered_actions=considered)
+        self.agent = agent
+        self.final_agent = final_agent
         playouts = evaluators.RandomPlayouts(
             num_playouts=config.uct_playouts,
             max_length=config.uct_playout_length or config.max_game_length or 512,

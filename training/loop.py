@@ -3,9 +3,10 @@
     config, run_dir = loop.open_run("runs/tic_tac_toe", explicit_flags)
     summary = loop.train(config, run_dir)
 
-`train` reads top to bottom: `start_run` builds what stays fixed (game,
-network, self-play, learner, evaluation, checkpointer, reporter) into a
-`Run`; `resume_state` restores the newest checkpoint or starts fresh; then
+`train` reads top to bottom: `start_run` builds what stays fixed (the
+config's parts, `training.build.build`: the algorithm, game, network,
+self-play, learner and agents; then evaluation, checkpointer, reporter) into
+a `Run`; `resume_state` restores the newest checkpoint or starts fresh; then
 each iteration (`run_iteration`) is five phases:
 
     self_play_phase    `moves_per_iteration` jitted moves of all B games,
@@ -45,7 +46,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import functools
 import os
 import shutil
 import time
@@ -56,20 +56,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcts_jax import sharding
-from training import networks
+from training import build as build_lib
 from training import checkpoint as checkpoint_lib
 from training import config as config_lib
 from training import evaluation as evaluation_lib
-from training import learner as learner_lib
 from training import reporting, self_play
 from training.config import TrainConfig
-from training.muzero import setup as learned_model
 from training import state as state_lib
 from training.state import TrainState
-
-
-ALGORITHM_NAMES = dict(alphazero="AlphaZero", muzero="MuZero", gumbel_muzero="Gumbel MuZero",
-                       stochastic_muzero="Stochastic MuZero")
 
 
 def default_run_dir(config: TrainConfig) -> str:
@@ -145,40 +139,12 @@ def place(mesh: jax.sharding.Mesh, state: TrainState) -> TrainState:
     return sharding.put(state, state_shardings(mesh, state))
 
 
-@functools.lru_cache(maxsize=8)
 def build(config: TrainConfig, mesh: Optional[jax.sharding.Mesh] = None, policy: Any = None):
-    """(game, model, SelfPlay, Learner) of a config, split over `mesh` (None:
-    one device). `policy`: a policy value (`mcts_jax.Policy`) for self-play
-    in place of the config's named one (`config.self_play_policy`). Cached:
-    the same config, mesh and policy give the same objects, so a second run
-    in one process (a resumed run, a notebook, a test) reuses the compiled
-    steps."""
-    if config_lib.uses_learned_model(config):
-        return learned_model.build(config, mesh, policy)
-    game = config_lib.make_game(config)
-    model = networks.make_model(config.network_config(), game)
-    player = self_play.SelfPlay(
-        game=game, model=model,
-        policy=config_lib.self_play_policy(config, game.num_actions, policy),
-        num_simulations=config.num_simulations, num_games=config.num_games,
-        reuse_tree=config.reuse_tree,
-        temperature_moves=config_lib.self_play_temperature_moves(config, policy),
-        random_opening_plies=config.random_opening_plies,
-        random_opening_fraction=config.random_opening_fraction,
-        random_opening_interleaved=config.random_opening_interleaved,
-        max_game_length=config.max_game_length, mesh=mesh, search_mode=config.search_mode,
-        search_value_weight=config.search_value_weight,
-        fast_simulations=config.fast_simulations,
-        full_search_fraction=config.full_search_fraction)
-    optimizer = learner_lib.make_optimizer(
-        config.learning_rate, config.total_updates, config.warmup_fraction,
-        config.end_learning_rate_fraction, config.weight_decay, config.clip_norm)
-    learner = learner_lib.Learner(model=model, optimizer=optimizer,
-                                  batch_size=config.train_batch_size,
-                                  value_weight=config.value_weight,
-                                  symmetries=config_lib.augmented_game(config),
-                                  mesh=mesh)
-    return game, model, player, learner
+    """(game, model, SelfPlay, Learner) of a config: the four of its parts
+    (`training.build.build`, cached: the same config, mesh and policy give
+    the same objects) that a run's state is made from (`initial_state`)."""
+    parts = build_lib.build(config, mesh, policy)
+    return parts.game, parts.model, parts.self_play, parts.learner
 
 
 def initial_state(config: TrainConfig, model, player, learner) -> TrainState:
@@ -187,18 +153,10 @@ def initial_state(config: TrainConfig, model, player, learner) -> TrainState:
 
 
 def checkpoint_identity(config: TrainConfig) -> Dict[str, Any]:
-    """What a checkpoint must match to be resumed by this configuration: the
-    game and the network's architecture (checked before any array is read).
-    The value head's settings are named only when they are not the default
-    (tanh, scale 1), so runs saved before they existed still match."""
-    if config_lib.uses_learned_model(config):
-        return dict(game=config.game, **learned_model.identity(config))
-    network = dataclasses.asdict(config.network_config())
-    default = networks.NetworkConfig()
-    for name in ("value_head", "value_scale"):
-        if network[name] == getattr(default, name):
-            del network[name]
-    return dict(game=config.game, network=network)
+    """What a checkpoint must match to be resumed by this configuration
+    (checked before any array is read): the game and the model's
+    architecture (`identity()` of the run's algorithm)."""
+    return build_lib.algorithm_for(config).identity()
 
 
 @dataclasses.dataclass
@@ -215,10 +173,11 @@ class Run:
     run_dir: str
     mesh: jax.sharding.Mesh
     primary: bool                      # process 0: writes the files
+    algorithm: build_lib.Algorithm     # AlphaZero or the MuZero family
     game: Any
-    model: networks.Model
+    model: Any                         # the network, or the learned model
     player: self_play.SelfPlay
-    learner: learner_lib.Learner
+    learner: Any                       # Learner, or LearnedModelLearner
     suite: evaluation_lib.Evaluation
     checkpoints: checkpoint_lib.Checkpointer
     reporter: reporting.Reporter
@@ -273,34 +232,32 @@ def train(config: TrainConfig, run_dir: str, progress: bool = True,
 
 def start_run(config: TrainConfig, run_dir: str, progress: bool,
               log: Callable[[str], None], policy: Any = None) -> Run:
-    """The fixed parts of a run, built (compiled steps shared through
-    `build`'s cache) and announced."""
+    """The fixed parts of a run, built (`training.build.build`: compiled
+    steps shared through its cache) and announced."""
     started = time.perf_counter()
     mesh = make_mesh(config)
     primary = sharding.is_primary()
-    reporter = reporting.Reporter(config, run_dir, primary, progress, log)
-    game, model, player, learner = build(config, mesh, policy)
+    parts = build_lib.build(config, mesh, policy)
+    algorithm = parts.algorithm
+    reporter = reporting.Reporter(config, run_dir, primary, progress, log,
+                                  search_label=algorithm.search_label)
     # One process: checkpoints are written by a background thread while the
     # next iteration runs (several processes write them together, in step).
     checkpoints = checkpoint_lib.Checkpointer(os.path.join(run_dir, "checkpoints"),
                                               keep=config.keep_checkpoints,
-                                              identity=checkpoint_identity(config),
+                                              identity=algorithm.identity(),
                                               background=jax.process_count() == 1)
-    agents = {}
-    if config_lib.uses_learned_model(config):
-        agents = dict(agent=learned_model.agent(config, model, config.eval_simulations,
-                                                game.num_actions),
-                      final_agent=learned_model.agent(config, model, config.final_simulations,
-                                                      game.num_actions))
-    suite = evaluation_lib.Evaluation(config, game, model, log=reporter.log, **agents)
-    reporter.log(f"mcts_jax {ALGORITHM_NAMES[config.algorithm]} training: {config.game}, "
-                 f"run folder {run_dir}")
+    suite = evaluation_lib.Evaluation(config, parts.game, parts.model, agent=parts.agent,
+                                      final_agent=parts.final_agent, log=reporter.log)
+    reporter.log(f"mcts_jax {algorithm.title} training: {config.game}, run folder {run_dir}")
     reporter.log(config_lib.describe(config))
     if policy is not None:
-        reporter.log(f"self-play policy (a value, not the config's name): {player.policy!r}")
-    return Run(config=config, run_dir=run_dir, mesh=mesh, primary=primary, game=game,
-               model=model, player=player, learner=learner, suite=suite,
-               checkpoints=checkpoints, reporter=reporter, started=started)
+        reporter.log(f"self-play policy (a value, not the config's name): "
+                     f"{parts.self_play.policy!r}")
+    return Run(config=config, run_dir=run_dir, mesh=mesh, primary=primary, algorithm=algorithm,
+               game=parts.game, model=parts.model, player=parts.self_play,
+               learner=parts.learner, suite=suite, checkpoints=checkpoints, reporter=reporter,
+               started=started)
 
 
 def resume_state(run: Run) -> Tuple[TrainState, int]:
@@ -308,9 +265,7 @@ def resume_state(run: Run) -> Tuple[TrainState, int]:
     fresh one (iteration 0), placed on the mesh. Metrics and Elo snapshots
     made after that checkpoint are dropped (they are redone)."""
     fresh = initial_state(run.config, run.model, run.player, run.learner)
-    architecture = (run.model.config if config_lib.uses_learned_model(run.config)
-                    else run.config.network_config())
-    run.reporter.log(f"network: {architecture}, "
+    run.reporter.log(f"network: {run.model.config}, "
                      f"{run.model.num_parameters(fresh.variables):,} parameters; "
                      f"devices: {sharding.describe(run.mesh)}")
     start, variables, arrays, meta = run.checkpoints.restore_latest(
@@ -467,8 +422,8 @@ def evaluate_phase(run: Run, state: TrainState, iteration: int, key: jax.Array,
     if config.eval_every and (iteration % config.eval_every == 0 or last):
         evaluated = _local_copy(state.variables)
         record.update(run.suite.periodic(evaluated, _local_key(key, 0)))
-        if config_lib.uses_learned_model(config):
-            record.update(learned_model_error(run, state, _local_key(key, 2)))
+        record.update(run.algorithm.evaluate(run.learner, state.variables, state.buffer,
+                                             _local_key(key, 2)))
     if config.elo_every and (iteration % config.elo_every == 0 or last):
         evaluated = _local_copy(state.variables) if evaluated is None else evaluated
         record["elo_matches"] = run.suite.elo_matches(evaluated, iteration, run.elo_pool,
@@ -482,17 +437,6 @@ def evaluate_phase(run: Run, state: TrainState, iteration: int, key: jax.Array,
             record["elo"] = ratings[iteration]
     record["eval_s"] = round(time.perf_counter() - tick, 2)
     return record
-
-
-def learned_model_error(run: Run, state: TrainState, key: jax.Array) -> Dict[str, Any]:
-    """A learned model's drift from the real game along replayed moves, per
-    unrolled step (`LearnedModelLearner.model_error`); nothing before the
-    replay holds a usable window."""
-    if int(run.learner.num_ready(state.buffer)) == 0:
-        return {}
-    rewards, values = run.learner.model_error(state.variables, key, state.buffer)
-    return dict(model_reward_error=[round(float(x), 4) for x in np.asarray(rewards)],
-                model_value_error=[round(float(x), 4) for x in np.asarray(values)])
 
 
 def checkpoint_phase(run: Run, state: TrainState, iteration: int, elapsed_s: float,

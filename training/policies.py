@@ -15,6 +15,8 @@ from __future__ import annotations
 from typing import Any, Callable, Dict
 
 import mcts_jax
+from mcts_jax import policies as core_policies
+from mcts_jax import selection
 
 
 def _uct(*, sample_action, uct_c, **_) -> mcts_jax.Policy:
@@ -78,10 +80,11 @@ POLICIES: Dict[str, Callable[..., mcts_jax.Policy]] = {
 
 
 def policy_from_name(name: str, *, num_actions: int, root_noise: bool = True,
-                     sample_action: bool = False, uct_c: float = 1.4,
-                     max_num_considered_actions: int = 16, dirichlet_fraction: float = 0.25,
-                     dirichlet_alpha: float = 0.3, forced_playouts: float = 0.0,
-                     **changes: Any) -> mcts_jax.Policy:
+                     sample_action: bool = False, uct_c: float = selection.UCT_C,
+                     max_num_considered_actions: int = 16,
+                     dirichlet_fraction: float = core_policies.DIRICHLET_FRACTION,
+                     dirichlet_alpha: float = core_policies.DIRICHLET_ALPHA,
+                     forced_playouts: float = 0.0, **changes: Any) -> mcts_jax.Policy:
     """The policy value a name stands for.
 
     Args:
@@ -92,7 +95,8 @@ def policy_from_name(name: str, *, num_actions: int, root_noise: bool = True,
       sample_action: the move is sampled from the visit counts at
         temperature 1; False: the most visited move (temperature 0).
       uct_c, max_num_considered_actions, dirichlet_fraction, dirichlet_alpha:
-        the policies' constants.
+        the policies' constants (defaults: the core's, `mcts_jax.selection.UCT_C`,
+        `mcts_jax.policies.DIRICHLET_FRACTION` and `DIRICHLET_ALPHA`).
       forced_playouts: AlphaZero's KataGo forced playouts k, with root noise
         only (self-play); 0: off.
       changes: any field of the policy or of `SearchOptions`, applied last

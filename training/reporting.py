@@ -2,7 +2,8 @@
 console (progress bars and evaluation lines), final.json, plots and the
 end-of-run summary.
 
-    reporter = Reporter(config, run_dir, primary=True, progress=True, log=print)
+    reporter = Reporter(config, run_dir, primary=True, progress=True, log=print,
+                        search_label="gumbel")  # how the agent searches (the algorithm's)
     reporter.resume(start)            # metrics.jsonl cut back to the checkpoint;
                                       # sessions.jsonl: this session's commit and command
     reporter.iteration(record)        # one record per finished iteration
@@ -25,7 +26,6 @@ import jax
 from tqdm.auto import tqdm
 
 from training import checkpoint as checkpoint_lib
-from training import config as config_lib
 from training import plots
 from training.config import TrainConfig
 
@@ -96,8 +96,9 @@ class Reporter:
     """
 
     def __init__(self, config: TrainConfig, run_dir: str, primary: bool, progress: bool,
-                 log: Callable[[str], None]):
+                 log: Callable[[str], None], search_label: str):
         self.config = config
+        self.search_label = search_label  # how the agent searches (the summary's lines)
         self.run_dir = run_dir
         self.primary = primary
         self.show_progress = progress and primary
@@ -163,12 +164,14 @@ class Reporter:
             plots.write_plots(self.records, ratings, os.path.join(self.run_dir, "plots"),
                               self.config.game, summary)
         self.log("final evaluation: " + json.dumps(summary))
-        for line in describe_summary(self.config, summary):
+        for line in describe_summary(self.config, summary, self.search_label):
             self.log(line)
 
 
-def describe_summary(config: TrainConfig, summary: Dict[str, Any]) -> List[str]:
-    """Readable lines of the end-of-run figures."""
+def describe_summary(config: TrainConfig, summary: Dict[str, Any],
+                     search_label: str) -> List[str]:
+    """Readable lines of the end-of-run figures; `search_label`: how the
+    agent searches (the algorithm's `search_label`)."""
     lines = [f"training: {summary['iterations']} iterations, {summary['total_games']} self-play "
              f"games, {summary.get('training_s')} s; self-play {summary.get('mean_games_per_s')} "
              f"games/s, {summary.get('mean_simulations_per_s')} simulations/s"]
@@ -179,9 +182,9 @@ def describe_summary(config: TrainConfig, summary: Dict[str, Any]) -> List[str]:
                         ("random", "a random player")):
         if f"final_vs_{name}_wins" in summary:
             w, d, l = (summary[f"final_vs_{name}_{k}"] for k in ("wins", "draws", "losses"))
-            lines.append(f"agent ({config_lib.search_label(config)}, {sims} simulations) vs {label}: {w} wins, "
+            lines.append(f"agent ({search_label}, {sims} simulations) vs {label}: {w} wins, "
                          f"{d} draws, {l} losses in {w + d + l} games (half as each side)")
-    for prefix, label in (("final_", f"agent ({config_lib.search_label(config)}, {sims} simulations)"),
+    for prefix, label in (("final_", f"agent ({search_label}, {sims} simulations)"),
                           ("final_random_", "a random player")):
         if f"{prefix}score_mean" in summary:
             tiles = ", ".join(f"{tile} tile in {100 * summary[f'{prefix}tile_{tile}_rate']:.1f}%"
@@ -196,7 +199,7 @@ def describe_summary(config: TrainConfig, summary: Dict[str, Any]) -> List[str]:
                      f"non-terminal positions")
     if "final_vs_solver_first_wins" in summary:
         w, d, l = (summary[f"final_vs_solver_first_{k}"] for k in ("wins", "draws", "losses"))
-        lines.append(f"agent ({config_lib.search_label(config)}, {sims} simulations) moving first vs the perfect "
+        lines.append(f"agent ({search_label}, {sims} simulations) moving first vs the perfect "
                      f"solver (bitbully): {w} wins, {d} draws, {l} losses in {w + d + l} games "
                      f"(a perfect first player wins them all)")
     if "final_first_move" in summary:
@@ -207,7 +210,7 @@ def describe_summary(config: TrainConfig, summary: Dict[str, Any]) -> List[str]:
         lines.append(f"move accuracy on {summary['final_solver_positions']} solver-labelled "
                      f"positions of random play, plies 4-30 (the move keeps the "
                      f"game-theoretic value; hard: one move does): raw policy network "
-                     f"{_accuracy(summary, 'policy')}; search ({config_lib.search_label(config)}, {sims} "
+                     f"{_accuracy(summary, 'policy')}; search ({search_label}, {sims} "
                      f"simulations) {_accuracy(summary, 'search')}")
     return lines
 

@@ -65,11 +65,11 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import Mesh
 
-import envs
 import mcts_jax
 from mcts_jax import sharding
 from training import networks
 from training import replay
+from training import search as search_lib
 
 
 @chex.dataclass(frozen=True)
@@ -153,23 +153,12 @@ class SelfPlay:
     full_search_fraction: float = 1.0  # share of the steps searched with num_simulations
 
     def __post_init__(self):
-        chance_game = isinstance(self.game, envs.ChanceGame)
-        if getattr(self.policy, "takes_chance_nodes", False) != chance_game:
-            raise ValueError(
-                f"SelfPlay's policy {type(self.policy).__name__} does not fit the game "
-                f"{self.game.name!r}: " + (
-                    "a stochastic game needs a policy with chance nodes "
-                    "(mcts_jax.StochasticMuZeroPolicy)" if chance_game
-                    else "a policy with chance nodes needs a stochastic game"))
+        search_lib.check_fit(self.policy, self.simulator, type(self).__name__)
 
     @property
-    def recurrent_fn(self):
-        """What the policy steps: the game's recurrent_fn, or the pair
-        (decision_recurrent_fn, chance_recurrent_fn) of a stochastic game."""
-        if isinstance(self.game, envs.ChanceGame):
-            return (self.game.decision_recurrent_fn(self.model.evaluator),
-                    self.game.chance_recurrent_fn(self.model.evaluator))
-        return self.game.recurrent_fn(self.model.evaluator)
+    def simulator(self) -> search_lib.GameSimulator:
+        """What the search steps: the game's rules, the network at the leaves."""
+        return search_lib.GameSimulator(self.game, self.model.evaluator)
 
     def search(self, variables, rng_key, states, tree=None,
                num_simulations: Optional[int] = None) -> mcts_jax.PolicyOutput:
@@ -177,11 +166,9 @@ class SelfPlay:
         `num_simulations` (None: the full budget). Its action is played, its
         action_weights are the policy target."""
         root_key, search_key = jax.random.split(rng_key)
-        root, invalid = self.game.root(variables, root_key, states, self.model.evaluator)
-        return sharding.run_policy(self.policy, self.mesh, self.search_mode, variables,
-                                   search_key, root, self.recurrent_fn,
-                                   num_simulations or self.num_simulations,
-                                   invalid_actions=invalid, tree=tree)
+        return search_lib.run(self.policy, self.simulator, variables, search_key, states,
+                              num_simulations or self.num_simulations, root_key=root_key,
+                              tree=tree, mesh=self.mesh, mode=self.search_mode)
 
     def init(self, rng_key: chex.PRNGKey) -> SelfPlayState:
         """B fresh games (and an empty reuse tree when `reuse_tree`)."""

@@ -7,14 +7,16 @@ module per idea:
     support.py       values and rewards on a categorical support, h(x) scaling
     networks.py      the NNX model: representation, dynamics, prediction
                      (+ afterstates and the chance encoder)
-    search.py        the root and recurrent functions over the model; the arena player
+    search.py        the model as what a search steps (LearnedSimulator: root and
+                     recurrent functions); the arena player
     trajectories.py  the device replay of trajectories; unroll windows, value targets
     learner.py       the unrolled loss, reanalyse, the jitted update
     self_play.py     self-play that searches the model
-    setup.py         a run's parts from its TrainConfig (`training.loop.build`)
+    setup.py         MuZeroFamily, the algorithm value `training.build` asks for
+                     a learned-model run's parts
 
 A batch of games goes: `loop.self_play_phase` -> `LearnedModelSelfPlay.step`
-(search.learned_root, the policy over `search.recurrent_fns`) ->
+(`training.search.run` over `search.LearnedSimulator`) ->
 `trajectories.add` / `credit` -> `loop.update_phase` ->
 `LearnedModelLearner.update` (trajectories.sample, targets, reanalyse, loss).
 """

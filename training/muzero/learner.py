@@ -48,7 +48,8 @@ import envs
 from envs import symmetry
 from mcts_jax import sharding
 from training.learner import LearnerState
-from training.muzero import search as search_lib
+from training import search as search_lib
+from training.muzero import search as learned_search
 from training.muzero import trajectories
 from training.muzero.networks import LearnedModel, quantise
 
@@ -190,9 +191,11 @@ class LearnedModelLearner:
         legal = window.legal[:count, :steps]
         # A position past the game's end has no legal move: any legal set will do.
         legal = jnp.where(jnp.any(legal, axis=-1, keepdims=True), legal, True)
-        out = search_lib.search(self.reanalyse_policy, self.model, self.search_discount,
-                                self.reanalyse_simulations, variables, rng_key,
-                                flat(observation[:, :steps]), flat(legal))
+        out = search_lib.run(self.reanalyse_policy,
+                             learned_search.LearnedSimulator(self.model, self.search_discount),
+                             variables, rng_key,
+                             learned_search.Positions(flat(observation[:, :steps]), flat(legal)),
+                             self.reanalyse_simulations)
         policy = out.action_weights.reshape(count, steps, -1)
         _, values = self.model.predict(variables, flat(observation))
         return jax.lax.stop_gradient(policy), jax.lax.stop_gradient(

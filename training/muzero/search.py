@@ -1,8 +1,12 @@
 """Searching with the learned model: the root, the recurrent functions, a player.
 
 The search is the library's own (`mcts_jax.MuZeroPolicy`, `GumbelPolicy`
-with mctx's options, `StochasticMuZeroPolicy`); what it steps is the
-learned model, never the game:
+with mctx's options, `StochasticMuZeroPolicy`), called through the
+application's one search call (`training.search.run`); what it steps is
+the learned model, never the game:
+
+    simulator = LearnedSimulator(model, discount)
+    out = training.search.run(policy, simulator, variables, rng_key, states, 32)
 
     root, invalid = learned_root(model, variables, observation, legal)
     recurrent_fn = LearnedRecurrentFn(model, discount)             # MuZero
@@ -20,12 +24,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 import mcts_jax
+from training import search as search_lib
 from training.muzero.networks import LearnedModel
 
 
@@ -107,31 +112,68 @@ def recurrent_fns(model: LearnedModel, discount: float) -> Any:
     return LearnedRecurrentFn(model, discount)
 
 
-def search(policy, model: LearnedModel, discount: float, num_simulations: int, variables,
-           rng_key, observation, legal, tree=None) -> mcts_jax.PolicyOutput:
-    """One batched search of B positions with the learned model."""
-    root, invalid = learned_root(model, variables, observation, legal)
-    return policy(variables, rng_key, root, recurrent_fns(model, discount), num_simulations,
-                  invalid_actions=invalid, tree=tree)
+class Positions(NamedTuple):
+    """What the learned model's root reads of positions [B] (pgx states
+    have both fields): observation [B, ...] and legal_action_mask [B, A]."""
+
+    observation: Any
+    legal_action_mask: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class LearnedSimulator:
+    """The learned model as what a search steps (`training.search.run`):
+    the root from the positions' observations and legal moves, then the
+    model's own transitions (every action allowed below the root).
+    `discount`: the search's discount of one move (-1 for two players)."""
+
+    model: LearnedModel
+    discount: float
+
+    @property
+    def takes_chance_nodes(self) -> bool:
+        return self.model.config.stochastic
+
+    def root(self, params, rng_key, states):
+        """(RootFnOutput, invalid_actions [B, A]) of positions [B] (pgx
+        states or `Positions`); the key is unused."""
+        del rng_key
+        return learned_root(self.model, params, states.observation, states.legal_action_mask)
+
+    @property
+    def recurrent_fn(self):
+        return recurrent_fns(self.model, self.discount)
+
+    def kind(self) -> str:
+        """What it is, for `training.search.check_fit`'s message."""
+        if self.takes_chance_nodes:
+            return "the model has chance codes (afterstates and learned chance outcomes)"
+        return "the model has no chance codes"
+
+    def __str__(self) -> str:
+        return "the learned model"
 
 
 @dataclasses.dataclass(frozen=True)
 class LearnedModelPlayer:
-    """An `arena` player that searches with the learned model: `player(
-    variables, rng_key, game, states) -> actions [B]`. It reads only the
-    states' observations and legal moves."""
+    """An `arena` player that searches with a learned model (`simulator`, a
+    `LearnedSimulator`): `player(variables, rng_key, game, states) ->
+    actions [B]`. It reads only the states' observations and legal moves."""
 
-    model: LearnedModel
+    simulator: Any
     policy: Any               # a mcts_jax.Policy value
     num_simulations: int
-    discount: float
+
+    def search(self, params, rng_key, game, states) -> mcts_jax.PolicyOutput:
+        """The search of states [B]: its `mcts_jax.PolicyOutput`."""
+        return _player_search(self, params, rng_key,
+                              Positions(states.observation, game.legal_actions(states)))
 
     def __call__(self, params, rng_key, game, states):
-        return _player_search(self, params, rng_key, states.observation,
-                              game.legal_actions(states)).action
+        return self.search(params, rng_key, game, states).action
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _player_search(player: LearnedModelPlayer, params, rng_key, observation, legal):
-    return search(player.policy, player.model, player.discount, player.num_simulations, params,
-                  rng_key, observation, legal)
+def _player_search(player: LearnedModelPlayer, params, rng_key, positions):
+    return search_lib.run(player.policy, player.simulator, params, rng_key, positions,
+                          player.num_simulations)
