@@ -229,7 +229,14 @@ def check_game(game, level):
             assert_same_search(ours, theirs, active, level)
         else:
             b, k = game["row"], game["node"]
-            assert first_diverging_node(ours, theirs, b) == k
+            found = first_diverging_node(ours, theirs, b)
+            # The pinned split is a rounding accident of the level-3 programs;
+            # a build of ours whose rounding meets mctx's there searches the
+            # very same tree, which is agreement, not a failure.
+            assert found in (k, None)
+            if found is None:
+                assert_same_search(ours, theirs, active, level)
+                return None
             a, t = row(ours.search_tree, b), row(theirs.search_tree, b)
             for name in ("parents", "action_from_parent", "raw_values"):
                 np.testing.assert_array_equal(a[name][:k], t[name][:k], err_msg=name)
@@ -246,7 +253,10 @@ def test_running_mean_residue_meets_the_1e8_floor():
     1e-8, so normalised Q(8) = 0.745 and action 8 wins by far."""
     game = RESIDUE
     check_game(game, SUITE)
-    _, a, t = check_game(game, DEFAULT)
+    pinned = check_game(game, DEFAULT)
+    if pinned is None:  # no split at this build: the trees are equal
+        return
+    _, a, t = pinned
     k = game["node"]
     # The tree simulation k - 1 descends in: nodes 0 .. k - 1.
     visits, sums, means = replay(t, k, fused=True)
@@ -296,7 +306,10 @@ def test_sixth_call_sub_ulp_tie_break():
     rounds the sum otherwise and takes 7."""
     game = SIXTH_CALL
     check_game(game, SUITE)
-    key, a, t = check_game(game, DEFAULT)
+    pinned = check_game(game, DEFAULT)
+    if pinned is None:  # no split at this build: the trees are equal
+        return
+    key, a, t = pinned
     b, k = game["row"], game["node"]
     assert path(a, k)[0] == path(t, k)[0]
     assert path(a, k)[1] == (1, 0) and path(t, k)[1] == (1, 7)
