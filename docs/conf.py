@@ -32,9 +32,3 @@ html_theme = "alabaster"
 # documented there and by autodoc is not described twice.
 napoleon_use_ivar = True
 
-# Docstrings whose plain-text layout is not valid reStructuredText (a heading
-# line followed by an indented list, as in mcts_jax.tree.Tree) render as
-# text; their docutils formatting warnings are not errors until those
-# docstrings are rewritten in Google style. Everything else is an error: a
-# name that does not import, an object described twice, a broken reference.
-suppress_warnings = ["docutils"]

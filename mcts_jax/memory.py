@@ -1,5 +1,7 @@
 """How much memory a search's tree takes, by array, before running it.
 
+For example::
+
     report = mcts_jax.memory.tree_memory(embedding, num_actions=4672, batch_size=1024,
                                          max_nodes=801, max_children=218)
     print(report.table())          # bytes per node of every array, and the total

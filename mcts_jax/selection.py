@@ -286,9 +286,10 @@ def halving_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.Childr
     added (`sum(stats.visits - root_visits_before)`, as mctx counts it);
     `table[num_considered, index]` (`halving_table`) is the visit count an
     action must have had in this search to be eligible; among the eligible,
-    the best `g + log P + qtransform(Q)`.
+    the best `g + log P + qtransform(Q)`. The keyword arguments below are
+    bound with functools.partial.
 
-    Args bound with functools.partial:
+    Args:
       gumbel: [B, K] Gumbel noise of the root slots (0 where illegal).
       root_visits_before: [B, K] root child visits before this search (a
         reused tree).

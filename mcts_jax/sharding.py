@@ -4,7 +4,7 @@ A batch of B independent searches is split along its first axis over the D
 devices of a `jax.sharding.Mesh` with a single axis named "data" (B / D rows
 per device); parameters and PRNG keys are replicated. The search is the
 ordinary compiled policy under `jax.jit`; XLA partitions it (GSPMD), so there
-is no scheduler and no host round trip inside a search or a self-play move.
+is no scheduler and no host round trip inside a search or a self-play move. For example::
 
     mesh = mcts_jax.sharding.make_mesh()                    # every device
     out = mcts_jax.sharding.search(mesh, mcts_jax.GumbelPolicy(), params, key, root,
@@ -123,10 +123,13 @@ def is_primary() -> bool:
 def make_mesh(devices: Union[None, int, Sequence[jax.Device]] = None) -> Mesh:
     """A 1-D mesh with axis "data".
 
-    devices: None or 0: every device of every process (`jax.devices()`);
-      an int D: D devices, the first D / P local devices of each of the P
-      processes (D must be a multiple of P); or a sequence of devices.
-    Raises ValueError naming `devices` when there are not that many.
+    Args:
+      devices: None or 0: every device of every process (`jax.devices()`);
+        an int D: D devices, the first D / P local devices of each of the P
+        processes (D must be a multiple of P); or a sequence of devices.
+
+    Raises:
+      ValueError: naming `devices` when there are not that many.
     """
     if devices is None or (isinstance(devices, (int, np.integer)) and not isinstance(
             devices, bool) and int(devices) == 0):
@@ -183,9 +186,12 @@ def replicated(mesh: Mesh) -> NamedSharding:
 
 
 def batch_shardings(tree: Any, mesh: Mesh, axis: int = 0) -> Any:
-    """Per-leaf shardings of a pytree whose leaves share a batch axis `axis`:
-    split along it; leaves with fewer than axis + 1 dimensions (counters,
-    cursors) replicated. Leaves may be arrays or `jax.ShapeDtypeStruct`s."""
+    """Per-leaf shardings of a pytree whose leaves share a batch axis `axis`.
+
+    Leaves are split along `axis`; leaves with fewer than axis + 1
+    dimensions (counters, cursors) are replicated. Leaves may be arrays or
+    `jax.ShapeDtypeStruct` values.
+    """
     split, whole = data_sharding(mesh, axis), replicated(mesh)
     return jax.tree.map(lambda x: split if np.ndim(x) > axis else whole, tree)
 
@@ -393,26 +399,38 @@ def search(mesh: Mesh, policy: Union[str, Callable], params: Any, rng_key: jax.A
            checks: str = "host", mode: str = "exact", **options) -> Any:
     """One batched search of B roots split over the mesh's D devices.
 
-    policy: a policy value (`mcts_jax.GumbelPolicy()`, `mcts_jax.rule_policy(
-      my_rule)`, the user's own `mcts_jax.Policy`), or a policy function with
-      the policies' signature (`mcts_jax.gumbel_policy`). A stochastic
-      policy (`StochasticMuZeroPolicy`) takes `recurrent_fn = (decision_fn,
-      chance_fn)`.
-    params: replicated on every device; rng_key: replicated; root
-      (`RootFnOutput`, [B, ...]), invalid_actions [B, A] and tree (a `Tree`
-      of B rows to continue, e.g. from `mcts_jax.get_subtree`) split along B.
-    options: the policy's settings or search options to change (max_nodes,
-      max_children, dirichlet_fraction, ...), static as in the policy.
-    checks: "host" checks the root's values on the host first (arrays of this
-      process only); "off" skips that. Shape checks always run.
-    mode: "exact" (default): bit for bit the one-device search; "local": each
-      device searches its rows alone, no communication (see `run_policy`).
+    Compiled once per shapes, mesh, policy, recurrent_fn object and options.
 
-    Returns the policy's `PolicyOutput` (action [B], action_weights [B, A],
-    search_tree), every array split along B over the mesh. In mode "exact",
-    equal, bit for bit, to the same search on one device with the same key. Compiled once
-    per shapes, mesh, policy, recurrent_fn object and options.
-    Raises ValueError naming `root.prior_logits` when B is not a multiple of D.
+    Args:
+      policy: a policy value (`mcts_jax.GumbelPolicy()`,
+        `mcts_jax.rule_policy(my_rule)`, the user's own `mcts_jax.Policy`), or
+        a policy function with the policies' signature
+        (`mcts_jax.gumbel_policy`). A stochastic policy
+        (`StochasticMuZeroPolicy`) takes
+        `recurrent_fn = (decision_fn, chance_fn)`.
+      params: replicated on every device.
+      rng_key: replicated on every device.
+      root: `RootFnOutput` with leaves [B, ...], split along B.
+      invalid_actions: [B, A], split along B.
+      tree: a `Tree` of B rows to continue (e.g. from
+        `mcts_jax.get_subtree`), split along B.
+      checks: "host" checks the root's values on the host first (arrays of
+        this process only); "off" skips that. Shape checks always run.
+      mode: "exact" (default): bit for bit the one-device search; "local":
+        each device searches its rows alone, no communication (see
+        `run_policy`).
+      **options: the policy's settings or search options to change
+        (max_nodes, max_children, dirichlet_fraction, ...), static as in the
+        policy.
+
+    Returns:
+      The policy's `PolicyOutput` (action [B], action_weights [B, A],
+      search_tree), every array split along B over the mesh. In mode
+      "exact", equal, bit for bit, to the same search on one device with the
+      same key.
+
+    Raises:
+      ValueError: naming `root.prior_logits` when B is not a multiple of D.
     """
     policy_fn = as_policy(policy, options)
     if mode not in SEARCH_MODES:

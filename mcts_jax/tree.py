@@ -99,41 +99,47 @@ def tree_array(dtype, empty, **layout) -> Any:
 class Tree:
     """A batch of B search trees with N node slots and K child slots per node.
 
-    Per-node arrays, shape [B, N]:
-      node_visits: int32, visits of the node; 1 when expanded plus 1 for every
-        simulation that passed through it. So a node's visits equal one plus the
-        sum of its children's visits. 0 for a free slot.
-      value_sums: float32, sum of the values backed up through the node, from
-        the point of view of the player to move at the node (internal scale).
-      raw_values: float32, the evaluator's value when the node was expanded
-        (0 for a terminal node), same point of view.
-      parents: int32, parent node index; NO_PARENT (-1) for the root.
-      actions_from_parent: int32, the action id of the edge into the node.
-      rewards: float32, reward of the edge into the node, for the player who
-        moved (internal scale).
-      discounts: float32, discount of the edge into the node (-1 two-player,
-        0 terminal).
-      is_terminal: bool, the edge into the node ended the game (discount 0).
-      solved: bool, the node's exact (minimax) value is known: terminal nodes,
-        and with the MCTS-solver, nodes proven from their children.
-      solved_values: float32, that exact value for the player to move at the
-        node (internal scale); 0 where not solved.
-      pruned: bool, the node has more legal actions than child slots, so some
-        got no slot (compact layout only; the solver then never proves the
-        node from "all children proven").
-    Per-edge arrays, shape [B, N, K]:
-      children: int16 (int32 when N > 32767), the child's node index,
-        UNEXPANDED or ILLEGAL.
-      priors: float32, prior probability of the slot's action (0 if illegal).
-      children_actions: the action id of each slot, or None in the dense
-        layout (slot k is action k). Compact layout (`K = max_children`):
-        int16 (int32 when A >= 32767), the node's legal actions in increasing
-        id order, then `A` (no action) in the unused slots.
-      prior_logits: float32, the prior logits the node was given, as given
-        (the recurrent_fn's, the root's after the policy's noise), 0 in a
-        node not yet expanded; None unless the search kept them
+    The per-node arrays have shape [B, N], the per-edge arrays shape
+    [B, N, K] (one entry per child slot); the other fields follow them.
+
+    Attributes:
+      node_visits: [B, N] int32, visits of the node; 1 when expanded plus 1
+        for every simulation that passed through it. So a node's visits equal
+        one plus the sum of its children's visits. 0 for a free slot.
+      value_sums: [B, N] float32, sum of the values backed up through the
+        node, from the point of view of the player to move at the node
+        (internal scale).
+      raw_values: [B, N] float32, the evaluator's value when the node was
+        expanded (0 for a terminal node), same point of view.
+      parents: [B, N] int32, parent node index; NO_PARENT (-1) for the root.
+      actions_from_parent: [B, N] int32, the action id of the edge into the
+        node.
+      rewards: [B, N] float32, reward of the edge into the node, for the
+        player who moved (internal scale).
+      discounts: [B, N] float32, discount of the edge into the node (-1
+        two-player, 0 terminal).
+      is_terminal: [B, N] bool, the edge into the node ended the game
+        (discount 0).
+      solved: [B, N] bool, the node's exact (minimax) value is known: terminal
+        nodes, and with the MCTS-solver, nodes proven from their children.
+      solved_values: [B, N] float32, that exact value for the player to move
+        at the node (internal scale); 0 where not solved.
+      pruned: [B, N] bool, the node has more legal actions than child slots,
+        so some got no slot (compact layout only; the solver then never
+        proves the node from "all children proven").
+      children: [B, N, K] int16 (int32 when N > 32767), the child's node
+        index, UNEXPANDED or ILLEGAL.
+      priors: [B, N, K] float32, prior probability of the slot's action (0 if
+        illegal).
+      children_actions: [B, N, K], the action id of each slot, or None in the
+        dense layout (slot k is action k). Compact layout
+        (`K = max_children`): int16 (int32 when A >= 32767), the node's legal
+        actions in increasing id order, then `A` (no action) in the unused
+        slots.
+      prior_logits: [B, N, K] float32, the prior logits the node was given,
+        as given (the recurrent_fn's, the root's after the policy's noise), 0
+        in a node not yet expanded; None unless the search kept them
         (`SearchOptions.keep_prior_logits`).
-    Other:
       embeddings: pytree with leaves [B, N, ...], the state stored per node;
         with `replay_embeddings`, leaves [B, 1, ...]: the root's state only
         (other nodes' states are recomputed by replaying the actions from the
@@ -286,8 +292,9 @@ def gather_embeddings(tree: Tree, node: chex.Array) -> Any:
 
 @chex.dataclass(frozen=True)
 class ChildrenStats:
-    """What a selection rule reads about one node per row: its K child slots
-    ([B, K]) and the node itself ([B]). Public: a rule
+    """What a selection rule reads about one node per row.
+
+    It holds the node's K child slots ([B, K]) and the node itself ([B]). Public: a rule
     `rule(tree, node [B], stats) -> scores [B, K]` gets one of these.
 
     Values are on the tree's internal [-1, 1] scale (identical to the user's
@@ -295,22 +302,23 @@ class ChildrenStats:
     back), and every Q-value is from the point of view of the player to move
     at the node (the parent of the slots).
 
-    Per slot, [B, K]:
-      index: child node index, UNEXPANDED or ILLEGAL.
-      legal: bool, the slot holds a legal action.
-      actions: int32 action id of the slot (`A` in an unused compact slot).
-      visits: int32 child visits, 0 if unexpanded.
-      qvalues: float32 reward + discount * mean child value, from the point of
-        view of the parent's mover; 0 if unexpanded.
-      priors: float32 prior probability of each slot (0 where illegal).
-      solved: bool, the child's exact value is known.
-      solved_qvalues: float32 reward + discount * exact child value, parent's
-        point of view; 0 where not solved.
-    Per node, [B]:
-      node_visits: int32 visits of the node (1 + its children's visits).
-      node_value: float32 mean backed-up value of the node, for its mover.
-      raw_value: float32 the evaluator's value of the node, for its mover.
-      depth: int32 depth of the node (root = 0); 0 outside a descent.
+    Attributes:
+      index: [B, K] child node index, UNEXPANDED or ILLEGAL.
+      legal: [B, K] bool, the slot holds a legal action.
+      actions: [B, K] int32 action id of the slot (`A` in an unused compact
+        slot).
+      visits: [B, K] int32 child visits, 0 if unexpanded.
+      qvalues: [B, K] float32 reward + discount * mean child value, from the
+        point of view of the parent's mover; 0 if unexpanded.
+      priors: [B, K] float32 prior probability of each slot (0 where
+        illegal).
+      solved: [B, K] bool, the child's exact value is known.
+      solved_qvalues: [B, K] float32 reward + discount * exact child value,
+        parent's point of view; 0 where not solved.
+      node_visits: [B] int32 visits of the node (1 + its children's visits).
+      node_value: [B] float32 mean backed-up value of the node, for its mover.
+      raw_value: [B] float32 the evaluator's value of the node, for its mover.
+      depth: [B] int32 depth of the node (root = 0); 0 outside a descent.
       rng_key: [B] PRNG keys of this selection step (split per row and per
         step as mctx splits them), for rules that break ties at random;
         None outside a descent.

@@ -259,7 +259,7 @@ class TreeImage:
     """A rendered tree. Shown inline by Jupyter (SVG or PNG).
 
     Attributes:
-      nodes: the `NodeRecord`s drawn.
+      nodes: the drawn nodes, a list of `NodeRecord`.
       backend: "graphviz" or "matplotlib".
       source: the DOT source text (both backends).
       figure: the matplotlib Figure (matplotlib backend), else None.
