@@ -276,7 +276,8 @@ class GumbelPolicy(Policy):
     def root_setup(self, rng_key, root, invalid_actions, tree, options):
         """The root as given; Gumbel noise (and, for a continued tree, the
         root's earlier visits) in `extra_data` for the root rule."""
-        return root, gumbel_extra_data(rng_key, root, tree, self.gumbel_scale)
+        return root, gumbel_extra_data(rng_key, root, tree, self.gumbel_scale,
+                                       self.random_ties)
 
     def rules(self, options: SearchOptions) -> selection.Rules:
         return selection.Rules(
@@ -290,15 +291,16 @@ class GumbelPolicy(Policy):
     def choose(self, rng_key, tree, temperature, options):
         """Gumbel's move and the improved policy (`gumbel_action`)."""
         del temperature
-        return gumbel_action(tree, self.completed_qtransform, options.solver,
-                             rng_key if self.random_ties else None)
+        del rng_key  # ties follow the search's tie order (`GumbelExtraData.tie_noise`)
+        return gumbel_action(tree, self.completed_qtransform, options.solver)
 
 
 def gumbel_extra_data(gumbel_key, root: base.RootFnOutput, tree: Optional[tree_lib.Tree],
-                      gumbel_scale) -> selection.GumbelExtraData:
-    """The root's Gumbel noise [B, A] and, for a continued tree, its root
-    visits before this search (sequential halving counts only this
-    search's)."""
+                      gumbel_scale, random_ties: bool = False) -> selection.GumbelExtraData:
+    """The root's Gumbel noise [B, A], for a continued tree its root visits
+    before this search (sequential halving counts only this search's), and
+    with `random_ties` the order in which tied root actions are taken
+    (U[0, 1) [B, A], drawn once here rather than at every step)."""
     gumbel = gumbel_scale * jax.random.gumbel(gumbel_key, root.prior_logits.shape,
                                               root.prior_logits.dtype)
     visits_before = jnp.zeros(root.prior_logits.shape, jnp.int32)
@@ -307,19 +309,22 @@ def gumbel_extra_data(gumbel_key, root: base.RootFnOutput, tree: Optional[tree_l
         earlier = tree_lib.slots_to_actions(
             tree, root_index, tree_lib.children_stats(tree, root_index).visits, 0)
         visits_before = jnp.where((tree.num_nodes > 0)[:, None], earlier, 0)
-    return selection.GumbelExtraData(root_gumbel=gumbel, root_visits_before=visits_before)
+    tie_noise = (jax.random.uniform(jax.random.fold_in(gumbel_key, 2), root.prior_logits.shape)
+                 if random_ties else None)
+    return selection.GumbelExtraData(root_gumbel=gumbel, root_visits_before=visits_before,
+                                     tie_noise=tie_noise)
 
 
-def gumbel_action(tree: tree_lib.Tree, qtransform: Callable, solver: bool,
-                  tie_key: Optional[chex.PRNGKey] = None) -> tuple[chex.Array, chex.Array]:
+def gumbel_action(tree: tree_lib.Tree, qtransform: Callable,
+                  solver: bool) -> tuple[chex.Array, chex.Array]:
     """Gumbel MuZero's choice and policy target, from a tree whose
     `extra_data` is `GumbelExtraData`.
 
     Returns:
       action [B]: among the root actions visited most in this search (the
         last survivors of sequential halving), the best
-        `g + log P + qtransform(Q)`; ties drawn at random with `tie_key`
-        (None: the lowest slot).
+        `g + log P + qtransform(Q)`; ties in the search's tie order
+        (`GumbelExtraData.tie_noise`; None: the lowest slot).
       action_weights [B, A]: the improved policy
         `softmax(log P + qtransform(Q))` over the legal actions.
     """
@@ -333,9 +338,9 @@ def gumbel_action(tree: tree_lib.Tree, qtransform: Callable, solver: bool,
     most = jnp.max(jnp.where(stats.legal, visits_this_search, -1), axis=-1)
     survivors = stats.legal & (visits_this_search == most[:, None])
     scores = jnp.where(survivors, gumbel + logits + completed, -jnp.inf)
-    if tie_key is not None:
-        scores = selection.among_best_at_random(scores,
-                                                jax.random.split(tie_key, tree.batch_size))
+    if tree.extra_data.tie_noise is not None:
+        scores = selection.among_best_in_order(
+            scores, tree_lib.at_slots(tree, stats.actions, tree.extra_data.tie_noise))
     slot = jnp.argmax(scores, axis=-1)
     action = stats.actions[tree_lib.batch_rows(tree.batch_size), slot]
     if solver:

@@ -279,7 +279,8 @@ def halving_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.Childr
                    *, gumbel: chex.Array, root_visits_before: chex.Array,
                    num_considered: chex.Array, table: chex.Array,
                    qtransform: Callable = qtransform_completed_by_mix_value,
-                   random_ties: bool = False) -> chex.Array:
+                   random_ties: bool = False,
+                   tie_noise: Optional[chex.Array] = None) -> chex.Array:
     """Sequential halving at the root (`node` is every row's root).
 
     The simulation index of this search is the number of root visits it
@@ -296,10 +297,13 @@ def halving_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.Childr
       num_considered: [B] int32, min(max_num_considered_actions, legal actions).
       table: `halving_table(max_num_considered_actions, num_simulations)`.
       random_ties: eligible slots tied for the best score are chosen among at
-        random (`stats.rng_key`): the scores returned are then U[0, 1) on the
-        tied slots and -inf elsewhere. False: the lowest slot wins ties, as
+        random: the scores returned are then the tie order on the tied
+        slots and -inf elsewhere. False: the lowest slot wins ties, as
         mctx's argmax does (with `gumbel_scale=0` and equal priors that
         considers the first actions by id).
+      tie_noise: [B, K] the tie order of the root slots, U[0, 1) drawn once
+        per search (`GumbelExtraData.tie_noise`); None: drawn afresh at
+        every step from `stats.rng_key`.
     """
     visits_this_search = stats.visits - root_visits_before
     simulation_index = jnp.minimum(jnp.sum(visits_this_search, axis=-1), table.shape[1] - 1)
@@ -310,17 +314,24 @@ def halving_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.Childr
     scores = jnp.where(eligible, jnp.maximum(score, -1e9), -jnp.inf)
     if not random_ties:
         return scores
-    return among_best_at_random(scores, stats.rng_key)
+    if tie_noise is None:
+        tie_noise = uniform_per_row(stats.rng_key, scores.shape[-1])
+    return among_best_in_order(scores, tie_noise)
 
 
-def among_best_at_random(scores: chex.Array, rng_keys: chex.Array) -> chex.Array:
-    """Scores [B, K] whose argmax is drawn uniformly among the slots tied for
-    the best of `scores` (one key per row, [B]): U[0, 1) on those slots, -inf
-    on the others (a row with no finite score keeps -inf everywhere)."""
+def uniform_per_row(rng_keys: chex.Array, size: int) -> chex.Array:
+    """[B, size] U[0, 1) noise, one key per row ([B])."""
+    return jax.vmap(lambda key: jax.random.uniform(key, (size,)))(rng_keys)
+
+
+def among_best_in_order(scores: chex.Array, tie_noise: chex.Array) -> chex.Array:
+    """Scores [B, K] whose argmax is, among the slots tied for the best of
+    `scores`, the one with the highest `tie_noise` [B, K] (U[0, 1) noise:
+    uniformly at random): the noise on those slots, -inf on the others (a
+    row with no finite score keeps -inf everywhere)."""
     best = jnp.max(scores, axis=-1, keepdims=True)
     tied = (scores == best) & (best > -jnp.inf)
-    noise = jax.vmap(lambda key: jax.random.uniform(key, scores.shape[-1:]))(rng_keys)
-    return jnp.where(tied, noise, -jnp.inf)
+    return jnp.where(tied, tie_noise, -jnp.inf)
 
 
 @chex.dataclass(frozen=True)
@@ -334,10 +345,14 @@ class GumbelExtraData:
         this search (a continued tree); sequential halving counts only the
         visits of this search. Optional (None: none), so that mctx's
         `GumbelMuZeroExtraData(root_gumbel=...)` builds one.
+      tie_noise: [B, A] float32 U[0, 1), drawn once per search: the order
+        in which root actions tied for the best score are taken
+        (`random_ties`); None: drawn at every step instead.
     """
 
     root_gumbel: chex.Array
     root_visits_before: Optional[chex.Array] = None
+    tie_noise: Optional[chex.Array] = None
 
 
 def gumbel_root_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenStats,
@@ -360,7 +375,9 @@ def gumbel_root_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.Ch
                                                    extra.root_visits_before)),
         num_considered=num_considered,
         table=halving_table(max_num_considered_actions, num_simulations),
-        qtransform=qtransform, random_ties=random_ties)
+        qtransform=qtransform, random_ties=random_ties,
+        tie_noise=(None if extra.tie_noise is None
+                   else tree_lib.at_slots(tree, stats.actions, extra.tie_noise)))
 
 
 # Our rules: with our Q transforms (or none), they score every closed slot
