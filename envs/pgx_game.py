@@ -214,18 +214,25 @@ class PgxGame:
         return sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(lean))
 
     def tree_memory(self, batch_size: int, max_nodes: int, max_children: Optional[int] = None,
-                    replay_embeddings: bool = False) -> "mcts_jax.memory.MemoryReport":
+                    replay_embeddings: bool = False,
+                    transpositions: bool = False) -> "mcts_jax.memory.MemoryReport":
         """The memory of a batch of search trees over this game's lean states
         (see `mcts_jax.memory.tree_memory`); `report.table()` prints it."""
         lean = jax.eval_shape(lambda key: self.lean_state(self.init(key, 1)), jax.random.key(0))
         one = jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(leaf.shape[1:], leaf.dtype), lean)
         return mcts_jax.memory.tree_memory(one, self.num_actions, batch_size, max_nodes,
-                                           max_children, replay_embeddings)
+                                           max_children, replay_embeddings, transpositions)
 
     def full_bytes(self) -> int:
         """Bytes of one full pgx state (what an mctx user would store)."""
         return sum(leaf.size * leaf.dtype.itemsize
                    for leaf in jax.tree.leaves(self._full_shapes))
+
+    def position_key(self, embedding: pgx.State) -> chex.Array:
+        """[M, 2] uint32 keys of lean states [M] (a search's embeddings): a
+        hash of their position (`GameSpec.position`), for a graph search:
+        `SearchOptions(transpositions=True, position_key=game.position_key)`."""
+        return mcts_jax.hash_embedding(self.spec.position_of(embedding))
 
     # ---- the search contract -------------------------------------------------
     def root(self, params: Any, rng_key: chex.PRNGKey, states: pgx.State,

@@ -86,6 +86,9 @@ class GameSpec:
     heuristic: states [B] -> [B] float32 in (-1, 1) for the player to move, at
       a minimax horizon; None: 0.
     lean: the lean-state layout.
+    position: lean states [M] -> the pytree a graph search's position key
+      hashes (`PgxGame.position_key`): the position, not the way it was
+      reached; default `whole_state_but(("_step_count",))`.
     observation, actions: what the observation planes and action ids mean.
     registered: False for a spec derived generically from an env.
     """
@@ -99,7 +102,13 @@ class GameSpec:
     symmetries: Optional[Callable[[], Dict[str, np.ndarray]]] = None
     heuristic: Optional[Callable[[pgx.State], jax.Array]] = None
     lean: LeanLayout = LeanLayout()
+    position: Optional[Callable[[pgx.State], object]] = None
     registered: bool = True
+
+    def position_of(self, states: pgx.State) -> object:
+        """What decides the future of lean `states` [M] (`position`)."""
+        return (whole_state_but(("_step_count",)) if self.position is None
+                else self.position)(states)
 
     def make_env(self) -> pgx.Env:
         return pgx.make(self.env_id)
@@ -134,6 +143,47 @@ def _gardner_material(states):
     return chess_tools.board_material(states._board)
 
 
+# ---- positions (a graph search's keys) ----------------------------------------------
+
+def whole_state_but(left_out: Tuple[str, ...]) -> Callable[[pgx.State], object]:
+    """A `GameSpec.position`: every leaf of the lean state but those whose
+    path (as `LeanLayout` names them, e.g. "_x.board_history") is left out."""
+    def position(states):
+        return [leaf for path, leaf in jax.tree_util.tree_leaves_with_path(states)
+                if jax.tree_util.keystr(path)[1:] not in left_out]
+    return position
+
+
+def _repetitions(history: jax.Array, current: jax.Array) -> jax.Array:
+    """[M] int32: how often the position hashed `current` [M, 2] occurs in
+    `history` [M, H, 2] (including itself)."""
+    return jnp.sum(jnp.all(history == current[:, None, :], axis=-1), axis=-1, dtype=jnp.int32)
+
+
+def _chess_position(states):
+    # The board, the side to move, castling and en passant rights, and how
+    # often this position has occurred (a third time draws). The counters
+    # (50-move rule, ply) are left out, as engines leave them out of their
+    # transposition keys: the graph shares positions reached by different
+    # move orders; a repetition inside one search path is the search's own
+    # (`SearchOptions.repetition_value`).
+    x = states._x
+    return (x.board, x.color, x.castling_rights, x.en_passant,
+            _repetitions(x.hash_history, x.hash_history[:, 0]))
+
+
+def _gardner_position(states):
+    # As chess (Gardner chess has no castling and no en passant).
+    return (states._board, states._turn,
+            _repetitions(states._hash_history, states._hash_history[:, 0]))
+
+
+def _animal_shogi_position(states):
+    # Board, hands, side to move and how often this position has occurred.
+    return (states._board, states._hand, states._turn,
+            _repetitions(states._hash_history, states._zobrist_hash))
+
+
 # ---- the entries --------------------------------------------------------------------
 
 def _go(size: int) -> GameSpec:
@@ -146,6 +196,10 @@ def _go(size: int) -> GameSpec:
         # holds -1 / 0 / 1 stones and 2 before the game's start.
         lean=LeanLayout(narrow=(("_x.board", "int8" if points < 128 else "int16"),
                                 ("_x.board_history", "int8"))),
+        # The stones, ko, passes and counts; not the board history (the
+        # observation's) or the superko hashes: a position repeating one on
+        # its search path is the search's repetition.
+        position=whole_state_but(("_step_count", "_x.board_history", "_x.hash_history")),
         observation=(
             f"[{size}, {size}, 17] bool. Planes 2k and 2k+1 (k = 0..7) are the stones "
             "of the player to move and of the opponent k plies ago (k = 0: now; "
@@ -191,6 +245,7 @@ _SPECS: Tuple[GameSpec, ...] = (
     GameSpec(
         name="chess", env_id="chess", max_legal_moves=218, longest_game=512,
         heuristic=_chess_material,
+        position=_chess_position,
         # A position can repeat only one seen since the last capture or pawn
         # move, no more than 99 half-moves back (the game ends at 100), and the
         # observation counts the repetitions of the newest 8 positions: the
@@ -217,6 +272,7 @@ _SPECS: Tuple[GameSpec, ...] = (
     GameSpec(
         name="gardner_chess", env_id="gardner_chess", max_legal_moves=152, longest_game=256,
         heuristic=_gardner_material,
+        position=_gardner_position,
         # As chess: repetitions and the repetition planes depend on the newest
         # 8 + 100 position hashes only (no castling or en passant here).
         lean=LeanLayout(narrow=(("_board", "int8"), ("_board_history", "int8")),  # -6..6
@@ -236,6 +292,7 @@ _SPECS: Tuple[GameSpec, ...] = (
     ),
     GameSpec(
         name="animal_shogi", env_id="animal_shogi", max_legal_moves=74, longest_game=256,
+        position=_animal_shogi_position,
         # No window: with drops almost every move can be undone, so any earlier
         # position may repeat. Pieces are -1 (empty) .. 9.
         lean=LeanLayout(narrow=(("_board", "int8"), ("_board_history", "int8"))),
@@ -404,4 +461,5 @@ def num_symmetries(name: str) -> int:
 
 
 __all__ = ["GAMES", "GENERIC_LONGEST_GAME", "GameSpec", "LeanLayout", "NOT_FITTING", "STOCHASTIC",
-           "check_contract", "generic_spec", "num_symmetries", "spec", "symmetry_tables"]
+           "check_contract", "generic_spec", "num_symmetries", "spec", "symmetry_tables",
+           "whole_state_but"]

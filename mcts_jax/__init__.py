@@ -8,6 +8,7 @@ The public surface, by group (`__all__`); every name has its docstring:
 - the composable search: `search` with the user's rules, the rules and
   Q transforms they are built from (selection.py, qtransforms.py), the
   options record (options.py);
+- graph search: `hash_embedding` for `SearchOptions(transpositions=True)` (graph.py);
 - subtree reuse (reuse.py) and chance nodes (stochastic.py);
 - tools: `memory`, `visualize`, `sharding`, `evaluators`;
 - mctx compatibility (mctx_compat/): mctx's signatures and tree, so that
@@ -15,6 +16,7 @@ The public surface, by group (`__all__`); every name has its docstring:
 """
 
 from mcts_jax import evaluators, memory, sharding, visualize
+from mcts_jax.graph import hash_embedding
 from mcts_jax.base import (ChanceRecurrentFn, ChanceRecurrentFnOutput, DecisionRecurrentFn,
                            DecisionRecurrentFnOutput, InteriorActionSelectionFn, LoopFn,
                            PolicyOutput, RecurrentFn, RecurrentFnOutput, RecurrentState,
@@ -64,6 +66,8 @@ __all__ = [
     "GumbelExtraData", "qtransform_by_min_max", "qtransform_by_parent_and_siblings",
     "qtransform_completed_by_mix_value", "qtransform_raw", "mixed_value", "RecompileWarning",
     "RuleNaNWarning",
+    # graph search (transpositions)
+    "hash_embedding",
     # subtree reuse and chance nodes
     "get_subtree", "reset_tree", "select_rows", "StochasticEmbedding", "is_chance_node",
     "stochastic_subtree",

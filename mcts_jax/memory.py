@@ -12,7 +12,8 @@ The figures are exact: they come from the shapes and dtypes of the arrays
 `init_tree` allocates (`jax.eval_shape`, nothing is allocated). They count the
 tree, which is what grows with `max_nodes`; a search also needs transient
 buffers of O(B x A) per simulation (the recurrent_fn call, the new node's
-priors), and with `replay_embeddings` a [B, path length] action buffer.
+priors), with `replay_embeddings` a [B, path length] action buffer, and in
+a graph search (`transpositions`) its path buffers, [B, 3 N] int32 at most.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, Dict, Optional
 import jax
 import jax.numpy as jnp
 
+from mcts_jax import graph
 from mcts_jax import tree as tree_lib
 
 
@@ -36,6 +38,8 @@ class MemoryReport:
       num_actions: A.
       max_children: K in the compact layout, None for dense (K = A).
       replay_embeddings: only the root's embedding is stored.
+      transpositions: a graph search's arrays are counted (edge visits,
+        position keys, the transposition table).
       array_bytes: bytes of each array of the whole batch, keyed by field
         name ("embeddings/<path>" for embedding leaves).
     """
@@ -46,6 +50,7 @@ class MemoryReport:
     max_children: Optional[int]
     replay_embeddings: bool
     array_bytes: Dict[str, int]
+    transpositions: bool = False
 
     @property
     def total_bytes(self) -> int:
@@ -67,6 +72,8 @@ class MemoryReport:
         layout = "dense" if self.max_children is None else f"compact K={self.max_children}"
         if self.replay_embeddings:
             layout += ", replayed embeddings"
+        if self.transpositions:
+            layout += ", graph (transpositions)"
         lines = [f"B={self.batch_size}, N={self.max_nodes}, A={self.num_actions}, {layout}", "",
                  "| array | bytes per node |", "|---|---:|"]
         for name, size in sorted(self.array_bytes.items(), key=lambda item: -item[1]):
@@ -78,7 +85,7 @@ class MemoryReport:
 
 def tree_memory(embedding: Any, num_actions: int, batch_size: int, max_nodes: int,
                 max_children: Optional[int] = None,
-                replay_embeddings: bool = False) -> MemoryReport:
+                replay_embeddings: bool = False, transpositions: bool = False) -> MemoryReport:
     """The memory of the trees a policy would build, without building them.
 
     Args:
@@ -89,6 +96,7 @@ def tree_memory(embedding: Any, num_actions: int, batch_size: int, max_nodes: in
       max_nodes: N, the capacity (`num_simulations + 1` by default).
       max_children: K for the compact layout, None for dense.
       replay_embeddings: as the policies' option.
+      transpositions: as the policies' option (a graph search).
     """
     for name, value in (("num_actions", num_actions), ("batch_size", batch_size),
                         ("max_nodes", max_nodes)):
@@ -105,11 +113,14 @@ def tree_memory(embedding: Any, num_actions: int, batch_size: int, max_nodes: in
     root_embedding = jax.tree.map(batched, embedding)
 
     def build(root_embedding):
-        return tree_lib.init_tree(
+        tree = tree_lib.init_tree(
             jnp.zeros((batch_size,)), jnp.zeros((batch_size, num_actions)),
             jnp.ones((batch_size, num_actions), jnp.bool_), root_embedding, max_nodes,
             (-1.0, 1.0), max_children=max_children, slot_key=jax.random.key(0),
             replay_embeddings=replay_embeddings)
+        if transpositions:
+            tree = graph.start_graph(tree, jnp.zeros((batch_size, 2), jnp.uint32))
+        return tree
 
     shapes = jax.eval_shape(build, root_embedding)
     array_bytes = {}
@@ -119,4 +130,4 @@ def tree_memory(embedding: Any, num_actions: int, batch_size: int, max_nodes: in
             leaf.size * leaf.dtype.itemsize)
     return MemoryReport(batch_size=batch_size, max_nodes=max_nodes, num_actions=num_actions,
                         max_children=max_children, replay_embeddings=replay_embeddings,
-                        array_bytes=array_bytes)
+                        array_bytes=array_bytes, transpositions=transpositions)

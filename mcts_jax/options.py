@@ -23,6 +23,7 @@ from typing import Any, Callable, Optional, Tuple
 import jax
 import numpy as np
 
+from mcts_jax import graph
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
 
@@ -92,6 +93,16 @@ class SearchOptions:
     steering: str = option(
         "unobserved", "with P > 1, how in-flight paths steer later ones: 'unobserved' "
                       "(WU-UCT) or 'virtual_loss'")
+    transpositions: bool = option(
+        False, "graph search: one node per position (found by position_key), edge visits "
+               "apart from node visits, values recomputed from children (graph.py)")
+    position_key: Optional[Callable] = option(
+        None, "with transpositions, embedding [M, ...] -> [M, 2] uint32 keys of the "
+              "positions; None: mcts_jax.hash_embedding (every leaf of the embedding)")
+    repetition_value: Optional[float] = option(
+        None, "with transpositions, the value of a position that repeats one on its own "
+              "path, for the player to move there, on the value_range scale; None: a draw "
+              "(the middle of value_range)")
     checks: str = option(
         "host", "value checks: 'host' (root values checked on the host when concrete), "
                 "'off', or 'checkify' (compiled in, also recurrent_fn's outputs)")
@@ -123,6 +134,14 @@ class SearchOptions:
         if self.steering not in STEERINGS:
             raise ValueError(f"steering must be 'unobserved' or 'virtual_loss', got "
                              f"{self.steering!r}")
+        set_field("transpositions", validation.check_flag("transpositions",
+                                                          self.transpositions))
+        if self.position_key is not None and not callable(self.position_key):
+            raise TypeError(f"position_key must be None or callable like "
+                            f"mcts_jax.hash_embedding, got {type(self.position_key).__name__}")
+        if self.repetition_value is not None:
+            set_field("repetition_value", validation.check_number(
+                "repetition_value", self.repetition_value))
         set_field("checks", validation.check_mode(self.checks))
         if self.num_simulations is not None:
             set_field("num_simulations", validation.check_count(
@@ -132,6 +151,18 @@ class SearchOptions:
         self._check_combinations()
 
     def _check_combinations(self) -> None:
+        if not self.transpositions:
+            for name in ("position_key", "repetition_value"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"{name} is read only by a graph search: pass "
+                                     f"transpositions=True with it, or leave it None")
+        else:
+            graph.check_supported(self)
+            if self.repetition_value is not None and self.value_range is not None:
+                low, high = self.value_range
+                if not low <= self.repetition_value <= high:
+                    raise ValueError(f"repetition_value={self.repetition_value} is outside "
+                                     f"value_range={self.value_range}")
         if self.solver and not self.stop_at_terminal:
             raise ValueError("solver=True needs stop_at_terminal=True: proofs start at "
                              "terminal nodes")
@@ -184,6 +215,19 @@ class SearchOptions:
         return self.max_nodes if self.max_depth is None else self.max_depth
 
     @property
+    def key_of_position(self) -> Callable:
+        """The position key function of a graph search (`position_key`, or
+        `graph.hash_embedding`)."""
+        return graph.hash_embedding if self.position_key is None else self.position_key
+
+    def repetition_value_internal(self) -> float:
+        """`repetition_value` on the internal [-1, 1] scale (a draw: 0)."""
+        if self.repetition_value is None:
+            return 0.0
+        return float(tree_lib.to_internal_scale(np.float32(self.repetition_value),
+                                                self.value_range))
+
+    @property
     def max_path_length(self) -> int:
         """The longest root-to-leaf path a replay may walk; resolved records."""
         return min(self.depth_limit, self.max_nodes)
@@ -210,10 +254,12 @@ class SearchOptions:
         if max_nodes is None and self.expand_all:
             max_nodes = num_simulations * (max_children or num_actions) + 1
         max_nodes = validation.check_search_args(num_simulations, max_nodes, self.max_depth,
-                                                 self.value_range, continuing=tree is not None)
+                                                 self.value_range, continuing=tree is not None,
+                                                 graph=self.transpositions)
         if tree is not None:
             validation.check_tree(tree, root, batch_size, num_actions, max_nodes,
-                                  self.value_range, max_children, bool(replay_embeddings))
+                                  self.value_range, max_children, bool(replay_embeddings),
+                                  self.transpositions)
         return self.replace(num_simulations=int(num_simulations), max_nodes=max_nodes,
                             max_children=max_children, replay_embeddings=bool(replay_embeddings),
                             simulations_per_step=min(self.simulations_per_step,

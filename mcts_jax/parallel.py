@@ -45,7 +45,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcts_jax import base, phases
+from mcts_jax import base, graph, phases
 from mcts_jax import tree as tree_lib
 from mcts_jax.options import SearchOptions
 from mcts_jax.selection import Rules
@@ -135,31 +135,48 @@ def add_visits(visits: chex.Array, rows: chex.Array, node: chex.Array, where: ch
 
 def select_paths(tree: tree_lib.Tree, rules: Rules, options: SearchOptions,
                  select_key: chex.PRNGKey, num_paths: chex.Array,
-                 visits: chex.Array):
+                 visits: chex.Array, paths: graph.Path = None, first_stamp=0):
     """P descents in every row, path p steered by paths < p. `num_paths` []:
-    how many of the P run this step. Returns (LeafChoice [B, P] (its
-    rule_failed [B]: on any path), enabled [B, P], virtual visits [B, N])."""
-    batch_size, paths = tree.batch_size, options.simulations_per_step
-    path_keys = jax.random.split(select_key, (paths, batch_size))
-    empty = jnp.zeros((batch_size, paths), jnp.int32)
-    enabled = jnp.broadcast_to(jnp.arange(paths) < num_paths, (batch_size, paths))
+    how many of the P run this step. A graph search passes its path buffers
+    ([B, P, L]) and the stamp of the step's first descent. Returns
+    (LeafChoice [B, P] (its rule_failed [B]: on any path; a graph's paths
+    [B, P, L] and depths [B, P]), enabled [B, P], virtual visits [B, N])."""
+    batch_size, num_per_step = tree.batch_size, options.simulations_per_step
+    path_keys = jax.random.split(select_key, (num_per_step, batch_size))
+    empty = jnp.zeros((batch_size, num_per_step), jnp.int32)
+    enabled = jnp.broadcast_to(jnp.arange(num_per_step) < num_paths,
+                               (batch_size, num_per_step))
     no_failure = (None if phases.rules_screen_their_slots(rules)
                   else jnp.zeros((batch_size,), jnp.bool_))
 
     def one_path(p, carry):
-        nodes, slots, expands, visits, failed = carry
+        nodes, slots, expands, depths, visits, failed, paths = carry
         steering = Steering(pending_node=nodes, pending_slot=slots, pending=expands,
                             enabled=enabled[:, p], rule=options.steering)
+        path = None
+        if paths is not None:  # path p's own buffers, the shared marks
+            path = graph.start_descent(
+                graph.Path(nodes=paths.nodes[:, p], slots=paths.slots[:, p],
+                           marks=paths.marks, stamp=paths.stamp[:, p]),
+                first_stamp + p)
         leaf = phases.select_leaf(tree, rules, options.depth_limit, options.solver,
-                                  path_keys[p], steering, visits)
+                                  path_keys[p], steering, visits, path)
+        if paths is not None:
+            paths = graph.Path(nodes=paths.nodes.at[:, p].set(leaf.path.nodes),
+                               slots=paths.slots.at[:, p].set(leaf.path.slots),
+                               marks=leaf.path.marks,
+                               stamp=paths.stamp.at[:, p].set(leaf.path.stamp))
+            depths = depths.at[:, p].set(leaf.depth)
         return (nodes.at[:, p].set(leaf.node), slots.at[:, p].set(leaf.slot),
-                expands.at[:, p].set(leaf.expand), leaf.in_flight,
-                None if failed is None else failed | leaf.rule_failed)
+                expands.at[:, p].set(leaf.expand), depths, leaf.in_flight,
+                None if failed is None else failed | leaf.rule_failed, paths)
 
-    nodes, slots, expands, visits, failed = jax.lax.fori_loop(
-        0, paths, one_path,
-        (empty, empty, jnp.zeros((batch_size, paths), jnp.bool_), visits, no_failure))
-    return (phases.LeafChoice(node=nodes, slot=slots, expand=expands, rule_failed=failed),
+    nodes, slots, expands, depths, visits, failed, paths = jax.lax.fori_loop(
+        0, num_per_step, one_path,
+        (empty, empty, jnp.zeros((batch_size, num_per_step), jnp.bool_), empty, visits,
+         no_failure, paths))
+    return (phases.LeafChoice(node=nodes, slot=slots, expand=expands, rule_failed=failed,
+                              path=paths, depth=None if paths is None else depths),
             enabled, visits)
 
 
@@ -178,37 +195,47 @@ def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
     """One step of P paths in every row (the loop body of `run_paths`):
     select them, evaluate the B x P leaves in one recurrent_fn call
     (`phases.expand` with E = P), create one node per distinct unexpanded
-    edge (capacity permitting) and back up every path, taking the virtual
-    visits back. `carry`: (key, tree, virtual visits [B, N], rule_failed
-    [B] or None). Keys: `key, select_key, expand_key = split(key, 3)`."""
-    key, tree, visits, rule_failed = carry
-    paths = options.simulations_per_step
+    edge (capacity permitting; in a graph, one per distinct position) and
+    back up every path, taking the virtual visits back. `carry`: (key,
+    tree, virtual visits [B, N], rule_failed [B] or None, a graph's path
+    buffers [B, P, L] or None). Keys: `key, select_key, expand_key =
+    split(key, 3)`."""
+    key, tree, visits, rule_failed, paths = carry
+    num_per_step = options.simulations_per_step
     key, select_key, expand_key = jax.random.split(key, 3)
-    num_paths = jnp.minimum(paths, options.num_simulations - step_index * paths)
-    leaf, enabled, visits = select_paths(tree, rules, options, select_key, num_paths, visits)
+    num_paths = jnp.minimum(num_per_step, options.num_simulations - step_index * num_per_step)
+    leaf, enabled, visits = select_paths(tree, rules, options, select_key, num_paths, visits,
+                                         paths, step_index * num_per_step + 1)
     embedding = phases.leaf_embeddings(params, expand_key, tree, recurrent_fn, leaf.node,
                                        options.max_path_length)
     first = first_path_per_edge(leaf)
-    creates = leaf.expand & (first == jnp.arange(paths)[None, :])
+    creates = leaf.expand & (first == jnp.arange(num_per_step)[None, :])
     tree, new, new_index, created = phases.expand(params, expand_key, tree, recurrent_fn,
                                                   leaf.node, leaf.slot, creates, embedding,
-                                                  options)
-    # Each expanding path backs up the node its edge's first path created.
-    takes_new = leaf.expand & jnp.take_along_axis(created, first, axis=1)
+                                                  options, edge_paths=leaf.path)
+    # Each expanding path backs up the node its edge's first path created
+    # (in a graph: or found).
+    first_index = jnp.take_along_axis(new_index, first, axis=1)
+    takes_new = leaf.expand & (first_index < tree.max_nodes if tree.is_graph
+                               else jnp.take_along_axis(created, first, axis=1))
     again = phases.revisit(tree, leaf.node, options.solver, runs=enabled)
     update = phases.Backup(
-        start=jnp.where(takes_new, jnp.take_along_axis(new_index, first, axis=1), again.start),
+        start=jnp.where(takes_new, first_index, again.start),
         count=jnp.where(takes_new, 1, again.count),
         value=jnp.where(takes_new, jnp.take_along_axis(new.value, first, axis=1), again.value))
+    if tree.is_graph:
+        update = update.replace(
+            path=graph.append_node(leaf.path, leaf.depth, first_index, takes_new),
+            depth=jnp.where(takes_new, leaf.depth + 1, leaf.depth))
     # The backup takes a virtual visit back from every node it updates; a
-    # node created this step holds none yet: give it the one to take.
+    # node the step added to a path holds none yet: give it the one to take.
     rows = tree_lib.batch_rows(tree.batch_size)[:, None]
     visits = add_visits(visits, rows, update.start, takes_new, 1)
     tree, visits = phases.backup(tree, update, options.solver, TakeBack(enabled=enabled),
                                  visits)
     if rule_failed is not None:
         rule_failed = rule_failed | leaf.rule_failed
-    return key, tree, visits, rule_failed
+    return key, tree, visits, rule_failed, update.path
 
 
 def run_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
@@ -220,8 +247,11 @@ def run_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     num_steps = -(-options.num_simulations // options.simulations_per_step)
     # Virtual visits: zero between steps; allocated once per search.
     no_visits = jnp.zeros((tree.batch_size, tree.max_nodes), jnp.int32)
+    paths = (graph.empty_path((tree.batch_size, options.simulations_per_step),
+                              options.depth_limit, options.max_nodes)
+             if tree.is_graph else None)  # a graph's descents record their paths
     step = functools.partial(simulate_paths, params=params, recurrent_fn=recurrent_fn,
                              rules=rules, options=options)
-    _, tree, _, rule_failed = options.loop_fn(0, num_steps, step,
-                                              (rng_key, tree, no_visits, rule_failed))
+    _, tree, _, rule_failed, _ = options.loop_fn(0, num_steps, step,
+                                                 (rng_key, tree, no_visits, rule_failed, paths))
     return tree, rule_failed

@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 
 from mcts_jax import base
+from mcts_jax import graph
 from mcts_jax import stochastic
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
@@ -64,6 +65,9 @@ class LeafChoice:
         [B, N]).
       rule_failed: bool, a user's rule scored NaN on an open slot on the
         way down (None when both rules are ours, which never do).
+      path: a graph search's `graph.Path` of the descent (its slot at
+        `depth` is `slot`); None in a tree.
+      depth: the depth of `node` on `path` (a graph search; else None).
     """
 
     node: chex.Array
@@ -71,6 +75,8 @@ class LeafChoice:
     expand: chex.Array
     in_flight: Any = None
     rule_failed: Optional[chex.Array] = None
+    path: Optional[graph.Path] = None
+    depth: Optional[chex.Array] = None
 
 
 @chex.dataclass(frozen=True)
@@ -83,11 +89,17 @@ class Backup:
       count: visits added to every node on the path (1, or the number of
         children created by `expand_all`, or 0 for a no-op).
       value: the sum of the `count` values, for the player to move at `start`.
+      path: a graph search's paths (`graph.Path`, leading shape like
+        `start`): the backup walks them instead of the parent pointers and
+        recomputes each node from its children (`backup`); None in a tree.
+      depth: the depth of `start` on `path` (graph search only).
     """
 
     start: chex.Array
     count: chex.Array
     value: chex.Array
+    path: Optional[graph.Path] = None
+    depth: Optional[chex.Array] = None
 
 
 def rule_screens_its_slots(rule) -> bool:
@@ -178,7 +190,8 @@ class Descent(NamedTuple):
     """The carry of `select_leaf`'s loop, per row [B]: where the descent is,
     the slot it chose last, its depth, whether it goes on, whether it ends at
     an unexpanded edge, the row's key, what the strategy counts in flight,
-    and whether a user's rule scored NaN (None for ours)."""
+    whether a user's rule scored NaN (None for ours), and in a graph search
+    the path so far (`graph.Path`, else None)."""
 
     node: chex.Array
     slot: chex.Array
@@ -188,6 +201,7 @@ class Descent(NamedTuple):
     keys: chex.Array
     in_flight: Any
     rule_failed: Optional[chex.Array]
+    path: Optional[graph.Path] = None
 
 
 def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
@@ -218,6 +232,11 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
     next_depth = depth + 1
     next_node = jnp.where(can_descend, child, node)
     stops_below = tree.is_terminal[rows, next_node] | (next_depth >= max_depth)
+    path = state.path
+    if path is not None:  # a graph: stop at a child that knows more, or that repeats the path
+        stops_below = stops_below | graph.stops_at_child(stats, tree.node_visits, slot) | (
+            graph.on_path(path, child))
+        path = graph.record_step(path, depth, slot, child, active, can_descend)
     has_room = tree.num_nodes < tree.max_nodes
     expand = active & has_legal_child & (child == tree_lib.UNEXPANDED) & has_room
     return Descent(
@@ -229,6 +248,7 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
         keys=keys,
         in_flight=strategy.leaves_node(state.in_flight, rows, node, can_descend),
         rule_failed=rule_failed,
+        path=path,
     )
 
 
@@ -240,7 +260,7 @@ def rules_screen_their_slots(rules: Rules) -> bool:
 def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
                 solver: bool, row_keys: chex.Array,
                 strategy: OnePathPerStep = ONE_PATH_PER_STEP,
-                in_flight: Any = None) -> LeafChoice:
+                in_flight: Any = None, path: Optional[graph.Path] = None) -> LeafChoice:
     """Descends every row from the root; O(depth x K) per row. The first step
     (at the root) scores with `rules.at_root`, every later one with
     `rules.below_root`. With the solver, children whose value is proven are
@@ -248,7 +268,11 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
     (`stats.rng_key`); a rule that ignores them costs nothing (XLA drops the
     key arithmetic). `strategy` and its `in_flight` count say how the paths
     of one step see each other (`OnePathPerStep`; several paths per step:
-    `parallel.py`); the LeafChoice returns the count as the descent left it."""
+    `parallel.py`); the LeafChoice returns the count as the descent left it.
+    A graph search passes its `path` buffers [B, L], started at the root
+    (`graph.start_descent`): the descent records its path there and stops
+    at a child with more visits than its edge or one already on the path
+    (graph.py)."""
     batch_size = tree.batch_size
     # A proven root is not searched any more (the simulation is a no-op).
     active = (~tree.solved[:, tree_lib.ROOT_INDEX] if solver
@@ -263,6 +287,7 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
         in_flight=in_flight,
         rule_failed=(None if rules_screen_their_slots(rules)
                      else jnp.zeros((batch_size,), jnp.bool_)),
+        path=path,
     )
     step = functools.partial(descend_one_step, tree, max_depth=max_depth, solver=solver,
                              strategy=strategy)
@@ -278,7 +303,8 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
                                lambda state: step(state, rules.below_root, loop_name), state)
     in_flight = strategy.ends_at(state.in_flight, tree_lib.batch_rows(batch_size), state.node)
     return LeafChoice(node=state.node, slot=state.slot, expand=state.expand,
-                      in_flight=in_flight, rule_failed=state.rule_failed)
+                      in_flight=in_flight, rule_failed=state.rule_failed, path=state.path,
+                      depth=None if path is None else state.depth)
 
 
 def check_recurrent_output(output: base.RecurrentFnOutput, batch_size: int,
@@ -307,6 +333,7 @@ class NewNodes:
     terminal: chex.Array
     slots: tree_lib.ChildSlots  # S + [K]
     prior_logits: Optional[chex.Array] = None  # S + [K], where the tree keeps them
+    solved: Optional[chex.Array] = None  # None: the terminal nodes (a graph's repetitions: not)
 
 
 def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree,
@@ -340,9 +367,11 @@ def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree,
 
 
 def write_new_nodes(tree: tree_lib.Tree, write_at: chex.Array, parent: chex.Array,
-                    action: chex.Array, new: NewNodes, embedding, visits: int) -> tree_lib.Tree:
+                    action: chex.Array, new: NewNodes, embedding, visits: int,
+                    keys: Optional[chex.Array] = None) -> tree_lib.Tree:
     """Writes nodes at `write_at` (leading shape S, an index >= N is dropped).
-    A node is written with `visits` visits and value sum `visits * value`."""
+    A node is written with `visits` visits and value sum `visits * value`;
+    in a graph, with its position `keys` (S + [2]) and no edge visits."""
     rows = tree_lib.batch_rows(tree.batch_size).reshape((-1,) + (1,) * (write_at.ndim - 1))
 
     # One value per tree array (tree.tree_arrays()): a new array must say
@@ -356,13 +385,15 @@ def write_new_nodes(tree: tree_lib.Tree, write_at: chex.Array, parent: chex.Arra
         rewards=new.reward,
         discounts=new.discount,
         is_terminal=new.terminal,
-        solved=new.terminal,
+        solved=new.terminal if new.solved is None else new.solved,
         solved_values=0.0,
         pruned=new.slots.pruned,
         children=new.slots.codes,
         priors=new.slots.priors,
         children_actions=new.slots.actions,
         prior_logits=new.prior_logits,
+        edge_visits=0,
+        position_keys=keys,
     )
     names = [name for name, _ in tree_lib.tree_arrays()]
     if sorted(values) != sorted(names):
@@ -475,7 +506,8 @@ def leaf_embeddings(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.T
 def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
            recurrent_fn: base.RecurrentFn, parent: chex.Array, slot: chex.Array,
            creates: chex.Array, parent_embedding: Any, options: SearchOptions,
-           new_visits: int = 0) -> tuple[tree_lib.Tree, NewNodes, chex.Array, chex.Array]:
+           new_visits: int = 0, edge_paths: Optional[graph.Path] = None
+           ) -> tuple[tree_lib.Tree, NewNodes, chex.Array, chex.Array]:
     """The one expansion routine: evaluates E edges per row in one
     recurrent_fn call and writes the new nodes.
 
@@ -491,9 +523,18 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     With `options.node_per_simulation` every row's next free slot is used up
     whether or not it was written (mctx's numbering; E = 1).
 
+    In a graph search (`options.transpositions`) an edge whose position the
+    row already holds points to that node instead (`graph.link_edges`; its
+    evaluation is not stored), a new node has one visit (its own value),
+    and with `expand_all` each edge reached counts one visit.
+    `edge_paths`: the descents' `graph.Path` (stamps [B, E'], E' = 1 or
+    E): an edge back to a node on its own path makes a repetition node
+    (graph.py).
+
     Returns (tree, the new nodes of every edge (NewNodes [B, E], created or
-    not), new_index [B, E] int32: where each edge's node was or would have
-    been written, created [B, E] bool).
+    not), new_index [B, E] int32: the node each edge points to now (>= N
+    where it points nowhere: not created, no room), created [B, E] bool: a
+    node was written there).
     """
     max_nodes = tree.max_nodes
     edge_shape = parent.shape
@@ -504,21 +545,60 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     output, embedding = validation.recurrent_result(
         recurrent_fn(params, rng_key, flat(action), flat_embedding), flat_embedding)
     check_recurrent_output(output, size, tree.num_actions)
+    keys = (graph.position_keys_of(options.key_of_position, embedding, size)
+            if tree.is_graph else None)
     by_edge = lambda x: x.reshape(edge_shape + x.shape[1:])  # noqa: E731
-    output, embedding = jax.tree.map(by_edge, (output, embedding))
+    output, embedding, keys = jax.tree.map(by_edge, (output, embedding, keys))
     new = new_nodes_from_output(output, tree, slot_key(rng_key), options.stop_at_terminal)
 
-    new_index = tree.num_nodes[:, None] + jnp.cumsum(creates, axis=1, dtype=jnp.int32) - 1
-    created = creates & (new_index < max_nodes)
+    if tree.is_graph:
+        tree, new, new_index, created = link_new_nodes(tree, new, keys, creates, edge_paths,
+                                                       options)
+        new_visits = 1
+    else:
+        new_index = tree.num_nodes[:, None] + jnp.cumsum(creates, axis=1, dtype=jnp.int32) - 1
+        created = creates & (new_index < max_nodes)
     tree = write_new_nodes(tree, jnp.where(created, new_index, max_nodes), parent, action, new,
-                           embedding, visits=new_visits)
+                           embedding, visits=new_visits, keys=keys)
     rows = tree_lib.batch_rows(tree.batch_size)[:, None]
+    # Where the parent's slot points now: a created node, or in a graph a found one.
+    points = creates & (new_index < max_nodes) if tree.is_graph else created
     tree = tree.replace(
-        children=tree.children.at[rows, jnp.where(created, parent, max_nodes), slot].set(
+        children=tree.children.at[rows, jnp.where(points, parent, max_nodes), slot].set(
             new_index.astype(tree.children.dtype), mode="drop"),
         num_nodes=(jnp.minimum(tree.num_nodes + 1, max_nodes) if options.node_per_simulation
                    else tree.num_nodes + jnp.sum(created, axis=1, dtype=jnp.int32)))
+    if tree.is_graph and options.expand_all:  # each child reached is one visit of its edge
+        tree = tree.replace(edge_visits=tree.edge_visits.at[
+            rows, jnp.where(points, parent, max_nodes), slot].add(1, mode="drop"))
     return tree, new, new_index, created
+
+
+def link_new_nodes(tree: tree_lib.Tree, new: NewNodes, keys: chex.Array, creates: chex.Array,
+                   edge_paths: Optional[graph.Path], options: SearchOptions):
+    """A graph search's expansion: where each edge (`creates` [B, E]) leads
+    (`graph.link_edges`), and the new nodes as written, a repetition node
+    made terminal, unproven and worth `options.repetition_value`. Returns
+    (tree with the table, new nodes, the node each edge points to [B, E],
+    created [B, E])."""
+    on_path = None
+    if edge_paths is not None:
+        def on_path(node, e):
+            stamp = edge_paths.stamp[:, jnp.minimum(e, edge_paths.stamp.shape[1] - 1)]
+            return graph.on_path(edge_paths._replace(stamp=stamp), node)
+
+    linked = graph.link_edges(tree, keys, new.reward, new.discount, creates, on_path)
+    repetition = linked.repetition
+    new = new.replace(
+        terminal=new.terminal | repetition,
+        value=jnp.where(repetition, options.repetition_value_internal(), new.value),
+        slots=new.slots.replace(
+            codes=jnp.where(repetition[..., None], tree_lib.ILLEGAL, new.slots.codes).astype(
+                new.slots.codes.dtype),
+            priors=jnp.where(repetition[..., None], 0.0, new.slots.priors)),
+        solved=new.terminal & ~repetition)
+    return (tree.replace(transposition_table=linked.table), new, linked.target,
+            linked.created)
 
 
 def edges_of_leaf(tree: tree_lib.Tree, leaf: LeafChoice, parent_embedding: Any,
@@ -548,8 +628,20 @@ def backup_of_edges(tree: tree_lib.Tree, leaf: LeafChoice, new: NewNodes,
     """What a simulation backs up after `expand`: the new node's value from
     it (one edge), or the sum of the new children's returns from the leaf
     (`expand_all`, one visit per child); a row that created nothing
-    re-evaluates its leaf (`revisit`)."""
+    re-evaluates its leaf (`revisit`). In a graph search, the path of the
+    descent, ending at the node the edge now points to (created or found),
+    or at the leaf."""
     again = revisit(tree, leaf.node, solver)
+    if tree.is_graph:
+        if expand_all:
+            reached = jnp.sum(new_index < tree.max_nodes, axis=-1, dtype=jnp.int32)
+            return Backup(start=leaf.node, count=jnp.where(reached > 0, reached, again.count),
+                          value=again.value, path=leaf.path, depth=leaf.depth)
+        reached = new_index[:, 0] < tree.max_nodes
+        path = graph.append_node(leaf.path, leaf.depth, new_index[:, 0], reached)
+        return Backup(start=jnp.where(reached, new_index[:, 0], leaf.node),
+                      count=jnp.where(reached, 1, again.count), value=again.value,
+                      path=path, depth=jnp.where(reached, leaf.depth + 1, leaf.depth))
     if not expand_all:
         made = created[:, 0]
         return Backup(start=jnp.where(made, new_index[:, 0], again.start),
@@ -618,7 +710,11 @@ def backup(tree: tree_lib.Tree, update: Backup, solver: bool,
     simulations per step: paths sharing nodes add up). `strategy` says which
     paths walk and sees every node they update (`OnePathPerStep`: the walks
     that add visits, nothing seen; `parallel.TakeBack` takes the step's virtual
-    visits back). Returns (tree, the strategy's in-flight count)."""
+    visits back). Returns (tree, the strategy's in-flight count).
+
+    A graph search's update carries its paths: `backup_graph`."""
+    if update.path is not None:
+        return backup_graph(tree, update, solver, strategy, in_flight)
     batch_size, max_nodes = tree.batch_size, tree.max_nodes
     rows = tree_lib.batch_rows(batch_size).reshape((-1,) + (1,) * (update.start.ndim - 1))
     check_proofs = prove
@@ -659,11 +755,84 @@ def backup(tree: tree_lib.Tree, update: Backup, solver: bool,
     return tree, state.in_flight
 
 
+class GraphBackupCarry(NamedTuple):
+    """The carry of `backup_graph`'s loop: the statistics being written
+    ([B, N], edge visits [B, N, K]; solved / solved_values only with the
+    solver), the depth on each path of the node being updated (-1 once past
+    the root) and the strategy's in-flight count."""
+
+    node_visits: chex.Array
+    value_sums: chex.Array
+    edge_visits: chex.Array
+    solved: Optional[chex.Array]
+    solved_values: Optional[chex.Array]
+    depth: chex.Array
+    in_flight: Any
+
+
+def backup_graph(tree: tree_lib.Tree, update: Backup, solver: bool,
+                 strategy: OnePathPerStep = ONE_PATH_PER_STEP,
+                 in_flight: Any = None) -> tuple[tree_lib.Tree, Any]:
+    """A graph search's backup: walks each path (`update.path`) from its
+    last node (`update.depth`) up to the root. Every edge on the way gains
+    `update.count` visits, and every node on the way is recomputed from its
+    children (`graph.recomputed`: visits 1 + its edge visits, value its raw
+    value plus its edges' visits times their children's Q), then, with the
+    solver, re-checked by `prove`. Paths of one step ([B, P]) that share an
+    edge add up. Returns (tree, the strategy's in-flight count)."""
+    max_nodes = tree.max_nodes
+    path, count = update.path, update.count
+    rows = tree_lib.batch_rows(tree.batch_size).reshape((-1,) + (1,) * (count.ndim - 1))
+    last = update.depth
+    check_proofs = prove
+    if count.ndim == 2:  # P paths per row: prove each path's node
+        check_proofs = jax.vmap(prove, in_axes=(None, 1, None, None), out_axes=1)
+
+    def body(state: GraphBackupCarry) -> GraphBackupCarry:
+        on_path = state.depth >= 0
+        depth = jnp.maximum(state.depth, 0)
+        node = jnp.take_along_axis(path.nodes, depth[..., None], axis=-1)[..., 0]
+        slot = jnp.take_along_axis(path.slots, depth[..., None], axis=-1)[..., 0]
+        below = on_path & (state.depth < last)  # the edge to the next node of the path
+        edge_visits = state.edge_visits.at[rows, jnp.where(below, node, max_nodes), slot].add(
+            count, mode="drop")
+        visits, value = graph.recomputed(tree, state.node_visits, state.value_sums,
+                                         edge_visits, node)
+        write_at = jnp.where(on_path, node, max_nodes)
+        solved, solved_values = state.solved, state.solved_values
+        if solver:
+            proven, exact = check_proofs(tree, node, solved, solved_values)
+            newly = on_path & proven & ~solved[rows, node]
+            prove_at = jnp.where(newly, node, max_nodes)
+            solved = solved.at[rows, prove_at].set(True, mode="drop")
+            solved_values = solved_values.at[rows, prove_at].set(exact, mode="drop")
+        return GraphBackupCarry(
+            node_visits=state.node_visits.at[rows, write_at].set(visits, mode="drop"),
+            value_sums=state.value_sums.at[rows, write_at].set(value, mode="drop"),
+            edge_visits=edge_visits, solved=solved, solved_values=solved_values,
+            depth=jnp.where(on_path, state.depth - 1, -1),
+            in_flight=strategy.backs_up_node(state.in_flight, rows, node, on_path))
+
+    walks = strategy.walks_up(update)
+    state = GraphBackupCarry(node_visits=tree.node_visits, value_sums=tree.value_sums,
+                             edge_visits=tree.edge_visits,
+                             solved=tree.solved if solver else None,
+                             solved_values=tree.solved_values if solver else None,
+                             depth=jnp.where(walks, last, -1), in_flight=in_flight)
+    state = jax.lax.while_loop(lambda state: jnp.any(state.depth >= 0), body, state)
+    tree = tree.replace(node_visits=state.node_visits, value_sums=state.value_sums,
+                        edge_visits=state.edge_visits)
+    if solver:
+        tree = tree.replace(solved=state.solved, solved_values=state.solved_values)
+    return tree, state.in_flight
+
+
 def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
              recurrent_fn: base.RecurrentFn, rules: Rules, options: SearchOptions) -> tuple:
     """One simulation on every row: select a leaf, expand, back up. The body
-    of the search loop (`search.search_tree`); `carry` is (key, tree,
-    rule_failed [B] or None).
+    of the search loop (`tree_search.run_policy`); `carry` is (key, tree,
+    rule_failed [B] or None, the path buffers of a graph search
+    (`graph.Path` [B, L]) or None).
 
     Keys are split as mctx splits them: `key, select_key, expand_key =
     split(key, 3)`; recurrent_fn gets `expand_key`, and the descent gives
@@ -671,20 +840,23 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
     (`stats.rng_key`). So equal keys give the two libraries equal random
     numbers, and the recurrent_fn keys do not depend on the batch size.
     """
-    del simulation_index
-    key, tree, rule_failed = carry
+    key, tree, rule_failed, path = carry
+    if path is not None:
+        path = graph.start_descent(path, simulation_index + 1)
     key, select_key, expand_key = jax.random.split(key, 3)
     leaf = select_leaf(tree, rules, options.depth_limit, options.solver,
-                       jax.random.split(select_key, tree.batch_size))
+                       jax.random.split(select_key, tree.batch_size), path=path)
     embedding = leaf_embeddings(params, expand_key, tree, recurrent_fn, leaf.node,
                                 options.max_path_length)
     parent, slot, creates, embedding = edges_of_leaf(tree, leaf, embedding, options.expand_all)
+    edge_paths = None if path is None else leaf.path._replace(stamp=leaf.path.stamp[:, None])
     tree, new, new_index, created = expand(params, expand_key, tree, recurrent_fn, parent, slot,
                                            creates, embedding, options,
-                                           new_visits=1 if options.expand_all else 0)
+                                           new_visits=1 if options.expand_all else 0,
+                                           edge_paths=edge_paths)
     update = backup_of_edges(tree, leaf, new, new_index, created, options.expand_all,
                              options.solver)
     tree, _ = backup(tree, update, options.solver)
     if rule_failed is not None:
         rule_failed = rule_failed | leaf.rule_failed
-    return key, tree, rule_failed
+    return key, tree, rule_failed, update.path

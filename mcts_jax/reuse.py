@@ -17,6 +17,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from mcts_jax import graph
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
 
@@ -62,6 +63,10 @@ def get_subtree(tree: tree_lib.Tree, action: chex.Array, *,
     proven flag and embedding; parent and child indices are renumbered; the
     rest is freed. A row whose child was never expanded, or is terminal, or
     whose `action` is not a child slot of its root, comes back empty.
+
+    A graph (`transpositions=True`) keeps every node reachable from the
+    child, the child first (`graph.reachable`); each kept node's parent
+    becomes one of its kept parents, and its transposition table is kept.
 
     `checks`: "host" (default) raises on action ids outside [0, A) when
     `action` is concrete (one device-to-host copy of [B] ids); "off" skips
@@ -121,16 +126,29 @@ def _get_subtree(tree: tree_lib.Tree, action: chex.Array) -> tree_lib.Tree:
     safe_child = jnp.maximum(child, 0)
     keep_row = (child > 0) & ~tree.is_terminal[rows, safe_child]
 
-    # Pointer jumping: every node's ancestor chain ends at the child (a fixed
-    # point) or at the root; log2(N) rounds of up = up[up] reach the end.
     node_ids = jnp.arange(max_nodes, dtype=jnp.int32)[None, :]
-    used = node_ids < tree.num_nodes[:, None]
-    up = jnp.where(tree.parents >= 0, tree.parents, 0)
-    up = jnp.where(node_ids == child[:, None], node_ids, up)
-    for _ in range(max(1, (max_nodes - 1).bit_length())):
-        up = jnp.take_along_axis(up, up, axis=1)
-    keep = used & (up == child[:, None]) & keep_row[:, None]
-    new_index = jnp.cumsum(keep, axis=1, dtype=jnp.int32) - 1
+    is_new_root = node_ids == child[:, None]
+    if tree.is_graph:
+        keep, via_parent, via_slot = graph.reachable(tree, safe_child, keep_row)
+        keep = keep & (node_ids < tree.num_nodes[:, None])
+        # The new root first, then the others in their old order.
+        new_index = jnp.where(is_new_root, 0, jnp.cumsum(keep & ~is_new_root, axis=1,
+                                                          dtype=jnp.int32))
+        tree = tree.replace(
+            parents=jnp.where(keep, via_parent, tree.parents),
+            actions_from_parent=jnp.where(
+                keep, tree_lib.edge_actions(tree, jnp.maximum(via_parent, 0), via_slot),
+                tree.actions_from_parent))
+    else:
+        # Pointer jumping: every node's ancestor chain ends at the child (a
+        # fixed point) or at the root; log2(N) rounds of up = up[up] reach the end.
+        used = node_ids < tree.num_nodes[:, None]
+        up = jnp.where(tree.parents >= 0, tree.parents, 0)
+        up = jnp.where(node_ids == child[:, None], node_ids, up)
+        for _ in range(max(1, (max_nodes - 1).bit_length())):
+            up = jnp.take_along_axis(up, up, axis=1)
+        keep = used & (up == child[:, None]) & keep_row[:, None]
+        new_index = jnp.cumsum(keep, axis=1, dtype=jnp.int32) - 1
     move_to = jnp.where(keep, new_index, max_nodes)  # dropped when not kept
 
     empty = tree_lib.empty_like(tree)
@@ -144,7 +162,6 @@ def _get_subtree(tree: tree_lib.Tree, action: chex.Array) -> tree_lib.Tree:
         renumbered = jnp.take_along_axis(new_index, safe, axis=1).reshape(index_array.shape)
         return jnp.where(index_array >= 0, renumbered, index_array).astype(index_array.dtype)
 
-    is_new_root = node_ids == child[:, None]
     moved = {}
     for name, spec in tree_lib.tree_arrays():  # every array, as the tree declares it
         array = getattr(tree, name)
@@ -163,4 +180,10 @@ def _get_subtree(tree: tree_lib.Tree, action: chex.Array) -> tree_lib.Tree:
         else jax.tree.map(move, tree.embeddings, empty.embeddings),
         num_nodes=jnp.sum(keep, axis=1, dtype=jnp.int32),
         **moved)
+    if tree.is_graph:  # the table keeps the kept nodes, renumbered
+        table = tree.transposition_table
+        entry = jnp.maximum(table, 0)
+        kept_entry = (table >= 0) & jnp.take_along_axis(keep, entry, axis=1)
+        moved = moved.replace(transposition_table=jnp.where(
+            kept_entry, jnp.take_along_axis(new_index, entry, axis=1), tree_lib.FREE_SLOT))
     return moved

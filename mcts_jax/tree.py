@@ -29,6 +29,7 @@ ROOT_INDEX = 0
 NO_PARENT = -1
 UNEXPANDED = -1
 ILLEGAL = -2
+FREE_SLOT = -1  # a free slot of a graph's transposition table
 
 
 def to_internal_scale(x: chex.Array, value_range: Optional[Tuple[float, float]]) -> chex.Array:
@@ -71,6 +72,7 @@ class ArraySpec:
       per_edge: [B, N, K] (one entry per child slot) instead of [B, N].
       node_index: holds node indices (renumbered when a subtree is re-rooted).
       at_new_root: what a re-rooted subtree's root holds (None: its own value).
+      trailing: trailing dimensions of a per-node array ([B, N] + trailing).
     """
 
     dtype: Any
@@ -78,6 +80,7 @@ class ArraySpec:
     per_edge: bool = False
     node_index: bool = False
     at_new_root: Any = None
+    trailing: Tuple[int, ...] = ()
 
     def resolve_dtype(self, max_nodes: int, num_actions: int):
         if self.dtype == "node_index":
@@ -140,6 +143,17 @@ class Tree:
         as given (the recurrent_fn's, the root's after the policy's noise), 0
         in a node not yet expanded; None unless the search kept them
         (`SearchOptions.keep_prior_logits`).
+      edge_visits: [B, N, K] int32, simulations through each edge; None
+        unless the search is a graph (`SearchOptions.transpositions`,
+        graph.py). In a graph a node can have several parents: `parents`
+        and `actions_from_parent` name the first, a node's visits are 1 +
+        the sum of its edge visits and its value sum is recomputed from its
+        children at each backup.
+      position_keys: [B, N, 2] uint32, the 64-bit key of each node's
+        position; None unless the search is a graph.
+      transposition_table: [B, T] int32, each row's hash table from keys to
+        nodes (-1: a free slot), T the power of two >= 2N; None unless the
+        search is a graph.
       embeddings: pytree with leaves [B, N, ...], the state stored per node;
         with `replay_embeddings`, leaves [B, 1, ...]: the root's state only
         (other nodes' states are recomputed by replaying the actions from the
@@ -181,6 +195,10 @@ class Tree:
                                                         per_edge=True)
     # None unless the search keeps them (`SearchOptions.keep_prior_logits`).
     prior_logits: Optional[chex.Array] = tree_array(jnp.float32, 0.0, per_edge=True)
+    # None unless the search is a graph (`SearchOptions.transpositions`).
+    edge_visits: Optional[chex.Array] = tree_array(jnp.int32, 0, per_edge=True)
+    position_keys: Optional[chex.Array] = tree_array(jnp.uint32, 0, trailing=(2,))
+    transposition_table: Optional[chex.Array] = None
     embeddings: Any = dataclasses.field(default=None)
     num_nodes: chex.Array = dataclasses.field(default=None)
     extra_data: Any = None
@@ -191,6 +209,11 @@ class Tree:
     num_chance_outcomes: int = dataclasses.field(metadata=dict(static=True), default=0)
 
     replace = dataclasses.replace
+
+    @property
+    def is_graph(self) -> bool:
+        """The search is a graph (`SearchOptions.transpositions`)."""
+        return self.edge_visits is not None
 
     @property
     def num_decisions(self) -> int:
@@ -307,7 +330,8 @@ class ChildrenStats:
       legal: [B, K] bool, the slot holds a legal action.
       actions: [B, K] int32 action id of the slot (`A` in an unused compact
         slot).
-      visits: [B, K] int32 child visits, 0 if unexpanded.
+      visits: [B, K] int32 child visits (in a graph, the edge's), 0 if
+        unexpanded.
       qvalues: [B, K] float32 reward + discount * mean child value, from the
         point of view of the parent's mover; 0 if unexpanded.
       priors: [B, K] float32 prior probability of each slot (0 where
@@ -350,8 +374,11 @@ def children_stats(tree: Tree, node: chex.Array, depth: Optional[chex.Array] = N
     def take(per_node):
         return jnp.take_along_axis(per_node, safe_index, axis=1)
 
-    visits = jnp.where(expanded, take(tree.node_visits), 0)
-    mean_value = take(tree.value_sums) / jnp.maximum(visits, 1)
+    child_visits = jnp.where(expanded, take(tree.node_visits), 0)
+    mean_value = take(tree.value_sums) / jnp.maximum(child_visits, 1)
+    # A graph's edges count their own visits; a tree's are the child's.
+    visits = (child_visits if tree.edge_visits is None
+              else jnp.where(expanded, gather_nodes(tree.edge_visits, node), 0))
     rewards, discounts = take(tree.rewards), take(tree.discounts)
     qvalues = jnp.where(expanded, rewards + discounts * mean_value, 0.0)
     solved = expanded & take(tree.solved)
@@ -540,8 +567,10 @@ def empty_like(tree: Tree) -> Tree:
 
     arrays = {name: fill(getattr(tree, name), spec.empty_value(tree.num_actions))
               for name, spec in tree_arrays() if getattr(tree, name) is not None}
+    table = (None if tree.transposition_table is None
+             else fill(tree.transposition_table, FREE_SLOT))
     return tree.replace(embeddings=jax.tree.map(jnp.zeros_like, tree.embeddings),
-                        num_nodes=fill(tree.num_nodes, 0), **arrays)
+                        num_nodes=fill(tree.num_nodes, 0), transposition_table=table, **arrays)
 
 
 def init_tree(
@@ -582,13 +611,15 @@ def init_tree(
                         pruned=slots.pruned, children=slots.codes, priors=slots.priors,
                         children_actions=slots.actions,
                         prior_logits=None if root_logits is None else slot_values(
-                            slots.actions, root_logits.astype(jnp.float32)))
+                            slots.actions, root_logits.astype(jnp.float32)),
+                        # A graph's arrays: `graph.start_graph` adds them.
+                        edge_visits=None, position_keys=None)
     arrays = {}
     for name, spec in tree_arrays():
         if name in root_entries and root_entries[name] is None:
             arrays[name] = None
             continue
-        shape = (batch_size, max_nodes) + ((num_slots,) if spec.per_edge else ())
+        shape = (batch_size, max_nodes) + ((num_slots,) if spec.per_edge else spec.trailing)
         dtype = spec.resolve_dtype(max_nodes, num_actions)
         array = jnp.full(shape, spec.empty_value(num_actions), dtype)
         if name in root_entries:

@@ -28,6 +28,7 @@ import numpy as np
 from jax.experimental import checkify
 
 from mcts_jax import base, parallel
+from mcts_jax import graph
 from mcts_jax import phases
 from mcts_jax import reuse
 from mcts_jax import tree as tree_lib
@@ -63,6 +64,9 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
                                else None)
     fresh = fresh.replace(extra_data=extra_data,
                           num_chance_outcomes=options.num_chance_outcomes)
+    if options.transpositions:
+        fresh = graph.start_graph(fresh, graph.position_keys_of(
+            options.key_of_position, root.embedding, batch_size))
     if tree is None:
         return fresh
     root_index = jnp.zeros((batch_size,), jnp.int32)
@@ -127,8 +131,10 @@ def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
     else:
         simulate = functools.partial(phases.simulate, params=params, recurrent_fn=recurrent_fn,
                                      rules=rules, options=options)
-        _, tree, rule_failed = options.loop_fn(0, options.num_simulations, simulate,
-                                               (search_key, tree, rule_failed))
+        path = (graph.empty_path((tree.batch_size,), options.depth_limit, options.max_nodes)
+                if options.transpositions else None)  # a graph's descents record their paths
+        _, tree, rule_failed, _ = options.loop_fn(0, options.num_simulations, simulate,
+                                                  (search_key, tree, rule_failed, path))
     action, action_weights = policy.choose(choice_key, tree, temperature, options)
     output = base.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
     return output, rule_failed

@@ -152,8 +152,12 @@ def check_root(root: base.RootFnOutput, invalid_actions: Optional[Any],
 
 
 def check_search_args(num_simulations: Any, max_nodes: Optional[Any], max_depth: Optional[Any],
-                      value_range: Tuple[float, float], continuing: bool = False) -> int:
-    """Validates the common tree options; returns the capacity N."""
+                      value_range: Tuple[float, float], continuing: bool = False,
+                      graph: bool = False) -> int:
+    """Validates the common tree options; returns the capacity N. A fresh
+    tree needs a node per simulation and the root; a graph (`graph`), whose
+    simulations often reach known positions, may be sized to the positions
+    it can meet (a full graph re-evaluates its leaves)."""
     if isinstance(num_simulations, bool) or not isinstance(num_simulations, (int, np.integer)):
         raise TypeError(f"num_simulations must be a Python int, got {num_simulations!r}")
     if num_simulations < 1:
@@ -162,7 +166,9 @@ def check_search_args(num_simulations: Any, max_nodes: Optional[Any], max_depth:
         max_nodes = num_simulations + 1
     if isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer)):
         raise TypeError(f"max_nodes must be a Python int, got {max_nodes!r}")
-    if max_nodes < num_simulations + 1 and not continuing:
+    if max_nodes < 1:
+        raise ValueError(f"max_nodes must be >= 1, got {max_nodes}")
+    if max_nodes < num_simulations + 1 and not continuing and not graph:
         raise ValueError(f"max_nodes={max_nodes} is too small: a fresh search of "
                          f"num_simulations={num_simulations} needs num_simulations + 1 = "
                          f"{num_simulations + 1} node slots")
@@ -223,8 +229,10 @@ def check_layout(max_children: Any, replay_embeddings: Any, num_actions: int) ->
 
 def check_tree(tree: Any, root: base.RootFnOutput, batch_size: int, num_actions: int,
                max_nodes: int, value_range: Tuple[float, float],
-               max_children: Optional[int] = None, replay_embeddings: bool = False) -> None:
-    """A tree passed to `tree=` must come from a search of the same shape."""
+               max_children: Optional[int] = None, replay_embeddings: bool = False,
+               transpositions: bool = False) -> None:
+    """A tree passed to `tree=` must come from a search of the same shape
+    and kind (a graph continues a graph, a tree a tree)."""
     from mcts_jax.tree import Tree  # local: tree imports nothing from here
 
     if not isinstance(tree, Tree):
@@ -247,6 +255,10 @@ def check_tree(tree: Any, root: base.RootFnOutput, batch_size: int, num_actions:
     if tree.replay_embeddings != replay_embeddings:
         raise ValueError(f"tree has replay_embeddings={tree.replay_embeddings} but "
                          f"replay_embeddings={replay_embeddings} was asked for")
+    if tree.is_graph != transpositions:
+        raise ValueError(f"tree comes from a {'graph' if tree.is_graph else 'tree'} search but "
+                         f"transpositions={transpositions} was asked for; a continued tree "
+                         f"keeps its kind")
     expected = jax.tree.map(lambda x: (tuple(jnp.shape(x)[1:]), jnp.result_type(x)),
                             root.embedding)
     stored = jax.tree.map(lambda x: (tuple(x.shape[2:]), x.dtype), tree.embeddings)

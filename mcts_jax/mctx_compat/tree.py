@@ -19,7 +19,10 @@ arrays have mctx's names, shapes, dtypes, sentinels and values:
 - `qvalues(indices)` and `summary()` with mctx's semantics.
 
 A stochastic tree is cut to its A decisions, as mctx cuts its own: an
-afterstate's row holds its decision slots (unvisited, logits -inf).
+afterstate's row holds its decision slots (unvisited, logits -inf). A
+graph (`transpositions=True`) is shown as mctx shows a tree: several
+`children_index` entries may hold one node, `children_visits` are the
+edges' own visits, `parents` and `action_from_parent` the first parent's.
 
 Values are on the user's scale (our `value_range`). The view also carries
 the tree it was computed from (`source_tree`, not an mctx field), so that
@@ -144,7 +147,7 @@ def mctx_view(tree: tree_lib.Tree, root_invalid_actions: Optional[chex.Array] = 
         action_from_parent=tree.actions_from_parent,
         children_index=cut(children_index(tree)),
         children_prior_logits=cut(children_prior_logits(tree)),
-        children_visits=cut(child_field(tree, tree.node_visits, 0)),
+        children_visits=cut(children_visits(tree)),
         children_rewards=cut(child_field(
             tree, tree_lib.to_user_scale(tree.rewards, tree.value_range), 0.0)),
         children_discounts=cut(child_field(tree, tree.discounts, 0.0)),
@@ -182,6 +185,16 @@ def child_field(tree: tree_lib.Tree, per_node: chex.Array, fill) -> chex.Array:
     safe = jnp.maximum(index, 0).reshape(tree.batch_size, -1)
     values = jnp.take_along_axis(per_node, safe, axis=1).reshape(index.shape)
     return in_action_space(tree, jnp.where(index >= 0, values, fill), fill)
+
+
+def children_visits(tree: tree_lib.Tree) -> chex.Array:
+    """[B, N, A] int32 visits of each edge: the child's visits in a tree, the
+    edge's own in a graph (where a child shared by several parents has more
+    visits than each edge into it); 0 where not expanded."""
+    if tree.edge_visits is None:
+        return child_field(tree, tree.node_visits, 0)
+    expanded = tree.children >= 0
+    return in_action_space(tree, jnp.where(expanded, tree.edge_visits, 0), 0)
 
 
 def children_index(tree: tree_lib.Tree) -> chex.Array:

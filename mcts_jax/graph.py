@@ -1,0 +1,397 @@
+"""Monte Carlo graph search: one node per position (`SearchOptions(transpositions=True)`).
+
+In board games many move orders reach the same position. A tree search
+creates, evaluates and visits that position once per order; a graph search
+keeps one node for it and lets every order share what was learned there.
+With `transpositions=True` the search is a graph, as KataGo's Monte Carlo
+graph search defines it:
+
+- **Positions.** Every node stores a 64-bit key of its position (two uint32
+  words, `position_keys [B, N, 2]`), computed from its embedding by
+  `SearchOptions.position_key` (default: `hash_embedding`, a hash of every
+  leaf of the embedding). A fixed-capacity hash table per row
+  (`transposition_table [B, T]`, T the power of two >= 2N) maps keys to
+  nodes, probed at `TABLE_PROBES` slots. A new edge whose
+  position is in the table (and whose reward and discount are the node's)
+  points to that node instead of creating one; a table whose probes are all
+  taken creates the node without entering it (no sharing, still correct).
+- **Edge visits apart from node visits.** `edge_visits [B, N, K]` count the
+  simulations through each edge. A node's visits are `1 + sum of its edge
+  visits`, and its value is recomputed from its children at every backup:
+  `value_sums[n] = raw_values[n] + sum_c edge_visits[n, c] * (reward_c +
+  discount_c * value_sums[c] / node_visits[c])`, so a node's value uses
+  all that is known below each child, however the child was reached. The
+  rules read edge visits (`ChildrenStats.visits`) and the child's value.
+- **No wasted descents.** A descent that takes an edge whose child has
+  more visits than the edge stops at that child: its value already holds
+  more than one more visit would add (the simulation counts the edge and
+  recomputes the path).
+- **Paths, not parents.** A node has many parents, so each descent records
+  its path (`Path`), and the backup walks that path up. `parents` keeps the
+  first parent (for drawing, replaying and re-rooting).
+- **Repetitions.** An edge that would link to a node on its own path (a
+  position repeating itself: chess, Go) instead creates a terminal node
+  worth `SearchOptions.repetition_value` (a draw by default), never proven;
+  a descent that meets a node already on its path through an edge made
+  elsewhere stops there. No descent loops.
+
+With `transpositions=False` (the default) none of this exists and the
+search is the same program as a tree search.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Optional
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from mcts_jax import tree as tree_lib
+
+# Table slots probed per lookup or insertion (double hashing: a key's
+# probes step through the table by an odd stride of its own, so keys that
+# share a first slot part ways at once). At most half full, a table fails
+# to place a key with probability below 2^-16.
+TABLE_PROBES = 16
+
+
+def table_size(max_nodes: int) -> int:
+    """T, the slots of a row's transposition table: the power of two >= 2N
+    (the table stays at most half full)."""
+    return 1 << max(2 * max_nodes - 1, 1).bit_length()
+
+
+# ---- position keys ----------------------------------------------------------------------------
+
+def _mix32(x: chex.Array) -> chex.Array:
+    """MurmurHash3's 32-bit finaliser: every input bit changes about half of
+    the output bits (uint32 in, uint32 out)."""
+    x = x ^ (x >> 16)
+    x = x * jnp.uint32(0x85EBCA6B)
+    x = x ^ (x >> 13)
+    x = x * jnp.uint32(0xC2B2AE35)
+    return x ^ (x >> 16)
+
+
+def _as_words(leaf: chex.Array, batch: int) -> chex.Array:
+    """[M, ...] -> [M, W] uint32: every entry as one 32-bit word (floats by
+    their bits, with -0.0 read as 0.0)."""
+    leaf = jnp.asarray(leaf)
+    if jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+        leaf = jax.random.key_data(leaf)
+    if jnp.issubdtype(leaf.dtype, jnp.floating):
+        leaf = jax.lax.bitcast_convert_type(leaf.astype(jnp.float32) + 0.0, jnp.uint32)
+    elif leaf.dtype == jnp.bool_ or jnp.issubdtype(leaf.dtype, jnp.unsignedinteger):
+        leaf = leaf.astype(jnp.uint32)
+    else:
+        leaf = jax.lax.bitcast_convert_type(leaf.astype(jnp.int32), jnp.uint32)
+    return leaf.reshape(batch, -1)
+
+
+def hash_embedding(embedding: Any) -> chex.Array:
+    """A 64-bit key of each state of a batch: [M, 2] uint32 for an embedding
+    whose leaves lead with [M].
+
+    Each entry of each leaf is mixed with its position and summed (a
+    Zobrist-style hash, two independent 32-bit lanes), so two states get
+    equal keys exactly when every entry is equal, but for a collision
+    probability of about 2^-64 per pair. The default
+    `SearchOptions.position_key`: right for a deterministic simulator whose
+    embedding is its state; a learned model's continuous embeddings almost
+    never repeat (no harm, little sharing).
+    """
+    leaves = jax.tree.leaves(embedding)
+    if not leaves:
+        raise ValueError("hash_embedding needs an embedding with at least one array leaf")
+    batch = jnp.shape(leaves[0])[0]
+    words = jnp.concatenate([_as_words(leaf, batch) for leaf in leaves], axis=1)
+    position = jnp.arange(words.shape[1], dtype=jnp.uint32)[None, :]
+    lanes = []
+    for seed in (0x9E3779B9, 0x7F4A7C15):
+        salt = _mix32(position * jnp.uint32(0x9E3779B9) + jnp.uint32(seed))
+        lanes.append(jnp.sum(_mix32(words ^ salt) * jnp.uint32(2) + salt, axis=1,
+                             dtype=jnp.uint32))
+    return jnp.stack(lanes, axis=1)
+
+
+def position_keys_of(position_key, embedding: Any, batch: int) -> chex.Array:
+    """`position_key(embedding)` checked: [M, 2] uint32."""
+    keys = position_key(embedding)
+    if jnp.shape(keys) != (batch, 2) or jnp.asarray(keys).dtype != jnp.uint32:
+        raise ValueError(f"position_key must return [M, 2] uint32 keys (M = {batch} states), "
+                         f"got {jnp.shape(keys)} {getattr(keys, 'dtype', type(keys))}; "
+                         f"mcts_jax.hash_embedding makes such keys from any pytree")
+    return jnp.asarray(keys)
+
+
+def _home_slot(keys: chex.Array, table_slots: int) -> chex.Array:
+    """The first table slot probed for `keys` [..., 2]."""
+    return (keys[..., 0] ^ _mix32(keys[..., 1])) & jnp.uint32(table_slots - 1)
+
+
+def _probe_slots(keys: chex.Array, table_slots: int) -> chex.Array:
+    """[..., TABLE_PROBES] int32: the table slots probed for `keys` [..., 2],
+    the home slot and then steps of an odd stride drawn from the key."""
+    stride = _mix32(keys[..., 0] + jnp.uint32(0x632BE5AB)) | jnp.uint32(1)
+    steps = jnp.arange(TABLE_PROBES, dtype=jnp.uint32)
+    slots = _home_slot(keys, table_slots)[..., None] + stride[..., None] * steps
+    return (slots & jnp.uint32(table_slots - 1)).astype(jnp.int32)
+
+
+def start_graph(tree: tree_lib.Tree, root_keys: chex.Array) -> tree_lib.Tree:
+    """A fresh tree (the root only, `tree_lib.init_tree`) made a graph: edge
+    visits 0, the root's key `root_keys` [B, 2] stored and entered in an
+    otherwise empty table."""
+    batch_size, max_nodes = tree.batch_size, tree.max_nodes
+    rows = tree_lib.batch_rows(batch_size)
+    table = jnp.full((batch_size, table_size(max_nodes)), tree_lib.FREE_SLOT, jnp.int32)
+    return tree.replace(
+        edge_visits=jnp.zeros(tree.children.shape, jnp.int32),
+        position_keys=jnp.zeros((batch_size, max_nodes, 2), jnp.uint32).at[
+            :, tree_lib.ROOT_INDEX].set(root_keys),
+        transposition_table=table.at[
+            rows, _home_slot(root_keys, table.shape[1]).astype(jnp.int32)].set(
+                tree_lib.ROOT_INDEX))
+
+
+# ---- finding and entering positions -------------------------------------------------------
+
+class Lookup(NamedTuple):
+    """A probe of each row's table for one key, all [B]: the node holding the
+    key (where `found`), and a free slot to enter it (where `has_room`)."""
+
+    found: chex.Array
+    node: chex.Array
+    has_room: chex.Array
+    free_slot: chex.Array
+
+
+def lookup(tree: tree_lib.Tree, keys: chex.Array, reward: chex.Array,
+           discount: chex.Array) -> Lookup:
+    """Probes `TABLE_PROBES` slots of each row's table for `keys` [B, 2]. A
+    node matches when its key, and the reward and discount of the edge into
+    it, equal those given ([B], internal scale): an edge is shared only
+    where it carries the same transition values."""
+    table = tree.transposition_table
+    rows = tree_lib.batch_rows(tree.batch_size)[:, None]
+    probes = _probe_slots(keys, table.shape[1])                              # [B, P]
+    nodes = table[rows, probes]
+    safe = jnp.maximum(nodes, 0)
+    match = ((nodes >= 0)
+             & jnp.all(tree.position_keys[rows, safe] == keys[:, None, :], axis=-1)
+             & (tree.rewards[rows, safe] == reward[:, None])
+             & (tree.discounts[rows, safe] == discount[:, None]))
+    free = nodes < 0
+    first_match = jnp.argmax(match, axis=-1)
+    first_free = jnp.argmax(free, axis=-1)
+    rows = rows[:, 0]
+    return Lookup(found=jnp.any(match, axis=-1), node=nodes[rows, first_match],
+                  has_room=jnp.any(free, axis=-1), free_slot=probes[rows, first_free])
+
+
+class Linked(NamedTuple):
+    """Where each of E new edges per row leads, all [B, E]: `target`, the
+    node it points to (new or found; >= N where nothing could be written),
+    `created` (a new node is written at `target`), `repetition` (that new
+    node repeats a position of its own path) and the rows' `table`."""
+
+    target: chex.Array
+    created: chex.Array
+    repetition: chex.Array
+    table: chex.Array
+
+
+def link_edges(tree: tree_lib.Tree, keys: chex.Array, reward: chex.Array,
+               discount: chex.Array, creates: chex.Array,
+               on_path: Optional[chex.Array] = None) -> Linked:
+    """Decides, edge after edge, where each of E new edges per row leads
+    (keys [B, E, 2]; reward, discount, creates [B, E]): to the node already
+    holding its position, or to a new node in the row's next free slot,
+    entered in the table. `on_path(node [B], e) -> [B] bool` says whether a
+    found node lies on the path of edge e: such an edge closes a cycle and
+    gets a new (repetition) node instead. Edges are taken in order, so a
+    later edge finds the position of an earlier one of the same step.
+    Only the keys, rewards and discounts of the new nodes are written to
+    `tree` here (for those later lookups); the rest is `phases.expand`'s."""
+    batch_size, num_edges = creates.shape
+    rows = tree_lib.batch_rows(batch_size)
+    max_nodes = tree.max_nodes
+
+    def one_edge(e, carry):
+        tree, next_free, target, created, repetition = carry
+        key_e = keys[:, e]
+        found = lookup(tree, key_e, reward[:, e], discount[:, e])
+        cycle = (found.found & on_path(found.node, e) if on_path is not None
+                 else jnp.zeros_like(found.found))
+        link = creates[:, e] & found.found & ~cycle
+        create = creates[:, e] & ~link & (next_free < max_nodes)
+        new_node = jnp.where(create, next_free, max_nodes)
+        enter = create & found.has_room & ~cycle
+        tree = tree.replace(
+            transposition_table=tree.transposition_table.at[
+                rows, jnp.where(enter, found.free_slot, tree.transposition_table.shape[1])
+            ].set(new_node, mode="drop"),
+            position_keys=tree.position_keys.at[rows, new_node].set(key_e, mode="drop"),
+            rewards=tree.rewards.at[rows, new_node].set(reward[:, e], mode="drop"),
+            discounts=tree.discounts.at[rows, new_node].set(discount[:, e], mode="drop"))
+        target = target.at[:, e].set(jnp.where(link, found.node, new_node))
+        return (tree, next_free + create.astype(jnp.int32), target,
+                created.at[:, e].set(create), repetition.at[:, e].set(create & cycle))
+
+    init = (tree, tree.num_nodes, jnp.full((batch_size, num_edges), max_nodes, jnp.int32),
+            jnp.zeros((batch_size, num_edges), jnp.bool_),
+            jnp.zeros((batch_size, num_edges), jnp.bool_))
+    if num_edges == 1:
+        tree, _, target, created, repetition = one_edge(0, init)
+    else:
+        tree, _, target, created, repetition = jax.lax.fori_loop(0, num_edges, one_edge, init)
+    return Linked(target=target, created=created, repetition=repetition,
+                  table=tree.transposition_table)
+
+
+# ---- the path of a descent --------------------------------------------------------------------
+
+class Path(NamedTuple):
+    """The path of each descent of a step, leading shape S ([B] or [B, P]):
+    `nodes` S + [L] (node at each depth, the root at 0) and `slots` S + [L]
+    (the child slot taken at each depth), valid up to the path's depth;
+    `marks` [B, N] int32, the stamp of the last descent that entered each
+    node, and `stamp` (S, int32) this descent's, so that "is this node on
+    my path" costs O(1). The buffers live through the whole search
+    (written, never cleared: a descent reads only what it wrote)."""
+
+    nodes: chex.Array
+    slots: chex.Array
+    marks: chex.Array
+    stamp: chex.Array
+
+
+def empty_path(lead_shape, max_depth: int, max_nodes: int) -> Path:
+    """Path buffers for descents of leading shape `lead_shape` ([B] or
+    [B, P]); L = `max_depth` + 2 (the root and a node the step adds)."""
+    shape = tuple(lead_shape) + (max_depth + 2,)
+    return Path(nodes=jnp.zeros(shape, jnp.int32), slots=jnp.zeros(shape, jnp.int32),
+                marks=jnp.zeros((lead_shape[0], max_nodes), jnp.int32),
+                stamp=jnp.zeros(tuple(lead_shape), jnp.int32))
+
+
+def start_descent(path: Path, stamp: chex.Array) -> Path:
+    """The buffers of a new descent from the root (buffers [B, L]) with its
+    `stamp` (> every earlier one): the root at depth 0, marked."""
+    rows = tree_lib.batch_rows(path.nodes.shape[0])
+    stamp = jnp.broadcast_to(jnp.asarray(stamp, jnp.int32), path.stamp.shape)
+    return Path(nodes=path.nodes.at[:, 0].set(tree_lib.ROOT_INDEX), slots=path.slots,
+                marks=path.marks.at[rows, tree_lib.ROOT_INDEX].set(stamp), stamp=stamp)
+
+
+def on_path(path: Path, node: chex.Array) -> chex.Array:
+    """bool like `node` ([B], for one descent's buffers): `node` is on the
+    descent's path (it was entered under this descent's stamp). With P
+    paths a step, a node shared with a later path of the step carries that
+    path's stamp: a cycle there goes unseen until the depth limit."""
+    rows = tree_lib.batch_rows(node.shape[0])
+    return (node >= 0) & (path.marks[rows, jnp.maximum(node, 0)] == path.stamp)
+
+
+def record_step(path: Path, depth: chex.Array, slot: chex.Array, child: chex.Array,
+                chose: chex.Array, moves: chex.Array) -> Path:
+    """The path (buffers [B, L]) with the slot chosen at depth `depth`
+    written where `chose`, and the child it leads to at `depth + 1`, marked,
+    where the descent `moves` into it (all [B])."""
+    rows = tree_lib.batch_rows(depth.shape[0])
+    length = path.nodes.shape[-1]
+    return path._replace(
+        nodes=path.nodes.at[rows, jnp.where(moves, depth + 1, length)].set(child, mode="drop"),
+        slots=path.slots.at[rows, jnp.where(chose, depth, length)].set(slot, mode="drop"),
+        marks=path.marks.at[rows, jnp.where(moves, child, path.marks.shape[1])].set(
+            path.stamp, mode="drop"))
+
+
+def append_node(path: Path, depth: chex.Array, node: chex.Array, where: chex.Array) -> Path:
+    """The path with `node` put at depth `depth + 1` where `where` (the node
+    a step's new edge points to); `depth`, `node`, `where` of the paths'
+    leading shape ([B] or [B, P])."""
+    length = path.nodes.shape[-1]
+    flat_nodes = path.nodes.reshape(-1, length)
+    lanes = jnp.arange(flat_nodes.shape[0], dtype=jnp.int32)
+    at = jnp.where(where, depth + 1, length).reshape(-1)
+    flat_nodes = flat_nodes.at[lanes, at].set(node.reshape(-1), mode="drop")
+    return path._replace(nodes=flat_nodes.reshape(path.nodes.shape))
+
+
+# ---- the backup of a graph ----------------------------------------------------------------------
+
+def recomputed(tree: tree_lib.Tree, node_visits, value_sums, edge_visits,
+               node: chex.Array):
+    """(visits, value sum) of `node` (leading shape S) recomputed from its
+    children: `1 + sum edge visits` and `raw value + sum edge visits x
+    child Q` (the module docstring's formula; a terminal or unexpanded node
+    keeps its raw value)."""
+    rows = tree_lib.batch_rows(tree.batch_size).reshape((-1,) + (1,) * (node.ndim - 1))
+    children = tree.children[rows, node].astype(jnp.int32)                 # S + [K]
+    expanded = children >= 0
+    safe = jnp.maximum(children, 0)
+    child_rows = rows[..., None]
+    edges = jnp.where(expanded, edge_visits[rows, node], 0)
+    child_mean = value_sums[child_rows, safe] / jnp.maximum(node_visits[child_rows, safe], 1)
+    child_q = tree.rewards[child_rows, safe] + tree.discounts[child_rows, safe] * child_mean
+    visits = 1 + jnp.sum(edges, axis=-1, dtype=jnp.int32)
+    value = tree.raw_values[rows, node] + jnp.sum(
+        jnp.where(expanded, edges * child_q, 0.0), axis=-1)
+    return visits, value
+
+
+def stops_at_child(stats: tree_lib.ChildrenStats, node_visits: chex.Array,
+                   slot: chex.Array) -> chex.Array:
+    """[B] bool: the edge `slot` leads to a node with more visits than the
+    edge (its value already holds more than this descent would add)."""
+    rows = tree_lib.batch_rows(slot.shape[0])
+    child = stats.index[rows, slot]
+    child_visits = node_visits[rows, jnp.maximum(child, 0)]
+    return (child >= 0) & (stats.visits[rows, slot] < child_visits)
+
+
+# ---- re-rooting a graph ----------------------------------------------------------------------
+
+def reachable(tree: tree_lib.Tree, start: chex.Array, rows_kept: chex.Array):
+    """The nodes reachable from `start` [B] (rows where `rows_kept` [B]),
+    found round by round along the children (as many rounds as the deepest
+    node is far from `start`, each O(N K) per row: once per move, never in
+    a search). Returns (kept [B, N] bool, parent [B, N] int32: for each kept
+    node but `start`, a kept parent one round nearer to `start` (so the
+    chain of parents reaches `start`), slot [B, N] int32: the parent's slot
+    that leads to it)."""
+    batch_size, max_nodes, num_slots = tree.children.shape
+    node_ids = jnp.arange(max_nodes, dtype=jnp.int32)[None, :]
+    kept = (node_ids == start[:, None]) & rows_kept[:, None]
+    children = tree.children.astype(jnp.int32)
+    # Edge (n, k) as one code n * K + k, so that one scatter picks a parent
+    # and its slot together.
+    codes = (node_ids[:, :, None] * num_slots
+             + jnp.arange(num_slots, dtype=jnp.int32)[None, None, :])
+    rows = tree_lib.batch_rows(batch_size)[:, None, None]
+
+    def one_round(state):
+        kept, via, _ = state
+        leads = kept[:, :, None] & (children >= 0)
+        target = jnp.where(leads, children, max_nodes)
+        reached = jnp.zeros_like(kept).at[rows, target].set(True, mode="drop")
+        new = reached & ~kept
+        offered = jnp.full(kept.shape, -1, jnp.int32).at[rows, target].max(codes, mode="drop")
+        return kept | new, jnp.where(new, offered, via), jnp.any(new)
+
+    kept, via, _ = jax.lax.while_loop(
+        lambda state: state[2], one_round,
+        (kept, jnp.full(kept.shape, -1, jnp.int32), jnp.any(kept)))
+    return kept, jnp.where(via >= 0, via // num_slots, -1), jnp.maximum(via, 0) % num_slots
+
+
+def check_supported(options: Any) -> None:
+    """Raises ValueError for option combinations a graph search refuses."""
+    if options.num_chance_outcomes:
+        raise ValueError("transpositions=True does not support chance nodes (stochastic "
+                         "policies): an afterstate's outcomes would need keys of their own")
+    if options.node_per_simulation:
+        raise ValueError("transpositions=True cannot be combined with node_per_simulation=True "
+                         "(a simulation that reaches a known position creates no node)")
