@@ -20,8 +20,10 @@ graph search defines it:
   visits`, and its value is recomputed from its children at every backup:
   `value_sums[n] = raw_values[n] + sum_c edge_visits[n, c] * (reward_c +
   discount_c * value_sums[c] / node_visits[c])`, so a node's value uses
-  all that is known below each child, however the child was reached. The
-  rules read edge visits (`ChildrenStats.visits`) and the child's value.
+  all that is known below each child, however the child was reached. A
+  node is recomputed when a simulation passes through it: one whose child
+  learned more through another parent keeps its older value until then.
+  The rules read edge visits (`ChildrenStats.visits`) and the child's value.
 - **No wasted descents.** A descent that takes an edge whose child has
   more visits than the edge stops at that child: its value already holds
   more than one more visit would add (the simulation counts the edge and
@@ -172,16 +174,20 @@ def lookup(tree: tree_lib.Tree, keys: chex.Array, reward: chex.Array,
     """Probes `TABLE_PROBES` slots of each row's table for `keys` [B, 2]. A
     node matches when its key, and the reward and discount of the edge into
     it, equal those given ([B], internal scale): an edge is shared only
-    where it carries the same transition values."""
+    where it carries the same transition values (the root, which no edge
+    enters, matches on its key alone)."""
     table = tree.transposition_table
     rows = tree_lib.batch_rows(tree.batch_size)[:, None]
     probes = _probe_slots(keys, table.shape[1])                              # [B, P]
     nodes = table[rows, probes]
     safe = jnp.maximum(nodes, 0)
+    # The root has no edge into it: its position matches on the key alone
+    # (an edge back to it always closes a cycle, see `on_path`).
+    same_edge = ((tree.rewards[rows, safe] == reward[:, None])
+                 & (tree.discounts[rows, safe] == discount[:, None])) | (nodes == 0)
     match = ((nodes >= 0)
              & jnp.all(tree.position_keys[rows, safe] == keys[:, None, :], axis=-1)
-             & (tree.rewards[rows, safe] == reward[:, None])
-             & (tree.discounts[rows, safe] == discount[:, None]))
+             & same_edge)
     free = nodes < 0
     first_match = jnp.argmax(match, axis=-1)
     first_free = jnp.argmax(free, axis=-1)
@@ -287,11 +293,13 @@ def start_descent(path: Path, stamp: chex.Array) -> Path:
 
 def on_path(path: Path, node: chex.Array) -> chex.Array:
     """bool like `node` ([B], for one descent's buffers): `node` is on the
-    descent's path (it was entered under this descent's stamp). With P
+    descent's path (the root always; another node when it was entered
+    under this descent's stamp). With P
     paths a step, a node shared with a later path of the step carries that
     path's stamp: a cycle there goes unseen until the depth limit."""
     rows = tree_lib.batch_rows(node.shape[0])
-    return (node >= 0) & (path.marks[rows, jnp.maximum(node, 0)] == path.stamp)
+    return (node == tree_lib.ROOT_INDEX) | (
+        (node >= 0) & (path.marks[rows, jnp.maximum(node, 0)] == path.stamp))
 
 
 def record_step(path: Path, depth: chex.Array, slot: chex.Array, child: chex.Array,

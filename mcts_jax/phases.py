@@ -237,7 +237,8 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
         stops_below = stops_below | graph.stops_at_child(stats, tree.node_visits, slot) | (
             graph.on_path(path, child))
         path = graph.record_step(path, depth, slot, child, active, can_descend)
-    has_room = tree.num_nodes < tree.max_nodes
+    # A full tree expands nothing; a full graph may still link to a known position.
+    has_room = True if tree.is_graph else tree.num_nodes < tree.max_nodes
     expand = active & has_legal_child & (child == tree_lib.UNEXPANDED) & has_room
     return Descent(
         node=next_node,
@@ -607,13 +608,15 @@ def edges_of_leaf(tree: tree_lib.Tree, leaf: LeafChoice, parent_embedding: Any,
     a simulation evaluates. One edge, the leaf's chosen slot (E = 1); with
     `expand_all` every slot of the leaf (E = K), created where unexpanded
     when the row has room for all of them (else none: the leaf is
-    re-evaluated)."""
+    re-evaluated; a graph creates those it has room for)."""
     if not expand_all:
         return (leaf.node[:, None], leaf.slot[:, None], leaf.expand[:, None],
                 jax.tree.map(lambda x: x[:, None], parent_embedding))
     batch_size, num_slots = tree.batch_size, tree.num_slots
     unexpanded = tree_lib.gather_nodes(tree.children, leaf.node) == tree_lib.UNEXPANDED
-    room = tree.num_nodes + jnp.sum(unexpanded, axis=-1, dtype=jnp.int32) <= tree.max_nodes
+    # A graph creates what it has room for and links the rest (graph.link_edges).
+    room = (True if tree.is_graph else
+            tree.num_nodes + jnp.sum(unexpanded, axis=-1, dtype=jnp.int32) <= tree.max_nodes)
     parent = jnp.broadcast_to(leaf.node[:, None], (batch_size, num_slots))
     slot = jnp.broadcast_to(jnp.arange(num_slots, dtype=jnp.int32), (batch_size, num_slots))
     repeated = jax.tree.map(  # [B, K, ...]: the leaf's embedding once per slot
