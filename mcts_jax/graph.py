@@ -389,9 +389,11 @@ def reachable(tree: tree_lib.Tree, start: chex.Array, rows_kept: chex.Array):
         offered = jnp.full(kept.shape, -1, jnp.int32).at[rows, target].max(codes, mode="drop")
         return kept | new, jnp.where(new, offered, via), jnp.any(new)
 
-    kept, via, _ = jax.lax.while_loop(
-        lambda state: state[2], one_round,
-        (kept, jnp.full(kept.shape, -1, jnp.int32), jnp.any(kept)))
+    # The initial carry derives from `kept` (as the loop's output does), so
+    # that the loop also runs inside a shard_map over rows.
+    no_parent = jnp.where(kept, -1, -1).astype(jnp.int32)
+    kept, via, _ = jax.lax.while_loop(lambda state: state[2], one_round,
+                                      (kept, no_parent, jnp.any(kept)))
     return kept, jnp.where(via >= 0, via // num_slots, -1), jnp.maximum(via, 0) % num_slots
 
 

@@ -93,6 +93,36 @@ def check_search(mesh, policy, **options):
     assert (kept > 0).any(), "the subtrees kept no visits: reuse not exercised"
 
 
+def check_graph(mesh):
+    """A graph search (transpositions) of B = 64 sharded equals the
+    one-device search bit for bit, re-rooted and continued too."""
+    from dag_game import DagGame
+
+    game = DagGame(num_actions=8, length=5)
+    masks = np.random.default_rng(4).integers(0, 8, size=BATCH)
+    root, illegal = game.root(masks)
+    policy = mcts_jax.UCTPolicy.make(transpositions=True, solver=True)
+    function = sharding.as_policy(policy, {})
+    key = jax.random.key(9)
+    single = function(None, key, root, game.recurrent_fn, 24, invalid_actions=illegal)
+    split = sharding.search(mesh, policy, None, key, root, game.recurrent_fn, 24,
+                            invalid_actions=illegal)
+    assert_split(split, 8, BATCH)
+    different = leaves_equal(single, split)
+    assert not different, f"graph: sharded search differs in {different}"
+    assert np.asarray(single.search_tree.num_nodes).max() < 25  # positions were shared
+    single_tree = mcts_jax.get_subtree(single.search_tree, single.action)
+    split_tree = sharding.get_subtree(mesh, split.search_tree, split.action)
+    assert not leaves_equal(single_tree, split_tree), "graph get_subtree differs"
+    next_root, next_illegal = game.root(masks | (1 << np.asarray(single.action)))
+    single2 = function(None, key, next_root, game.recurrent_fn, 24, invalid_actions=next_illegal,
+                       tree=single_tree)
+    split2 = sharding.search(mesh, policy, None, key, next_root, game.recurrent_fn, 24,
+                             invalid_actions=next_illegal, tree=split_tree)
+    different = leaves_equal(single2, split2)
+    assert not different, f"graph: continued sharded search differs in {different}"
+
+
 def check_stochastic(mesh):
     """Chance nodes: the sharded stochastic search equals the one-device one
     bit for bit, and so do the subtree below the realised outcome and the
@@ -301,6 +331,7 @@ def main(out_path: str) -> int:
         ("search_parallel_paths_reuse",
          lambda: check_search(mesh, mcts_jax.UCTPolicy(), simulations_per_step=4, reuse=True)),
         ("search_stochastic_compact_reuse", lambda: check_stochastic(mesh)),
+        ("search_graph_reuse", lambda: check_graph(mesh)),
         ("search_user_policy_reuse",
          lambda: check_search(mesh, custom_rules.FlattenedRootPolicy.make(max_nodes=64),
                               reuse=True)),

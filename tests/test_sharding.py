@@ -5,7 +5,8 @@ XLA_FLAGS=--xla_force_host_platform_device_count=8, because this pytest
 process must keep its own device count; each check compares the 8-device
 result with the one-device computation in that same subprocess:
   - sharded searches of B = 64 (UCT, AlphaZero, Gumbel with the compact
-    layout and subtree reuse) equal the one-device searches bit for bit;
+    layout and subtree reuse, a graph search with reuse) equal the
+    one-device searches bit for bit;
   - a training iteration on 8 devices equals the one-device iteration within
     float tolerance, for AlphaZero and for MuZero (learned model, trajectory
     replay, reanalyse); its checkpoint restores on 1 and 4 devices, and continues
@@ -27,6 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 EXPECTED = ["errors", "search_uct", "search_alphazero", "search_gumbel_compact_reuse",
             "search_custom_rule_reuse", "search_custom_qtransform_compact",
             "search_parallel_paths_reuse", "search_stochastic_compact_reuse",
+            "search_graph_reuse",
             "search_local_mode", "training", "training_learned_model"]
 
 

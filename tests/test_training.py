@@ -404,3 +404,31 @@ def test_a_policy_that_does_not_fit_is_refused_by_the_one_check():
                                          "stochastic game"):
         self_play.SelfPlay(game=chance_game, model=networks.make_model(TINY_NET, chance_game),
                            policy=mcts_jax.AlphaZeroPolicy(), num_simulations=4, num_games=2)
+
+
+def test_graph_self_play_keeps_one_node_per_position(tiny_setup):
+    """`--transpositions`: self-play searches a graph keyed by the game's
+    positions, also across moves with `--reuse-tree` (the kept graph holds
+    each position once); learned models are refused."""
+    model, variables = tiny_setup
+    config = config_lib.resolve({"transpositions": True, "reuse_tree": True,
+                                 "num_simulations": 24})
+    policy = config_lib.self_play_policy(config, GAME.num_actions)
+    assert policy.options.transpositions and policy.options.position_key == GAME.position_key
+    with pytest.raises(ValueError, match="--transpositions needs --algorithm alphazero"):
+        config_lib.resolve({"transpositions": True, "algorithm": "muzero"})
+    player = self_play.SelfPlay(game=GAME, model=model, policy=policy, num_simulations=24,
+                                num_games=8, reuse_tree=True)
+    state = player.init(jax.random.key(1))
+    buffer = replay.init(4, 8, (3, 3, 2), jnp.bool_, 9)
+    for move in range(3):
+        state, buffer, _ = player.step(variables, jax.random.key(10 + move), state, buffer)
+        tree = jax.device_get(state.tree)
+        assert tree.is_graph
+        for row in range(8):
+            n = int(tree.num_nodes[row])
+            keys = np.asarray(tree.position_keys[row, :n])
+            assert len({tuple(k) for k in keys}) == n
+            np.testing.assert_array_equal(np.asarray(tree.node_visits[row, :n]),
+                                          1 + np.asarray(tree.edge_visits[row, :n]).sum(-1))
+    assert int(np.asarray(state.ply).max()) >= 3

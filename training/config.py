@@ -108,6 +108,10 @@ class TrainConfig:
                              "--reuse-tree)", "non_negative", shape=True)
     reuse_tree: bool = setting(False, "keep the chosen child's subtree for the next move",
                                shape=True)
+    transpositions: bool = setting(False, "self-play search is a graph: one node per position, "
+                                   "transpositions shared (the game's position keys; "
+                                   "alphazero on deterministic games; see docs/graph_search.md)",
+                                   shape=True)
     temperature_moves: int = setting(10, "alphazero: plies whose move is sampled from the "
                                      "visit counts (temperature 1); greedy after",
                                      "non_negative")
@@ -399,6 +403,8 @@ def self_play_policy(config: TrainConfig, num_actions: int, policy: Any = None):
     changes = dict(max_nodes=config.search_max_nodes)
     if config.simulations_per_step > 1:
         changes["simulations_per_step"] = config.simulations_per_step
+    if config.transpositions:
+        changes.update(transpositions=True, position_key=envs.make(config.game).position_key)
     return policies.policy_from_name(
         name, num_actions=num_actions, root_noise=True, sample_action=False,
         max_num_considered_actions=config.max_num_considered_actions,
@@ -487,6 +493,11 @@ def validate(config: TrainConfig) -> None:
                          f"true rules (PUCT at the root; Gumbel's halving has its own "
                          f"target), got --policy {config.policy} --algorithm "
                          f"{config.algorithm} on {config.game}")
+    if config.transpositions and (config.algorithm != "alphazero" or is_stochastic(config.game)):
+        raise ValueError(f"--transpositions needs --algorithm alphazero on a deterministic game "
+                         f"(positions are the game's states, keyed by its rules; a learned "
+                         f"model's states and chance nodes have no such keys), got "
+                         f"--algorithm {config.algorithm} on {config.game}")
     if config.algorithm != "alphazero":
         _validate_learned_model(config)
     elif is_stochastic(config.game):
