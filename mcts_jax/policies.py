@@ -237,7 +237,7 @@ class GumbelPolicy(Policy):
     `GumbelExtraData(root_gumbel [B, A], ...)`. Keys: `search_key,
     gumbel_key = split(rng_key)`, as mctx splits them."""
 
-    max_num_considered_actions: int = 16
+    max_num_considered_actions: int = selection.MAX_NUM_CONSIDERED_ACTIONS
     gumbel_scale: Any = 1.0
     value_scale: float = 0.1
     maxvisit_init: float = 50.0

@@ -56,6 +56,8 @@ ScoreFn = Callable[[tree_lib.Tree, chex.Array, tree_lib.ChildrenStats], chex.Arr
 UCT_C = 1.4
 PB_C_INIT = 1.25
 PB_C_BASE = 19652.0
+# Gumbel MuZero: root actions sequential halving considers at most (mctx's default).
+MAX_NUM_CONSIDERED_ACTIONS = 16
 MUZERO_TIE_BREAK = 1e-7
 
 
@@ -356,7 +358,8 @@ class GumbelExtraData:
 
 
 def gumbel_root_scores(tree: tree_lib.Tree, node: chex.Array, stats: tree_lib.ChildrenStats,
-                       *, num_simulations: int, max_num_considered_actions: int = 16,
+                       *, num_simulations: int,
+                       max_num_considered_actions: int = MAX_NUM_CONSIDERED_ACTIONS,
                        qtransform: Callable = qtransform_completed_by_mix_value,
                        random_ties: bool = False) -> chex.Array:
     """Gumbel MuZero's root rule: sequential halving over the

@@ -7,7 +7,6 @@ given to Gumbel, Gumbel's ties, a rule's NaN."""
 
 import dataclasses
 import functools
-import inspect
 import os
 
 import jax
@@ -17,6 +16,7 @@ import pytest
 from jax.experimental import checkify
 
 import mcts_jax
+from benchmarks import call_path
 from mcts_jax.chance_trees import ChanceTree
 from mcts_jax.synthetic import HashedProblem, random_root_codes
 
@@ -121,26 +121,12 @@ def test_an_overridden_split_key_is_called(name):
 PACKAGE = os.path.dirname(os.path.abspath(mcts_jax.__file__)) + os.sep
 
 
-def library_frames(call_search):
-    """The mcts_jax frames on the stack when the user's recurrent_fn runs."""
-    seen = []
-
-    def recurrent_fn(params, rng_key, action, embedding):
-        if not seen:
-            seen.append([f"{os.path.basename(f.filename)}:{f.function}"
-                         for f in inspect.stack()[1:]
-                         if os.path.abspath(f.filename).startswith(PACKAGE)][::-1])
-        return PROBLEM.recurrent_fn(params, rng_key, action, embedding)
-
-    call_search(recurrent_fn)
-    return seen[0]
-
-
 @pytest.mark.parametrize("name", ["alphazero_policy", "gumbel_policy", "muzero_policy",
                                   "uct_policy"])
 def test_a_public_policy_reaches_recurrent_fn_in_a_handful_of_frames(name):
     fn = getattr(mcts_jax, name)
-    frames = library_frames(lambda f: fn(None, jax.random.key(0), ROOT, f, 3))
+    frames = call_path.frames_to_recurrent_fn(
+        PACKAGE, lambda wrap: fn(None, jax.random.key(0), ROOT, wrap(PROBLEM.recurrent_fn), 3))
     assert frames[0].endswith(f":{name}") and frames[-1] == "phases.py:expand", frames
     assert len(frames) <= 7, frames
 

@@ -99,7 +99,7 @@ class SearchPlayer:
     num_simulations: int = 64
     greedy: bool = True
     max_nodes: Optional[int] = None
-    max_num_considered_actions: int = 16
+    max_num_considered_actions: int = selection.MAX_NUM_CONSIDERED_ACTIONS
     uct_c: float = selection.UCT_C
     options: Union[Tuple[Tuple[str, Any], ...], mcts_jax.SearchOptions] = ()
 

@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import envs
 from mcts_jax import policies as core_policies
+from mcts_jax import selection
 from training import networks, policies, presets
 
 
@@ -123,7 +124,8 @@ class TrainConfig:
                                      "self-play root (sqrt(k P N) visits per child) with "
                                      "policy target pruning (0: off; KataGo uses 2)",
                                      "non_negative_real")
-    max_num_considered_actions: int = setting(16, "gumbel: actions sampled at the root for "
+    max_num_considered_actions: int = setting(selection.MAX_NUM_CONSIDERED_ACTIONS, "gumbel: "
+                                              "actions sampled at the root for "
                                               "sequential halving", "positive")
     random_opening_plies: int = setting(0, "games open with U[0, this] random plies that are "
                                         "not recorded", "non_negative")

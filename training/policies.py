@@ -81,7 +81,7 @@ POLICIES: Dict[str, Callable[..., mcts_jax.Policy]] = {
 
 def policy_from_name(name: str, *, num_actions: int, root_noise: bool = True,
                      sample_action: bool = False, uct_c: float = selection.UCT_C,
-                     max_num_considered_actions: int = 16,
+                     max_num_considered_actions: int = selection.MAX_NUM_CONSIDERED_ACTIONS,
                      dirichlet_fraction: float = core_policies.DIRICHLET_FRACTION,
                      dirichlet_alpha: float = core_policies.DIRICHLET_ALPHA,
                      forced_playouts: float = 0.0, **changes: Any) -> mcts_jax.Policy:

@@ -131,7 +131,7 @@ def gumbel_muzero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.
                          max_depth: Optional[int] = None,
                          loop_fn: Callable = jax.lax.fori_loop, *,
                          qtransform: Callable = qtransform_completed_by_mix_value,
-                         max_num_considered_actions: int = 16,
+                         max_num_considered_actions: int = selection.MAX_NUM_CONSIDERED_ACTIONS,
                          gumbel_scale: chex.Numeric = 1.,
                          tree: Optional[tree_lib.Tree | MctxTree] = None,
                          **options) -> base.PolicyOutput:
