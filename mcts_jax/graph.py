@@ -303,16 +303,19 @@ def on_path(path: Path, node: chex.Array) -> chex.Array:
 
 
 def record_step(path: Path, depth: chex.Array, slot: chex.Array, child: chex.Array,
-                chose: chex.Array, moves: chex.Array) -> Path:
+                chose: chex.Array, moves: chex.Array, marks: chex.Array) -> Path:
     """The path (buffers [B, L]) with the slot chosen at depth `depth`
-    written where `chose`, and the child it leads to at `depth + 1`, marked,
-    where the descent `moves` into it (all [B])."""
+    written where `chose`, the child it leads to at `depth + 1` where the
+    descent `moves` into it, and that child marked where `marks` (all [B]).
+    The caller leaves a child already on the path (`on_path`) out of
+    `marks`: it is marked already, and the write then depends on the read,
+    so XLA writes the marks in place instead of copying [B, N] each step."""
     rows = tree_lib.batch_rows(depth.shape[0])
     length = path.nodes.shape[-1]
     return path._replace(
         nodes=path.nodes.at[rows, jnp.where(moves, depth + 1, length)].set(child, mode="drop"),
         slots=path.slots.at[rows, jnp.where(chose, depth, length)].set(slot, mode="drop"),
-        marks=path.marks.at[rows, jnp.where(moves, child, path.marks.shape[1])].set(
+        marks=path.marks.at[rows, jnp.where(marks, child, path.marks.shape[1])].set(
             path.stamp, mode="drop"))
 
 

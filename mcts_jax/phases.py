@@ -234,9 +234,10 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
     stops_below = tree.is_terminal[rows, next_node] | (next_depth >= max_depth)
     path = state.path
     if path is not None:  # a graph: stop at a child that knows more, or that repeats the path
-        stops_below = stops_below | graph.stops_at_child(stats, tree.node_visits, slot) | (
-            graph.on_path(path, child))
-        path = graph.record_step(path, depth, slot, child, active, can_descend)
+        repeats = graph.on_path(path, child)
+        stops_below = stops_below | graph.stops_at_child(stats, tree.node_visits, slot) | repeats
+        path = graph.record_step(path, depth, slot, child, active, can_descend,
+                                 can_descend & ~repeats)
     # A full tree expands nothing; a full graph may still link to a known position.
     has_room = True if tree.is_graph else tree.num_nodes < tree.max_nodes
     expand = active & has_legal_child & (child == tree_lib.UNEXPANDED) & has_room
@@ -801,7 +802,10 @@ def backup_graph(tree: tree_lib.Tree, update: Backup, solver: bool,
             count, mode="drop")
         visits, value = graph.recomputed(tree, state.node_visits, state.value_sums,
                                          edge_visits, node)
-        write_at = jnp.where(on_path, node, max_nodes)
+        # The writes depend on the reads (a recomputed value is never NaN), so
+        # XLA updates the carried arrays in place instead of copying them.
+        write_at = jnp.where(on_path & ~jnp.isnan(value), node, max_nodes)
+        node_visits, value_sums = state.node_visits, state.value_sums
         solved, solved_values = state.solved, state.solved_values
         if solver:
             proven, exact = check_proofs(tree, node, solved, solved_values)
@@ -810,8 +814,8 @@ def backup_graph(tree: tree_lib.Tree, update: Backup, solver: bool,
             solved = solved.at[rows, prove_at].set(True, mode="drop")
             solved_values = solved_values.at[rows, prove_at].set(exact, mode="drop")
         return GraphBackupCarry(
-            node_visits=state.node_visits.at[rows, write_at].set(visits, mode="drop"),
-            value_sums=state.value_sums.at[rows, write_at].set(value, mode="drop"),
+            node_visits=node_visits.at[rows, write_at].set(visits, mode="drop"),
+            value_sums=value_sums.at[rows, write_at].set(value, mode="drop"),
             edge_visits=edge_visits, solved=solved, solved_values=solved_values,
             depth=jnp.where(on_path, state.depth - 1, -1),
             in_flight=strategy.backs_up_node(state.in_flight, rows, node, on_path))
