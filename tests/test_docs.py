@@ -31,6 +31,7 @@ TASK_PAGES = [
     "docs/mctx_migration.md",
     "docs/memory.md",
     "docs/stochastic.md",
+    "docs/graph_search.md",
 ]
 
 
