@@ -685,6 +685,21 @@ def prove(tree: tree_lib.Tree, node: chex.Array, solved: chex.Array,
             jnp.where(at_chance, expectation, best))
 
 
+def newly_proven(tree: tree_lib.Tree, node: chex.Array, on_path: chex.Array,
+                 solved: chex.Array, solved_values: chex.Array):
+    """(solved, solved_values) [B, N] with each `node` ([B], or [B, P] paths)
+    on the backup's path (`on_path`) marked proven where `prove` proves it
+    now, with its exact value."""
+    rows = tree_lib.batch_rows(tree.batch_size).reshape((-1,) + (1,) * (node.ndim - 1))
+    check_proofs = prove
+    if node.ndim == 2:  # P paths per row: prove each path's node
+        check_proofs = jax.vmap(prove, in_axes=(None, 1, None, None), out_axes=1)
+    proven, exact = check_proofs(tree, node, solved, solved_values)
+    prove_at = jnp.where(on_path & proven & ~solved[rows, node], node, tree.max_nodes)
+    return (solved.at[rows, prove_at].set(True, mode="drop"),
+            solved_values.at[rows, prove_at].set(exact, mode="drop"))
+
+
 class BackupCarry(NamedTuple):
     """The carry of `backup`'s loop: the statistics being written [B, N]
     (solved / solved_values only with the solver, else None), per row [B]
@@ -721,9 +736,6 @@ def backup(tree: tree_lib.Tree, update: Backup, solver: bool,
         return backup_graph(tree, update, solver, strategy, in_flight)
     batch_size, max_nodes = tree.batch_size, tree.max_nodes
     rows = tree_lib.batch_rows(batch_size).reshape((-1,) + (1,) * (update.start.ndim - 1))
-    check_proofs = prove
-    if update.start.ndim == 2:  # P paths per row: prove each path's node
-        check_proofs = jax.vmap(prove, in_axes=(None, 1, None, None), out_axes=1)
 
     def body(state: BackupCarry) -> BackupCarry:
         node, count, value = state.node, state.count, state.value
@@ -732,11 +744,8 @@ def backup(tree: tree_lib.Tree, update: Backup, solver: bool,
         solved, solved_values = state.solved, state.solved_values
         safe_node = jnp.maximum(node, 0)
         if solver:
-            proven, exact = check_proofs(tree, safe_node, solved, solved_values)
-            newly = on_path & proven & ~solved[rows, safe_node]
-            prove_at = jnp.where(newly, node, max_nodes)
-            solved = solved.at[rows, prove_at].set(True, mode="drop")
-            solved_values = solved_values.at[rows, prove_at].set(exact, mode="drop")
+            solved, solved_values = newly_proven(tree, safe_node, on_path, solved,
+                                                 solved_values)
         return BackupCarry(
             node_visits=state.node_visits.at[rows, write_at].add(count, mode="drop"),
             value_sums=state.value_sums.at[rows, write_at].add(value, mode="drop"),
@@ -788,9 +797,6 @@ def backup_graph(tree: tree_lib.Tree, update: Backup, solver: bool,
     path, count = update.path, update.count
     rows = tree_lib.batch_rows(tree.batch_size).reshape((-1,) + (1,) * (count.ndim - 1))
     last = update.depth
-    check_proofs = prove
-    if count.ndim == 2:  # P paths per row: prove each path's node
-        check_proofs = jax.vmap(prove, in_axes=(None, 1, None, None), out_axes=1)
 
     def body(state: GraphBackupCarry) -> GraphBackupCarry:
         on_path = state.depth >= 0
@@ -805,17 +811,12 @@ def backup_graph(tree: tree_lib.Tree, update: Backup, solver: bool,
         # The writes depend on the reads (a recomputed value is never NaN), so
         # XLA updates the carried arrays in place instead of copying them.
         write_at = jnp.where(on_path & ~jnp.isnan(value), node, max_nodes)
-        node_visits, value_sums = state.node_visits, state.value_sums
         solved, solved_values = state.solved, state.solved_values
         if solver:
-            proven, exact = check_proofs(tree, node, solved, solved_values)
-            newly = on_path & proven & ~solved[rows, node]
-            prove_at = jnp.where(newly, node, max_nodes)
-            solved = solved.at[rows, prove_at].set(True, mode="drop")
-            solved_values = solved_values.at[rows, prove_at].set(exact, mode="drop")
+            solved, solved_values = newly_proven(tree, node, on_path, solved, solved_values)
         return GraphBackupCarry(
-            node_visits=node_visits.at[rows, write_at].set(visits, mode="drop"),
-            value_sums=value_sums.at[rows, write_at].set(value, mode="drop"),
+            node_visits=state.node_visits.at[rows, write_at].set(visits, mode="drop"),
+            value_sums=state.value_sums.at[rows, write_at].set(value, mode="drop"),
             edge_visits=edge_visits, solved=solved, solved_values=solved_values,
             depth=jnp.where(on_path, state.depth - 1, -1),
             in_flight=strategy.backs_up_node(state.in_flight, rows, node, on_path))
