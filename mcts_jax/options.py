@@ -74,8 +74,10 @@ class SearchOptions:
         False, "store only the root's embedding; a leaf's state is recomputed by replaying "
                "its path (deterministic transitions only)")
     value_range: Optional[Tuple[float, float]] = option(
-        (-1.0, 1.0), "scale of rewards and values: (-1, 1), (0, 1) (mapped by x -> 2x - 1), "
-                     "or None for unbounded returns (Q min-max normalised for selection)")
+        (-1.0, 1.0), "scale of rewards and values: (-1, 1); (0, 1), each reward and value "
+                     "mapped by itself, x -> 2x - 1 (a [-1, 1] game rescaled result by result: "
+                     "no reward is 0.5); or None for unbounded returns and rewards that add up "
+                     "to a score (Q min-max normalised for selection)")
     stop_at_terminal: bool = option(
         True, "discount 0 ends the game (terminal nodes are never expanded); False: mctx's "
               "semantics, discount 0 is only a factor")

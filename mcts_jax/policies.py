@@ -228,14 +228,28 @@ class GumbelPolicy(Policy):
     below the root the child whose visit share lags most behind
     `softmax(log P + sigma(completed Q))` (deterministic). `action_weights`
     is that improved policy at the root (the training target).
-    `sigma(completed Q)` is `qtransform` (None:
-    `qtransform_completed_by_mix_value(value_scale=, maxvisit_init=)`).
-    `gumbel_scale` plays the role of a temperature (0: deterministic); there
-    is no `temperature`. `random_ties`: root actions tied for the best score
-    (equal priors with `gumbel_scale=0`) are taken in random order, not by
-    id (False: by id, as mctx). `search_tree.extra_data` is
-    `GumbelExtraData(root_gumbel [B, A], ...)`. Keys: `search_key,
-    gumbel_key = split(rng_key)`, as mctx splits them."""
+    `search_tree.extra_data` is `GumbelExtraData(root_gumbel [B, A], ...)`.
+    Keys: `search_key, gumbel_key = split(rng_key)`, as mctx splits them.
+
+    Attributes:
+      options: the search options (`SearchOptions`; `expand_all` is refused:
+        sequential halving counts one root visit per simulation).
+      max_num_considered_actions: `m`, the root actions sequential halving
+        considers (at most the legal ones); default 16.
+      gumbel_scale: scale of the Gumbel noise; it plays the role of a
+        temperature (1: self-play, 0: deterministic, for evaluation). There
+        is no `temperature`.
+      value_scale: sigma's scale in the default Q transform
+        (`qtransform_completed_by_mix_value`); 0.1.
+      maxvisit_init: sigma's visit offset in the default Q transform; 50.
+      qtransform: sigma, a Q transform `(tree, node, stats) -> [B, K]`;
+        None: `qtransform_completed_by_mix_value(value_scale=,
+        maxvisit_init=)`. Given, it replaces both (setting them too is
+        refused: bind them in the transform).
+      random_ties: root actions tied for the best score (equal priors with
+        `gumbel_scale=0`) are taken in an order drawn once per search, not
+        by id; False: by id, as mctx.
+    """
 
     max_num_considered_actions: int = selection.MAX_NUM_CONSIDERED_ACTIONS
     gumbel_scale: Any = 1.0
@@ -256,6 +270,14 @@ class GumbelPolicy(Policy):
                                                            low=0.0))
         set_field("random_ties", validation.check_flag("random_ties", self.random_ties))
         set_field("qtransform", checked_qtransform(self.qtransform, None))
+        if self.qtransform is not None:
+            ignored = [name for name in ("value_scale", "maxvisit_init")
+                       if getattr(self, name) != GumbelPolicy.__dataclass_fields__[name].default]
+            if ignored:
+                raise ValueError(f"GumbelPolicy: {ignored} set sigma only when qtransform is "
+                                 f"None; with a qtransform they would do nothing: bind them in "
+                                 f"it (functools.partial(mcts_jax.qtransform_completed_by_mix_"
+                                 f"value, value_scale=...))")
         if self.options.expand_all:
             raise ValueError("GumbelPolicy cannot use expand_all=True: sequential halving "
                              "counts one root visit per simulation")

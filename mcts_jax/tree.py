@@ -35,6 +35,11 @@ FREE_SLOT = -1  # a free slot of a graph's transposition table
 def to_internal_scale(x: chex.Array, value_range: Optional[Tuple[float, float]]) -> chex.Array:
     """Maps a reward or value from `value_range` onto [-1, 1] (midpoint -> 0).
 
+    Each reward is mapped by itself, as each value is: `value_range=(0, 1)`
+    is a [-1, 1] game rescaled result by result (a move with no reward gives
+    the midpoint, 0.5). Rewards that add up to a return are not mapped
+    affinely by this; such returns use `value_range=None`.
+
     `value_range` None: unbounded returns (a single-player game's score, say
     2048's hundreds to thousands of points) are stored as they are. Nothing
     in the search then assumes a bound: PUCT and Gumbel read Q through their

@@ -133,6 +133,16 @@ def test_a_public_policy_reaches_recurrent_fn_in_a_handful_of_frames(name):
 
 # ---- answers that were silent ----------------------------------------------------------
 
+def test_gumbel_refuses_sigma_settings_that_a_given_qtransform_overrides():
+    qtransform = functools.partial(mcts_jax.qtransform_completed_by_mix_value, value_scale=0.1)
+    with pytest.raises(ValueError, match=r"\['value_scale'\] set sigma only when qtransform"):
+        mcts_jax.GumbelPolicy(value_scale=1.0, qtransform=qtransform)
+    with pytest.raises(ValueError, match="maxvisit_init"):
+        mcts_jax.gumbel_policy(None, jax.random.key(0), ROOT, PROBLEM.recurrent_fn, 4,
+                               maxvisit_init=10.0, qtransform=qtransform)
+    assert mcts_jax.GumbelPolicy(qtransform=qtransform).qtransform is not None
+
+
 def test_gumbel_refuses_a_temperature():
     with pytest.raises(TypeError, match="unexpected keyword argument 'temperature'"):
         mcts_jax.GumbelPolicy(temperature=0.5)

@@ -101,6 +101,9 @@ def open_run(run_dir: Optional[str], explicit: Dict[str, Any], overwrite: bool =
         if "preset" not in explicit:
             explicit = dict(explicit, preset=saved.preset)
         config = config_lib.resume_config(saved, explicit)
+        log(f"continuing the run in {run_dir} with its saved settings (algorithm "
+            f"{config.algorithm}, policy {config.policy}, preset {config.preset}); "
+            f"--overwrite or another --run-dir starts a new one")
         changes = config_lib.changed_settings(saved, config)
         if changes:
             log("changed settings on resume: " + "; ".join(changes))
