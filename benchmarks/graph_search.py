@@ -33,6 +33,7 @@ Sections (each saves results/graph_search_<section>-<device>.json):
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from typing import Any, Dict, List
 
@@ -152,6 +153,7 @@ def section_strength(args) -> None:
     from envs import connect_four_solver as solver
     from benchmarks.connect_four_positions import SETS
     from training import arena
+    from training import checkpoint as checkpoint_lib
     from training.agent import Agent
 
     game = envs.make("connect_four")
@@ -185,7 +187,9 @@ def section_strength(args) -> None:
     settings = dict(harness.provenance(seed=None), positions=len(positions["moves"]),
                     position_set="random_play", keys="search: key(simulations)",
                     run_dir=args.run_dir,
-                    agent_iteration=None if agent is None else agent.iteration)
+                    agent_iteration=None if agent is None else agent.iteration,
+                    run_sessions=None if agent is None else checkpoint_lib.read_metrics(
+                        os.path.join(args.run_dir, "sessions.jsonl")))
     harness.report("graph_search_strength" + ("_quick" if args.quick else ""),
                    "Connect Four move accuracy (bitbully), graph against tree",
                    ["player", "search", "simulations", "all", "opening", "middle", "late",
