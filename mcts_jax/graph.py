@@ -43,7 +43,7 @@ search is the same program as a tree search.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import chex
 import jax
@@ -210,7 +210,7 @@ class Linked(NamedTuple):
 
 def link_edges(tree: tree_lib.Tree, keys: chex.Array, reward: chex.Array,
                discount: chex.Array, creates: chex.Array,
-               on_path: Optional[chex.Array] = None) -> Linked:
+               on_path: Optional[Callable] = None) -> Linked:
     """Decides, edge after edge, where each of E new edges per row leads
     (keys [B, E, 2]; reward, discount, creates [B, E]): to the node already
     holding its position, or to a new node in the row's next free slot,
@@ -218,8 +218,9 @@ def link_edges(tree: tree_lib.Tree, keys: chex.Array, reward: chex.Array,
     found node lies on the path of edge e: such an edge closes a cycle and
     gets a new (repetition) node instead. Edges are taken in order, so a
     later edge finds the position of an earlier one of the same step.
-    Only the keys, rewards and discounts of the new nodes are written to
-    `tree` here (for those later lookups); the rest is `phases.expand`'s."""
+    With E > 1 the keys, rewards and discounts of the new nodes are written
+    to `tree` here (for those later lookups); the rest, and all of a single
+    edge's node, is `phases.expand`'s."""
     batch_size, num_edges = creates.shape
     rows = tree_lib.batch_rows(batch_size)
     max_nodes = tree.max_nodes
@@ -234,13 +235,14 @@ def link_edges(tree: tree_lib.Tree, keys: chex.Array, reward: chex.Array,
         create = creates[:, e] & ~link & (next_free < max_nodes)
         new_node = jnp.where(create, next_free, max_nodes)
         enter = create & found.has_room & ~cycle
-        tree = tree.replace(
-            transposition_table=tree.transposition_table.at[
-                rows, jnp.where(enter, found.free_slot, tree.transposition_table.shape[1])
-            ].set(new_node, mode="drop"),
-            position_keys=tree.position_keys.at[rows, new_node].set(key_e, mode="drop"),
-            rewards=tree.rewards.at[rows, new_node].set(reward[:, e], mode="drop"),
-            discounts=tree.discounts.at[rows, new_node].set(discount[:, e], mode="drop"))
+        tree = tree.replace(transposition_table=tree.transposition_table.at[
+            rows, jnp.where(enter, found.free_slot, tree.transposition_table.shape[1])
+        ].set(new_node, mode="drop"))
+        if num_edges > 1:  # what the later edges' lookups read of this new node
+            tree = tree.replace(
+                position_keys=tree.position_keys.at[rows, new_node].set(key_e, mode="drop"),
+                rewards=tree.rewards.at[rows, new_node].set(reward[:, e], mode="drop"),
+                discounts=tree.discounts.at[rows, new_node].set(discount[:, e], mode="drop"))
         target = target.at[:, e].set(jnp.where(link, found.node, new_node))
         return (tree, next_free + create.astype(jnp.int32), target,
                 created.at[:, e].set(create), repetition.at[:, e].set(create & cycle))
@@ -353,14 +355,13 @@ def recomputed(tree: tree_lib.Tree, node_visits, value_sums, edge_visits,
     return visits, value
 
 
-def stops_at_child(stats: tree_lib.ChildrenStats, node_visits: chex.Array,
-                   slot: chex.Array) -> chex.Array:
-    """[B] bool: the edge `slot` leads to a node with more visits than the
-    edge (its value already holds more than this descent would add)."""
-    rows = tree_lib.batch_rows(slot.shape[0])
-    child = stats.index[rows, slot]
-    child_visits = node_visits[rows, jnp.maximum(child, 0)]
-    return (child >= 0) & (stats.visits[rows, slot] < child_visits)
+def stops_at_child(child: chex.Array, edge_visits: chex.Array,
+                   node_visits: chex.Array) -> chex.Array:
+    """[B] bool: the edge (its `edge_visits` [B]) leads to a node `child`
+    [B] that has more visits than the edge (its value already holds more
+    than this descent would add)."""
+    rows = tree_lib.batch_rows(child.shape[0])
+    return (child >= 0) & (edge_visits < node_visits[rows, jnp.maximum(child, 0)])
 
 
 # ---- re-rooting a graph ----------------------------------------------------------------------

@@ -235,7 +235,8 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
     path = state.path
     if path is not None:  # a graph: stop at a child that knows more, or that repeats the path
         repeats = graph.on_path(path, child)
-        stops_below = stops_below | graph.stops_at_child(stats, tree.node_visits, slot) | repeats
+        knows_more = graph.stops_at_child(child, stats.visits[rows, slot], tree.node_visits)
+        stops_below = stops_below | knows_more | repeats
         path = graph.record_step(path, depth, slot, child, active, can_descend,
                                  can_descend & ~repeats)
     # A full tree expands nothing; a full graph may still link to a known position.
