@@ -102,28 +102,42 @@ def machine_info() -> Dict[str, Any]:
 _NO_SEED = object()
 
 
+def _git(*args) -> str:
+    try:
+        return subprocess.run(["git", *args], capture_output=True, text=True,
+                              cwd=REPOSITORY).stdout.strip()
+    except OSError:
+        return ""
+
+
+def _tree_state() -> Dict[str, Any]:
+    """The commit of the working tree and whether tracked files other than
+    benchmarks/results/ and markdown pages (regenerating results rewrites
+    them, and they are not code) have uncommitted changes."""
+    return dict(commit=_git("rev-parse", "HEAD"),
+                dirty=bool(_git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":(exclude)benchmarks/results", ":(exclude)*.md")))
+
+
+# Read when a benchmark starts (it imports this module before the library
+# code it measures), so that a commit made while a long run goes on cannot
+# be credited with figures the earlier code measured.
+_AT_START = _tree_state()
+
+
 def provenance(seed: Any = _NO_SEED) -> Dict[str, Any]:
     """What a results file must name to be traced to code: {commit: the git
-    commit of this working tree ("" outside a checkout), dirty: whether
-    tracked files other than benchmarks/results/ and markdown pages had
-    uncommitted changes, command: the command line} and,
-    when given, {seed: the seed its random inputs come from} (None: a runner
-    whose inputs have no single seed). The same record as the training runs'
-    `reporting.provenance` without its date (results files carry theirs in
-    `machine`); asked of git here so that a benchmark does not import the
-    training package, which would count among its `dependencies`."""
-    def git(*args):
-        try:
-            return subprocess.run(["git", *args], capture_output=True, text=True,
-                                  cwd=REPOSITORY).stdout.strip()
-        except OSError:
-            return ""
-    # results files and markdown pages are left out: regenerating results
-    # rewrites them, and they are not code
-    record = dict(commit=git("rev-parse", "HEAD"),
-                  dirty=bool(git("status", "--porcelain", "--untracked-files=no", "--", ".",
-                                 ":(exclude)benchmarks/results", ":(exclude)*.md")),
-                  command=" ".join(getattr(sys, "orig_argv", sys.argv)))
+    commit of the working tree when this process started ("" outside a
+    checkout), dirty: whether tracked files other than benchmarks/results/
+    and markdown pages had uncommitted changes then, command: the command
+    line} and, when given, {seed: the seed its random inputs come from}
+    (None: a runner whose inputs have no single seed). The same record as
+    the training runs' `reporting.provenance` without its date (results
+    files carry theirs in `machine`); asked of git here so that a benchmark
+    does not import the training package, which would count among its
+    `dependencies`. `write_json` marks a record whose library files changed
+    on disk while it ran."""
+    record = dict(_AT_START, command=" ".join(getattr(sys, "orig_argv", sys.argv)))
     if os.environ.get("MCTS_JAX_COMMIT"):
         # A copy of the tree on another machine (the device machine) may carry
         # a stale .git: the sender names the commit it sent, and whether clean.
@@ -192,6 +206,13 @@ def write_json(path: str, record: Dict[str, Any]) -> str:
     paths = dependencies() or library_files()  # subprocess workers: the whole trees
     record = dict(record, dependencies=paths,
                   dependency_sha256={path: file_sha256(path) for path in paths})
+    commit = record["settings"].get("commit")
+    if commit and not record["settings"].get("commit_source"):
+        # Library files that differ now from the commit the run started at:
+        # the figures come from the started code, the bytes above from today's.
+        changed = _git("diff", "--name-only", commit, "--", *paths).split()
+        if changed:
+            record["settings"] = dict(record["settings"], changed_during_run=changed)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         json.dump(record, f, indent=1)

@@ -3,7 +3,8 @@
 The rule (benchmarks/README.md, "Provenance and staleness"): each
 benchmarks/results/*.json names in its settings the commit (the full id),
 whether the tree had uncommitted changes (`dirty`) and the command line, and
-names its machine; it was measured on a clean tree; and its commit is one
+names its machine; it was measured on a clean tree, whose library files did
+not change while it ran; and its commit is one
 this repository has (not checked in a shallow clone, which lacks older
 commits). `git show <commit>` then gives the code behind its figures.
 
@@ -75,6 +76,10 @@ def test_results_file_names_its_commit_command_and_machine(path):
         f"{name} does not name its machine (harness.machine_info)")
     if name not in DIRTY_BEFORE_THE_RULE:
         assert settings["dirty"] is False, f"{name} was measured with uncommitted changes"
+    # The commit is read when the run starts; library files changed on disk
+    # before it saved (harness.write_json marks them) make it untraceable.
+    assert not settings.get("changed_during_run"), (
+        f"{name}: library files changed while it ran: {settings['changed_during_run']}")
 
 
 @pytest.mark.skipif(not HISTORY_IS_COMPLETE, reason="a shallow clone lacks older commits")
