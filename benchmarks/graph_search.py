@@ -18,7 +18,7 @@ Sections (each saves results/graph_search_<section>-<device>.json):
 - strength: Connect Four move accuracy on the solver-labelled random-play
   positions (`envs.connect_four_solver`, bitbully), graph against tree at
   equal simulations, for UCT with random playouts and for a trained agent's
-  own search (`--run-dir`, its network and policy).
+  network (`--run-dir`) searched by its own policy or `--agent-policies`.
 - nodes: nodes per search (unique positions in a graph) at equal
   simulations, PUCT with uniform priors and one random playout per leaf
   (chess: uniform priors, value 0, compact K = 218), from positions after
@@ -163,8 +163,9 @@ def section_strength(args) -> None:
     agent = None
     if args.run_dir:
         agent = Agent.load(args.run_dir)
-        players.append((f"agent ({agent.config.policy})", agent.variables,
-                        agent.model.evaluator, agent.config.policy))
+        for policy in args.agent_policies or [agent.config.policy]:
+            players.append((f"agent ({policy})", agent.variables, agent.model.evaluator,
+                            policy))
     rows = []
     for label, variables, evaluator, policy in players:
         for simulations in args.simulations:
@@ -186,7 +187,7 @@ def section_strength(args) -> None:
                 print(rows[-1], flush=True)
     settings = dict(harness.provenance(seed=None), positions=len(positions["moves"]),
                     position_set="random_play", keys="search: key(simulations)",
-                    run_dir=args.run_dir,
+                    run_dir=args.run_dir, agent_policies=args.agent_policies,
                     agent_iteration=None if agent is None else agent.iteration,
                     run_sessions=None if agent is None else checkpoint_lib.read_metrics(
                         os.path.join(args.run_dir, "sessions.jsonl")))
@@ -306,6 +307,9 @@ def main(argv=None) -> None:
                         help="fewer positions, simulations and rounds (a smoke run)")
     parser.add_argument("--run-dir", default=None,
                         help="strength: a train.py Connect Four run (its agent's search)")
+    parser.add_argument("--agent-policies", nargs="+", default=None,
+                        help="strength: the agent's network searched by these policies "
+                             "(default: the run's own)")
     parser.add_argument("--positions", type=int, default=1000,
                         help="strength: solver-labelled positions")
     parser.add_argument("--simulations", type=int, nargs="+", default=None)
