@@ -262,15 +262,15 @@ def link_edges(tree: tree_lib.Tree, keys: chex.Array, reward: chex.Array,
 
 class Path(NamedTuple):
     """The path of each descent of a step, leading shape S ([B] or [B, P]):
-    `nodes` S + [L] (node at each depth, the root at 0) and `slots` S + [L]
-    (the child slot taken at each depth), valid up to the path's depth;
-    `marks` [B, N] int32, the stamp of the last descent that entered each
-    node, and `stamp` (S, int32) this descent's, so that "is this node on
-    my path" costs O(1). The buffers live through the whole search
-    (written, never cleared: a descent reads only what it wrote)."""
+    `entries` S + [L], at each depth the node reached and the child slot
+    of its parent that led there, packed as `node * K + slot` (the root at
+    depth 0: 0), valid up to the path's depth; `marks` [B, N] int32, the
+    stamp of the last descent that entered each node, and `stamp` (S,
+    int32) this descent's, so that "is this node on my path" costs O(1).
+    The buffers live through the whole search (written, never cleared: a
+    descent reads only what it wrote)."""
 
-    nodes: chex.Array
-    slots: chex.Array
+    entries: chex.Array
     marks: chex.Array
     stamp: chex.Array
 
@@ -278,59 +278,65 @@ class Path(NamedTuple):
 def empty_path(lead_shape, max_depth: int, max_nodes: int) -> Path:
     """Path buffers for descents of leading shape `lead_shape` ([B] or
     [B, P]); L = `max_depth` + 2 (the root and a node the step adds)."""
-    shape = tuple(lead_shape) + (max_depth + 2,)
-    return Path(nodes=jnp.zeros(shape, jnp.int32), slots=jnp.zeros(shape, jnp.int32),
+    return Path(entries=jnp.zeros(tuple(lead_shape) + (max_depth + 2,), jnp.int32),
                 marks=jnp.zeros((lead_shape[0], max_nodes), jnp.int32),
                 stamp=jnp.zeros(tuple(lead_shape), jnp.int32))
+
+
+def path_step(path: Path, depth: chex.Array, num_slots: int):
+    """(node, the slot of its parent that led to it) at `depth` of each path."""
+    entry = jnp.take_along_axis(path.entries, depth[..., None], axis=-1)[..., 0]
+    return entry // num_slots, entry % num_slots
 
 
 def start_descent(path: Path, stamp: chex.Array) -> Path:
     """The buffers of a new descent from the root (buffers [B, L]) with its
     `stamp` (> every earlier one): the root at depth 0, marked."""
-    rows = tree_lib.batch_rows(path.nodes.shape[0])
+    rows = tree_lib.batch_rows(path.entries.shape[0])
     stamp = jnp.broadcast_to(jnp.asarray(stamp, jnp.int32), path.stamp.shape)
-    return Path(nodes=path.nodes.at[:, 0].set(tree_lib.ROOT_INDEX), slots=path.slots,
+    return Path(entries=path.entries.at[:, 0].set(tree_lib.ROOT_INDEX),
                 marks=path.marks.at[rows, tree_lib.ROOT_INDEX].set(stamp), stamp=stamp)
 
 
 def on_path(path: Path, node: chex.Array) -> chex.Array:
     """bool like `node` ([B], for one descent's buffers): `node` is on the
     descent's path (the root always; another node when it was entered
-    under this descent's stamp). With P
-    paths a step, a node shared with a later path of the step carries that
-    path's stamp: a cycle there goes unseen until the depth limit."""
+    under this descent's stamp). With P paths a step, a node shared with a
+    later path of the step carries that path's stamp: a cycle there goes
+    unseen until the depth limit."""
     rows = tree_lib.batch_rows(node.shape[0])
     return (node == tree_lib.ROOT_INDEX) | (
         (node >= 0) & (path.marks[rows, jnp.maximum(node, 0)] == path.stamp))
 
 
 def record_step(path: Path, depth: chex.Array, slot: chex.Array, child: chex.Array,
-                chose: chex.Array, moves: chex.Array, marks: chex.Array) -> Path:
-    """The path (buffers [B, L]) with the slot chosen at depth `depth`
-    written where `chose`, the child it leads to at `depth + 1` where the
-    descent `moves` into it, and that child marked where `marks` (all [B]).
-    The caller leaves a child already on the path (`on_path`) out of
-    `marks`: it is marked already, and the write then depends on the read,
-    so XLA writes the marks in place instead of copying [B, N] each step."""
+                moves: chex.Array, marks: chex.Array, num_slots: int) -> Path:
+    """The path (buffers [B, L]) with `child`, reached through `slot`, at
+    depth `depth + 1` where the descent `moves` into it, and marked where
+    `marks` (all [B]). The caller leaves a child already on the path
+    (`on_path`) out of `marks`: it is marked already, and the write then
+    depends on the read, so XLA writes the marks in place instead of
+    copying [B, N] at every step."""
     rows = tree_lib.batch_rows(depth.shape[0])
-    length = path.nodes.shape[-1]
+    length = path.entries.shape[-1]
     return path._replace(
-        nodes=path.nodes.at[rows, jnp.where(moves, depth + 1, length)].set(child, mode="drop"),
-        slots=path.slots.at[rows, jnp.where(chose, depth, length)].set(slot, mode="drop"),
+        entries=path.entries.at[rows, jnp.where(moves, depth + 1, length)].set(
+            child * num_slots + slot, mode="drop"),
         marks=path.marks.at[rows, jnp.where(marks, child, path.marks.shape[1])].set(
             path.stamp, mode="drop"))
 
 
-def append_node(path: Path, depth: chex.Array, node: chex.Array, where: chex.Array) -> Path:
-    """The path with `node` put at depth `depth + 1` where `where` (the node
-    a step's new edge points to); `depth`, `node`, `where` of the paths'
-    leading shape ([B] or [B, P])."""
-    length = path.nodes.shape[-1]
-    flat_nodes = path.nodes.reshape(-1, length)
-    lanes = jnp.arange(flat_nodes.shape[0], dtype=jnp.int32)
+def append_node(path: Path, depth: chex.Array, node: chex.Array, slot: chex.Array,
+                where: chex.Array, num_slots: int) -> Path:
+    """The path with `node`, reached through `slot`, put at depth `depth + 1`
+    where `where` (the node a step's new edge points to); `depth`, `node`,
+    `slot`, `where` of the paths' leading shape ([B] or [B, P])."""
+    length = path.entries.shape[-1]
+    flat = path.entries.reshape(-1, length)
+    lanes = jnp.arange(flat.shape[0], dtype=jnp.int32)
     at = jnp.where(where, depth + 1, length).reshape(-1)
-    flat_nodes = flat_nodes.at[lanes, at].set(node.reshape(-1), mode="drop")
-    return path._replace(nodes=flat_nodes.reshape(path.nodes.shape))
+    flat = flat.at[lanes, at].set((node * num_slots + slot).reshape(-1), mode="drop")
+    return path._replace(entries=flat.reshape(path.entries.shape))
 
 
 # ---- the backup of a graph ----------------------------------------------------------------------

@@ -156,14 +156,13 @@ def select_paths(tree: tree_lib.Tree, rules: Rules, options: SearchOptions,
         path = None
         if paths is not None:  # path p's own buffers, the shared marks
             path = graph.start_descent(
-                graph.Path(nodes=paths.nodes[:, p], slots=paths.slots[:, p],
-                           marks=paths.marks, stamp=paths.stamp[:, p]),
+                graph.Path(entries=paths.entries[:, p], marks=paths.marks,
+                           stamp=paths.stamp[:, p]),
                 first_stamp + p)
         leaf = phases.select_leaf(tree, rules, options.depth_limit, options.solver,
                                   path_keys[p], steering, visits, path)
         if paths is not None:
-            paths = graph.Path(nodes=paths.nodes.at[:, p].set(leaf.path.nodes),
-                               slots=paths.slots.at[:, p].set(leaf.path.slots),
+            paths = graph.Path(entries=paths.entries.at[:, p].set(leaf.path.entries),
                                marks=leaf.path.marks,
                                stamp=paths.stamp.at[:, p].set(leaf.path.stamp))
             depths = depths.at[:, p].set(leaf.depth)
@@ -225,7 +224,8 @@ def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
         value=jnp.where(takes_new, jnp.take_along_axis(new.value, first, axis=1), again.value))
     if tree.is_graph:
         update = update.replace(
-            path=graph.append_node(leaf.path, leaf.depth, first_index, takes_new),
+            path=graph.append_node(leaf.path, leaf.depth, first_index, leaf.slot, takes_new,
+                                   tree.num_slots),
             depth=jnp.where(takes_new, leaf.depth + 1, leaf.depth))
     # The backup takes a virtual visit back from every node it updates; a
     # node the step added to a path holds none yet: give it the one to take.

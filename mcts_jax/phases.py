@@ -65,8 +65,8 @@ class LeafChoice:
         [B, N]).
       rule_failed: bool, a user's rule scored NaN on an open slot on the
         way down (None when both rules are ours, which never do).
-      path: a graph search's `graph.Path` of the descent (its slot at
-        `depth` is `slot`); None in a tree.
+      path: a graph search's `graph.Path` of the descent, up to `node`
+        (the slot chosen there is `slot`); None in a tree.
       depth: the depth of `node` on `path` (a graph search; else None).
     """
 
@@ -237,8 +237,8 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
         repeats = graph.on_path(path, child)
         knows_more = graph.stops_at_child(child, stats.visits[rows, slot], tree.node_visits)
         stops_below = stops_below | knows_more | repeats
-        path = graph.record_step(path, depth, slot, child, active, can_descend,
-                                 can_descend & ~repeats)
+        path = graph.record_step(path, depth, slot, child, can_descend,
+                                 can_descend & ~repeats, tree.num_slots)
     # A full tree expands nothing; a full graph may still link to a known position.
     has_room = True if tree.is_graph else tree.num_nodes < tree.max_nodes
     expand = active & has_legal_child & (child == tree_lib.UNEXPANDED) & has_room
@@ -369,6 +369,11 @@ def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree,
     )
 
 
+# What a new node holds where a free node slot holds it already (the array's
+# empty value: free slots are never written twice in one search).
+FREE_SLOT_VALUE = object()
+
+
 def write_new_nodes(tree: tree_lib.Tree, write_at: chex.Array, parent: chex.Array,
                     action: chex.Array, new: NewNodes, embedding, visits: int,
                     keys: Optional[chex.Array] = None) -> tree_lib.Tree:
@@ -395,14 +400,15 @@ def write_new_nodes(tree: tree_lib.Tree, write_at: chex.Array, parent: chex.Arra
         priors=new.slots.priors,
         children_actions=new.slots.actions,
         prior_logits=new.prior_logits,
-        edge_visits=0,
+        edge_visits=FREE_SLOT_VALUE,  # 0: a node slot is written once per search
         position_keys=keys,
     )
     names = [name for name, _ in tree_lib.tree_arrays()]
     if sorted(values) != sorted(names):
         raise NotImplementedError(f"write_new_nodes writes {sorted(values)} but the tree "
                                   f"declares {sorted(names)}")
-    written = {name: None if getattr(tree, name) is None
+    written = {name: getattr(tree, name) if getattr(tree, name) is None
+               or values[name] is FREE_SLOT_VALUE
                else getattr(tree, name).at[rows, write_at].set(values[name], mode="drop")
                for name in names}
     embeddings = (tree.embeddings if tree.replay_embeddings else jax.tree.map(
@@ -643,7 +649,8 @@ def backup_of_edges(tree: tree_lib.Tree, leaf: LeafChoice, new: NewNodes,
             return Backup(start=leaf.node, count=jnp.where(reached > 0, reached, again.count),
                           value=again.value, path=leaf.path, depth=leaf.depth)
         reached = new_index[:, 0] < tree.max_nodes
-        path = graph.append_node(leaf.path, leaf.depth, new_index[:, 0], reached)
+        path = graph.append_node(leaf.path, leaf.depth, new_index[:, 0], leaf.slot, reached,
+                                 tree.num_slots)
         return Backup(start=jnp.where(reached, new_index[:, 0], leaf.node),
                       count=jnp.where(reached, 1, again.count), value=again.value,
                       path=path, depth=jnp.where(reached, leaf.depth + 1, leaf.depth))
@@ -773,7 +780,8 @@ class GraphBackupCarry(NamedTuple):
     """The carry of `backup_graph`'s loop: the statistics being written
     ([B, N], edge visits [B, N, K]; solved / solved_values only with the
     solver), the depth on each path of the node being updated (-1 once past
-    the root) and the strategy's in-flight count."""
+    the root), the slot through which the path left that node (read one
+    depth below) and the strategy's in-flight count."""
 
     node_visits: chex.Array
     value_sums: chex.Array
@@ -781,6 +789,7 @@ class GraphBackupCarry(NamedTuple):
     solved: Optional[chex.Array]
     solved_values: Optional[chex.Array]
     depth: chex.Array
+    slot_below: chex.Array
     in_flight: Any
 
 
@@ -801,12 +810,10 @@ def backup_graph(tree: tree_lib.Tree, update: Backup, solver: bool,
 
     def body(state: GraphBackupCarry) -> GraphBackupCarry:
         on_path = state.depth >= 0
-        depth = jnp.maximum(state.depth, 0)
-        node = jnp.take_along_axis(path.nodes, depth[..., None], axis=-1)[..., 0]
-        slot = jnp.take_along_axis(path.slots, depth[..., None], axis=-1)[..., 0]
+        node, slot_above = graph.path_step(path, jnp.maximum(state.depth, 0), tree.num_slots)
         below = on_path & (state.depth < last)  # the edge to the next node of the path
-        edge_visits = state.edge_visits.at[rows, jnp.where(below, node, max_nodes), slot].add(
-            count, mode="drop")
+        edge_visits = state.edge_visits.at[
+            rows, jnp.where(below, node, max_nodes), state.slot_below].add(count, mode="drop")
         visits, value = graph.recomputed(tree, state.node_visits, state.value_sums,
                                          edge_visits, node)
         # The writes depend on the reads (a recomputed value is never NaN), so
@@ -819,7 +826,7 @@ def backup_graph(tree: tree_lib.Tree, update: Backup, solver: bool,
             node_visits=state.node_visits.at[rows, write_at].set(visits, mode="drop"),
             value_sums=state.value_sums.at[rows, write_at].set(value, mode="drop"),
             edge_visits=edge_visits, solved=solved, solved_values=solved_values,
-            depth=jnp.where(on_path, state.depth - 1, -1),
+            depth=jnp.where(on_path, state.depth - 1, -1), slot_below=slot_above,
             in_flight=strategy.backs_up_node(state.in_flight, rows, node, on_path))
 
     walks = strategy.walks_up(update)
@@ -827,7 +834,8 @@ def backup_graph(tree: tree_lib.Tree, update: Backup, solver: bool,
                              edge_visits=tree.edge_visits,
                              solved=tree.solved if solver else None,
                              solved_values=tree.solved_values if solver else None,
-                             depth=jnp.where(walks, last, -1), in_flight=in_flight)
+                             depth=jnp.where(walks, last, -1), slot_below=jnp.zeros_like(last),
+                             in_flight=in_flight)
     state = jax.lax.while_loop(lambda state: jnp.any(state.depth >= 0), body, state)
     tree = tree.replace(node_visits=state.node_visits, value_sums=state.value_sums,
                         edge_visits=state.edge_visits)
