@@ -298,14 +298,17 @@ def test_memory_report_counts_the_graph():
 def test_pgx_position_keys():
     from envs import chess_tools
 
+    game = envs.make("chess")
+    step = jax.jit(game.step)  # one compilation for every move
+    key = jax.jit(lambda state: game.position_key(game.lean_state(state)))
+
     def play(moves):
         state = chess_tools.from_fen("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1")
         state = jax.tree.map(lambda x: x[None], state)
-        game = envs.make("chess")
         for uci in moves:
             action = chess_tools.uci_to_action(jax.tree.map(lambda x: x[0], state), uci)
-            state = game.step(state, jnp.asarray([action]))
-        return np.asarray(game.position_key(game.lean_state(state)))[0]
+            state = step(state, jnp.asarray([action], jnp.int32))
+        return np.asarray(key(state))[0]
 
     # Two move orders, one position: one key (the move counters differ).
     assert np.array_equal(play(["g1f3", "g8f6", "b1c3", "b8c6"]),
