@@ -312,18 +312,15 @@ def on_path(path: Path, node: chex.Array) -> chex.Array:
 def record_step(path: Path, depth: chex.Array, slot: chex.Array, child: chex.Array,
                 moves: chex.Array, marks: chex.Array, num_slots: int) -> Path:
     """The path (buffers [B, L]) with `child`, reached through `slot`, at
-    depth `depth + 1` where the descent `moves` into it, and marked where
-    `marks` (all [B]). The caller leaves a child already on the path
-    (`on_path`) out of `marks`: it is marked already, and the write then
+    depth `depth + 1` where the descent `moves` into it (`append_node`), and
+    marked where `marks` (all [B]). The caller leaves a child already on the
+    path (`on_path`) out of `marks`: it is marked already, and the write then
     depends on the read, so XLA writes the marks in place instead of
     copying [B, N] at every step."""
     rows = tree_lib.batch_rows(depth.shape[0])
-    length = path.entries.shape[-1]
-    return path._replace(
-        entries=path.entries.at[rows, jnp.where(moves, depth + 1, length)].set(
-            child * num_slots + slot, mode="drop"),
-        marks=path.marks.at[rows, jnp.where(marks, child, path.marks.shape[1])].set(
-            path.stamp, mode="drop"))
+    path = append_node(path, depth, child, slot, moves, num_slots)
+    return path._replace(marks=path.marks.at[
+        rows, jnp.where(marks, child, path.marks.shape[1])].set(path.stamp, mode="drop"))
 
 
 def append_node(path: Path, depth: chex.Array, node: chex.Array, slot: chex.Array,
@@ -343,22 +340,20 @@ def append_node(path: Path, depth: chex.Array, node: chex.Array, slot: chex.Arra
 
 def recomputed(tree: tree_lib.Tree, node_visits, value_sums, edge_visits,
                node: chex.Array):
-    """(visits, value sum) of `node` (leading shape S) recomputed from its
-    children: `1 + sum edge visits` and `raw value + sum edge visits x
-    child Q` (the module docstring's formula; a terminal or unexpanded node
-    keeps its raw value)."""
-    rows = tree_lib.batch_rows(tree.batch_size).reshape((-1,) + (1,) * (node.ndim - 1))
-    children = tree.children[rows, node].astype(jnp.int32)                 # S + [K]
-    expanded = children >= 0
-    safe = jnp.maximum(children, 0)
-    child_rows = rows[..., None]
-    edges = jnp.where(expanded, edge_visits[rows, node], 0)
-    child_mean = value_sums[child_rows, safe] / jnp.maximum(node_visits[child_rows, safe], 1)
-    child_q = tree.rewards[child_rows, safe] + tree.discounts[child_rows, safe] * child_mean
-    visits = 1 + jnp.sum(edges, axis=-1, dtype=jnp.int32)
-    value = tree.raw_values[rows, node] + jnp.sum(
-        jnp.where(expanded, edges * child_q, 0.0), axis=-1)
-    return visits, value
+    """(visits, value sum) of `node` ([B], or [B, P] paths) recomputed from
+    its children as the statistics `node_visits`, `value_sums`, `edge_visits`
+    stand: `1 + sum of its edge visits` and `raw value + sum of edge visits x
+    the edge's Q`, Q read as every rule reads it (`tree_lib.children_stats`;
+    a terminal or unexpanded node keeps its raw value)."""
+    now = tree.replace(node_visits=node_visits, value_sums=value_sums,
+                       edge_visits=edge_visits)
+
+    def one(node):
+        stats = tree_lib.children_stats(now, node)
+        visits = 1 + jnp.sum(stats.visits, axis=-1, dtype=jnp.int32)
+        return visits, stats.raw_value + jnp.sum(stats.visits * stats.qvalues, axis=-1)
+
+    return one(node) if node.ndim == 1 else jax.vmap(one, in_axes=1, out_axes=1)(node)
 
 
 def stops_at_child(child: chex.Array, edge_visits: chex.Array,

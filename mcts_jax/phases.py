@@ -571,7 +571,7 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
                            embedding, visits=new_visits, keys=keys)
     rows = tree_lib.batch_rows(tree.batch_size)[:, None]
     # Where the parent's slot points now: a created node, or in a graph a found one.
-    points = creates & (new_index < max_nodes) if tree.is_graph else created
+    points = creates & (new_index < max_nodes)
     tree = tree.replace(
         children=tree.children.at[rows, jnp.where(points, parent, max_nodes), slot].set(
             new_index.astype(tree.children.dtype), mode="drop"),
