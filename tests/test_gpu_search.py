@@ -60,7 +60,10 @@ def test_every_part_writes_its_figures_with_provenance(tiny_run):
                     assert row["ratio_min"] <= row["ratio"] <= row["ratio_max"]
         if part == "self_play":
             for row in rows:
-                assert 0 < row["search_share"] < 1.5  # the search alone vs the whole step
+                # the search alone over the whole step, each timed on its own: at this
+                # size on a busy CPU either can be the longer, so no bound but the formula
+                assert _positive(row["step_s"]) and _positive(row["search_s"])
+                assert row["search_share"] == row["search_s"] / row["step_s"]
             assert _positive(rows[0]["step_ratio"]) and _positive(rows[0]["search_ratio"])
         if part == "tree_steps":
             assert {row["side"] for row in rows} == {"ours", "mctx"}
