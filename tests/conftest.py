@@ -1,9 +1,26 @@
 import gc
 import os
+import shutil
 import sys
+import tempfile
 
-import jax
-import pytest
+# One persistent compilation cache for the whole run, set before jax is
+# imported: the pytest-xdist workers and the subprocesses (train.py runs, the
+# 8-device and two-process checks) inherit it, so a program that a second
+# process compiles again (a module's tests split over both workers, a resumed
+# train.py run) is read from disk. It starts empty and is removed at the end,
+# so no run reads another's programs; a caller's own JAX_COMPILATION_CACHE_DIR
+# is used as it is. JAX's cache key holds the backend's optimisation level, so
+# the level-0 programs below are never served to a notebook kernel or to a
+# caller's later run at the default level.
+_COMPILATION_CACHE_OWNER = "MCTS_JAX_TESTS_COMPILATION_CACHE_OWNER"
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="mcts_jax_tests_xla_")
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+    os.environ[_COMPILATION_CACHE_OWNER] = str(os.getpid())
+
+import jax  # noqa: E402
+import pytest  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -25,6 +42,11 @@ if "--xla_backend_optimization_level" not in (_CALLER_XLA_FLAGS or ""):
         del os.environ["XLA_FLAGS"]
     else:
         os.environ["XLA_FLAGS"] = _CALLER_XLA_FLAGS
+
+
+def pytest_unconfigure(config):
+    if os.environ.get(_COMPILATION_CACHE_OWNER) == str(os.getpid()):
+        shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
 
 
 def pytest_configure(config):

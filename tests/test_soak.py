@@ -36,12 +36,18 @@ PROBLEM = HashedProblem(num_actions=A, illegal_eighths=1, terminal_sixteenths=1)
 COMPILES = []
 
 
-def _on_event(event, duration, **kwargs):
+def _on_compile(event, duration, **kwargs):
     if event == "/jax/core/compile/backend_compile_duration":
         COMPILES.append(event)
 
 
-jax.monitoring.register_event_duration_secs_listener(_on_event)
+def _on_cache_hit(event, **kwargs):  # a program read from the persistent compilation cache
+    if event == "/jax/compilation_cache/cache_hits":
+        COMPILES.append(event)
+
+
+jax.monitoring.register_event_duration_secs_listener(_on_compile)
+jax.monitoring.register_event_listener(_on_cache_hit)
 
 
 def resident_mb():
