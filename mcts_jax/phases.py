@@ -877,4 +877,3 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
     if rule_failed is not None:
         rule_failed = rule_failed | leaf.rule_failed
     return key, tree, rule_failed, update.path
-# A comment: this line changes no behaviour (the comment-only commit of issue 52).

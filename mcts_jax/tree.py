@@ -646,4 +646,3 @@ def init_tree(
         value_range=value_range,
         replay_embeddings=replay_embeddings,
     )
-# A comment: this line changes no behaviour (the comment-only commit of issue 52).
