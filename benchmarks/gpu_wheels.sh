@@ -13,7 +13,7 @@
 #   orbax-checkpoint (checkpoints in the version our tests use), bitbully and
 #   bitbully-databases (the Connect Four solver that judges issue 53's agent).
 # .whl/ is emptied first: two versions of one package stop the whole install.
-# About 19 MB; the working tree that travels must stay under 64 MiB.
+# About 20 MB; the working tree that travels must stay under 64 MiB.
 #
 # On the device (run tool, carry [".whl"]), both GPU scripts install .whl/ themselves:
 #   MCTS_JAX_COMMIT=<sha> bash benchmarks/gpu_search.sh 400
