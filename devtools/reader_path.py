@@ -58,6 +58,10 @@ FEATURE_MODULE_NAMES = ("graph", "stochastic", "parallel", "reuse", "mctx_compat
                         "sharding", "visualize", "memory")
 
 
+# Code objects Python makes for comprehensions: part of the function they are written in.
+COMPREHENSIONS = ("<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>")
+
+
 def library_dir(library: str = None) -> str:
     if library:
         sys.path.insert(0, os.path.realpath(library))
@@ -74,7 +78,7 @@ def functions_run(package_dir: str, call) -> List[Tuple[str, str]]:
         if event != "call":
             return
         filename = os.path.abspath(frame.f_code.co_filename)
-        if filename.startswith(package_dir):
+        if filename.startswith(package_dir) and frame.f_code.co_name not in COMPREHENSIONS:
             name = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
             seen.setdefault((os.path.relpath(filename, package_dir), name), None)
 
