@@ -48,6 +48,7 @@ import jax.numpy as jnp
 from mcts_jax import base, graph, phases
 from mcts_jax import tree as tree_lib
 from mcts_jax.options import SearchOptions
+from mcts_jax.plugin import Plugins
 from mcts_jax.selection import Rules
 
 
@@ -135,7 +136,8 @@ def add_visits(visits: chex.Array, rows: chex.Array, node: chex.Array, where: ch
 
 def select_paths(tree: tree_lib.Tree, rules: Rules, options: SearchOptions,
                  select_key: chex.PRNGKey, num_paths: chex.Array,
-                 visits: chex.Array, paths: graph.Path = None, first_stamp=0):
+                 visits: chex.Array, paths: graph.Path = None, first_stamp=0,
+                 plugins: Plugins = ()):
     """P descents in every row, path p steered by paths < p. `num_paths` []:
     how many of the P run this step. A graph search passes its path buffers
     ([B, P, L]) and the stamp of the step's first descent. Returns
@@ -159,7 +161,7 @@ def select_paths(tree: tree_lib.Tree, rules: Rules, options: SearchOptions,
                 graph.Path(entries=paths.entries[:, p], marks=paths.marks,
                            stamp=paths.stamp[:, p]),
                 first_stamp + p)
-        leaf = phases.select_leaf(tree, rules, options.depth_limit, options.solver,
+        leaf = phases.select_leaf(tree, rules, options.depth_limit, plugins,
                                   path_keys[p], steering, visits, path)
         if paths is not None:
             paths = graph.Path(entries=paths.entries.at[:, p].set(leaf.path.entries),
@@ -190,7 +192,7 @@ def first_path_per_edge(leaf: phases.LeafChoice) -> chex.Array:
 
 def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
                    recurrent_fn: base.RecurrentFn, rules: Rules,
-                   options: SearchOptions) -> tuple:
+                   options: SearchOptions, plugins: Plugins = ()) -> tuple:
     """One step of P paths in every row (the loop body of `run_paths`):
     select them, evaluate the B x P leaves in one recurrent_fn call
     (`phases.expand` with E = P), create one node per distinct unexpanded
@@ -204,7 +206,7 @@ def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
     key, select_key, expand_key = jax.random.split(key, 3)
     num_paths = jnp.minimum(num_per_step, options.num_simulations - step_index * num_per_step)
     leaf, enabled, visits = select_paths(tree, rules, options, select_key, num_paths, visits,
-                                         paths, step_index * num_per_step + 1)
+                                         paths, step_index * num_per_step + 1, plugins)
     embedding = phases.leaf_embeddings(params, expand_key, tree, recurrent_fn, leaf.node,
                                        options.max_path_length)
     first = first_path_per_edge(leaf)
@@ -217,7 +219,7 @@ def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
     first_index = jnp.take_along_axis(new_index, first, axis=1)
     takes_new = leaf.expand & (first_index < tree.max_nodes if tree.is_graph
                                else jnp.take_along_axis(created, first, axis=1))
-    again = phases.revisit(tree, leaf.node, options.solver, runs=enabled)
+    again = phases.revisit(tree, leaf.node, plugins, runs=enabled)
     update = phases.Backup(
         start=jnp.where(takes_new, first_index, again.start),
         count=jnp.where(takes_new, 1, again.count),
@@ -231,7 +233,7 @@ def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
     # node the step added to a path holds none yet: give it the one to take.
     rows = tree_lib.batch_rows(tree.batch_size)[:, None]
     visits = add_visits(visits, rows, update.start, takes_new, 1)
-    tree, visits = phases.backup(tree, update, options.solver, TakeBack(enabled=enabled),
+    tree, visits = phases.backup(tree, update, plugins, TakeBack(enabled=enabled),
                                  visits)
     if rule_failed is not None:
         rule_failed = rule_failed | leaf.rule_failed
@@ -240,7 +242,7 @@ def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
 
 def run_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
               recurrent_fn: base.RecurrentFn, rules: Rules, options: SearchOptions,
-              rule_failed=None):
+              rule_failed=None, plugins: Plugins = ()):
     """`options.num_simulations` simulations on every row of `tree`, P =
     `options.simulations_per_step` per step (see the module docstring).
     Returns (tree, rule_failed [B] or None as given)."""
@@ -251,7 +253,7 @@ def run_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
                               options.depth_limit, options.max_nodes)
              if tree.is_graph else None)  # a graph's descents record their paths
     step = functools.partial(simulate_paths, params=params, recurrent_fn=recurrent_fn,
-                             rules=rules, options=options)
+                             rules=rules, options=options, plugins=plugins)
     _, tree, _, rule_failed, _ = options.loop_fn(0, num_steps, step,
                                                  (rng_key, tree, no_visits, rule_failed, paths))
     return tree, rule_failed

@@ -11,8 +11,11 @@ The three phases live here, one function each, and `simulate` runs them once:
   (`parallel.py`) are the same routine with E = 1, K or P edges.
 - `backup`: add the visits and values to every node on the path to the
   root, converting values through each edge with `reward + discount *
-  value`, and, with the MCTS-solver, mark nodes whose exact value is now
-  proven.
+  value`.
+
+Features that change a phase plug in through the hooks of `plugin.py`
+(`plugins`, a static tuple; the MCTS-solver is `solver.Solver`): the
+phases call each hook at its point and never ask which plug-in they hold.
 
 `select_leaf` and `backup` take a descent strategy (`OnePathPerStep`, the
 default). Several paths per step (`parallel.py`) pass their own strategy,
@@ -38,16 +41,14 @@ import jax.numpy as jnp
 
 from mcts_jax import base
 from mcts_jax import graph
+from mcts_jax import plugin
 from mcts_jax import stochastic
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
 from mcts_jax.hashable import HashableFunction
 from mcts_jax.options import SearchOptions
+from mcts_jax.plugin import Plugins
 from mcts_jax.selection import Rules, check_slot_values, screens_its_own_slots
-
-# A proven Q-value at least this high is the best any move can achieve
-# (returns lie in [-1, 1]), so one such child proves its parent.
-PROVEN_WIN = 1.0 - 1e-6
 
 
 @chex.dataclass(frozen=True)
@@ -113,11 +114,12 @@ def rule_screens_its_slots(rule) -> bool:
 
 
 def usable_scores(scores: chex.Array, stats: tree_lib.ChildrenStats,
-                  solver: bool) -> tuple[chex.Array, chex.Array]:
+                  opened: Optional[chex.Array]) -> tuple[chex.Array, chex.Array]:
     """(the scores [B, K] the descent takes the argmax of, from a rule's;
     [B] bool, the rule scored NaN on an open slot of the row).
 
-    Open slots are the legal ones (with the solver: not proven). A closed
+    Open slots are the legal ones (and where `opened` [B, K] is given,
+    the plug-ins' open slots: `plugin.open_slots`). A closed
     slot scores -inf whatever the rule gave it, and so does an open slot
     the rule scored NaN. When every open slot of a row then scores -inf and
     some scored NaN (the rule failed there), those NaN slots score their
@@ -128,7 +130,7 @@ def usable_scores(scores: chex.Array, stats: tree_lib.ChildrenStats,
     result is its scores, bit for bit. A NaN is reported
     (`Policy.__call__` warns, checks="checkify" raises).
     """
-    open_slots = stats.legal & ~stats.solved if solver else stats.legal
+    open_slots = stats.legal if opened is None else stats.legal & opened
     failed = open_slots & jnp.isnan(scores)
     scores = jnp.where(open_slots & ~failed, scores, -jnp.inf)
     stuck = jnp.max(scores, axis=-1, keepdims=True) == -jnp.inf
@@ -205,7 +207,7 @@ class Descent(NamedTuple):
 
 
 def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
-                     max_depth: int, solver: bool, strategy: OnePathPerStep) -> Descent:
+                     max_depth: int, plugins: Plugins, strategy: OnePathPerStep) -> Descent:
     """One step of `select_leaf` for the active rows; inactive rows keep
     their state. `name` names the rule in shape errors. The argmax is over
     `usable_scores`: illegal and NaN slots are never chosen (see there);
@@ -219,10 +221,11 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
     scores = score_fn(tree, node, stats)
     check_slot_values(scores, name, score_fn, tree.batch_size, tree.num_slots)
     rule_failed = state.rule_failed
+    opened = plugin.open_slots(plugins, tree, stats)
     if rule_screens_its_slots(score_fn):  # ours: closed slots -inf already, never NaN
-        scores = jnp.where(stats.solved, -jnp.inf, scores) if solver else scores
+        scores = scores if opened is None else jnp.where(opened, scores, -jnp.inf)
     else:
-        scores, failed = usable_scores(scores, stats, solver)
+        scores, failed = usable_scores(scores, stats, opened)
         if rule_failed is not None:
             rule_failed = rule_failed | (active & failed)
     slot = jnp.argmax(scores, axis=-1).astype(jnp.int32)
@@ -261,13 +264,15 @@ def rules_screen_their_slots(rules: Rules) -> bool:
 
 
 def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
-                solver: bool, row_keys: chex.Array,
+                plugins: Plugins, row_keys: chex.Array,
                 strategy: OnePathPerStep = ONE_PATH_PER_STEP,
                 in_flight: Any = None, path: Optional[graph.Path] = None) -> LeafChoice:
     """Descends every row from the root; O(depth x K) per row. The first step
     (at the root) scores with `rules.at_root`, every later one with
-    `rules.below_root`. With the solver, children whose value is proven are
-    never entered. `row_keys` [B] seed the per-step keys a rule may read
+    `rules.below_root`. The plug-ins say which rows search
+    (`plugin.rows_searching`: the solver's proven roots do not) and which
+    slots are open (the solver's proven children are not). `row_keys` [B]
+    seed the per-step keys a rule may read
     (`stats.rng_key`); a rule that ignores them costs nothing (XLA drops the
     key arithmetic). `strategy` and its `in_flight` count say how the paths
     of one step see each other (`OnePathPerStep`; several paths per step:
@@ -277,9 +282,7 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
     at a child with more visits than its edge or one already on the path
     (graph.py)."""
     batch_size = tree.batch_size
-    # A proven root is not searched any more (the simulation is a no-op).
-    active = (~tree.solved[:, tree_lib.ROOT_INDEX] if solver
-              else jnp.ones((batch_size,), jnp.bool_))
+    active = plugin.rows_searching(plugins, tree, batch_size)
     state = Descent(
         node=jnp.full((batch_size,), tree_lib.ROOT_INDEX, jnp.int32),
         slot=jnp.zeros((batch_size,), jnp.int32),
@@ -292,7 +295,7 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
                      else jnp.zeros((batch_size,), jnp.bool_)),
         path=path,
     )
-    step = functools.partial(descend_one_step, tree, max_depth=max_depth, solver=solver,
+    step = functools.partial(descend_one_step, tree, max_depth=max_depth, plugins=plugins,
                              strategy=strategy)
     one_rule = rules.at_root is rules.below_root
     if not one_rule:
@@ -423,15 +426,15 @@ def slot_key(rng_key: chex.PRNGKey) -> chex.PRNGKey:
     return jax.random.fold_in(rng_key, 0x51075)
 
 
-def revisit(tree: tree_lib.Tree, node: chex.Array, solver: bool,
+def revisit(tree: tree_lib.Tree, node: chex.Array, plugins: Plugins,
             runs: Optional[chex.Array] = None) -> Backup:
     """A simulation that created nothing re-evaluates `node` ([B], or [B, P]
-    paths) with its stored value. With the solver, reaching a proven node
-    (only the proven root can be reached) is a no-op; so is a path outside
-    `runs` (bool like `node`; None: every path runs)."""
+    paths) with its stored value, with the visits the plug-ins count
+    (`revisit_count`: the solver's proven nodes none). A path outside
+    `runs` (bool like `node`; None: every path runs) adds nothing."""
     count = jnp.ones_like(node) if runs is None else runs.astype(node.dtype)
-    if solver:
-        count = jnp.where(tree_lib.gather_nodes(tree.solved, node), 0, count)
+    for each in plugins:
+        count = each.revisit_count(tree, node, count)
     return Backup(start=node, count=count,
                   value=count * tree_lib.gather_nodes(tree.raw_values, node))
 
@@ -635,14 +638,14 @@ def edges_of_leaf(tree: tree_lib.Tree, leaf: LeafChoice, parent_embedding: Any,
 
 def backup_of_edges(tree: tree_lib.Tree, leaf: LeafChoice, new: NewNodes,
                     new_index: chex.Array, created: chex.Array, expand_all: bool,
-                    solver: bool) -> Backup:
+                    plugins: Plugins) -> Backup:
     """What a simulation backs up after `expand`: the new node's value from
     it (one edge), or the sum of the new children's returns from the leaf
     (`expand_all`, one visit per child); a row that created nothing
     re-evaluates its leaf (`revisit`). In a graph search, the path of the
     descent, ending at the node the edge now points to (created or found),
     or at the leaf."""
-    again = revisit(tree, leaf.node, solver)
+    again = revisit(tree, leaf.node, plugins)
     if tree.is_graph:
         if expand_all:
             reached = jnp.sum(new_index < tree.max_nodes, axis=-1, dtype=jnp.int32)
@@ -667,71 +670,30 @@ def backup_of_edges(tree: tree_lib.Tree, leaf: LeafChoice, new: NewNodes,
                   value=jnp.where(expanded, returns, again.value))
 
 
-def prove(tree: tree_lib.Tree, node: chex.Array, solved: chex.Array,
-          solved_values: chex.Array) -> tuple[chex.Array, chex.Array]:
-    """MCTS-solver rule for `node` [B] given the current solved arrays [B, N]:
-    proven if some child is proven to give the mover the best possible value,
-    or if every legal child is proven (and none was pruned); its value is
-    then the best child's. A chance node (stochastic trees) is proven when
-    every possible outcome is proven, its value their expectation
-    (expectimax). Returns (proven [B], exact value [B])."""
-    stats = tree_lib.children_stats(
-        tree.replace(solved=solved, solved_values=solved_values), node)
-    best = jnp.max(jnp.where(stats.solved, stats.solved_qvalues, -jnp.inf), axis=-1)
-    all_solved = jnp.any(stats.legal, axis=-1) & jnp.all(~stats.legal | stats.solved, axis=-1)
-    # A pruned node has legal moves outside its slots: "all proven" says nothing.
-    all_solved = all_solved & ~tree_lib.gather_nodes(tree.pruned, node)
-    proven = all_solved
-    if tree.value_range is not None:  # bounded: a child worth the most proves its parent
-        proven = proven | (best >= PROVEN_WIN)
-    if tree.num_chance_outcomes == 0:
-        return proven, best
-    at_chance = stochastic.is_chance_node(tree, node)
-    expectation = jnp.sum(jnp.where(stats.solved, stats.priors * stats.solved_qvalues, 0.0),
-                          axis=-1)
-    return (jnp.where(at_chance, all_solved, proven),
-            jnp.where(at_chance, expectation, best))
-
-
-def newly_proven(tree: tree_lib.Tree, node: chex.Array, on_path: chex.Array,
-                 solved: chex.Array, solved_values: chex.Array):
-    """(solved, solved_values) [B, N] with each `node` ([B], or [B, P] paths)
-    on the backup's path (`on_path`) marked proven where `prove` proves it
-    now, with its exact value."""
-    rows = tree_lib.batch_rows(tree.batch_size).reshape((-1,) + (1,) * (node.ndim - 1))
-    check_proofs = prove
-    if node.ndim == 2:  # P paths per row: prove each path's node
-        check_proofs = jax.vmap(prove, in_axes=(None, 1, None, None), out_axes=1)
-    proven, exact = check_proofs(tree, node, solved, solved_values)
-    prove_at = jnp.where(on_path & proven & ~solved[rows, node], node, tree.max_nodes)
-    return (solved.at[rows, prove_at].set(True, mode="drop"),
-            solved_values.at[rows, prove_at].set(exact, mode="drop"))
-
-
 class BackupCarry(NamedTuple):
-    """The carry of `backup`'s loop: the statistics being written [B, N]
-    (solved / solved_values only with the solver, else None), per row [B]
-    (or [B, P] paths) the node being updated (NO_PARENT once past the root),
-    the visits added and the value crossing into it, and the strategy's
-    in-flight count."""
+    """The carry of `backup`'s loop: the statistics being written [B, N],
+    what each plug-in carries (`SearchPlugin.backup_state`, a tuple in
+    plug-in order), per row [B] (or [B, P] paths) the node being updated
+    (NO_PARENT once past the root), the visits added and the value crossing
+    into it, and the strategy's in-flight count."""
 
     node_visits: chex.Array
     value_sums: chex.Array
-    solved: Optional[chex.Array]
-    solved_values: Optional[chex.Array]
+    plugin_states: tuple
     node: chex.Array
     count: chex.Array
     value: chex.Array
     in_flight: Any
 
 
-def backup(tree: tree_lib.Tree, update: Backup, solver: bool,
+def backup(tree: tree_lib.Tree, update: Backup, plugins: Plugins,
            strategy: OnePathPerStep = ONE_PATH_PER_STEP,
            in_flight: Any = None) -> tuple[tree_lib.Tree, Any]:
     """Adds `update.count` visits and the value sum to every node from
     `update.start` up to the root. The value sum crosses each edge as
     `count * reward + discount * value` (a two-player value changes sign).
-    With the solver, each node on the path is then re-checked by `prove`.
+    Each plug-in sees every node on the path (`SearchPlugin.back_up_node`:
+    the solver proves it where it can).
 
     `update` holds one path per row ([B]) or P paths per row ([B, P], several
     simulations per step: paths sharing nodes add up). `strategy` says which
@@ -741,7 +703,7 @@ def backup(tree: tree_lib.Tree, update: Backup, solver: bool,
 
     A graph search's update carries its paths: `backup_graph`."""
     if update.path is not None:
-        return backup_graph(tree, update, solver, strategy, in_flight)
+        return backup_graph(tree, update, plugins, strategy, in_flight)
     batch_size, max_nodes = tree.batch_size, tree.max_nodes
     rows = tree_lib.batch_rows(batch_size).reshape((-1,) + (1,) * (update.start.ndim - 1))
 
@@ -749,59 +711,55 @@ def backup(tree: tree_lib.Tree, update: Backup, solver: bool,
         node, count, value = state.node, state.count, state.value
         on_path = node >= 0
         write_at = jnp.where(on_path, node, max_nodes)
-        solved, solved_values = state.solved, state.solved_values
         safe_node = jnp.maximum(node, 0)
-        if solver:
-            solved, solved_values = newly_proven(tree, safe_node, on_path, solved,
-                                                 solved_values)
+        plugin_states = tuple(each.back_up_node(tree, carried, safe_node, on_path)
+                              for each, carried in zip(plugins, state.plugin_states))
         return BackupCarry(
             node_visits=state.node_visits.at[rows, write_at].add(count, mode="drop"),
             value_sums=state.value_sums.at[rows, write_at].add(value, mode="drop"),
-            solved=solved, solved_values=solved_values,
+            plugin_states=plugin_states,
             node=jnp.where(on_path, tree.parents[rows, safe_node], tree_lib.NO_PARENT),
             count=count,
             value=count * tree.rewards[rows, safe_node] + tree.discounts[rows, safe_node] * value,
             in_flight=strategy.backs_up_node(state.in_flight, rows, node, on_path))
 
     state = BackupCarry(node_visits=tree.node_visits, value_sums=tree.value_sums,
-                        solved=tree.solved if solver else None,
-                        solved_values=tree.solved_values if solver else None,
+                        plugin_states=tuple(each.backup_state(tree) for each in plugins),
                         node=jnp.where(strategy.walks_up(update), update.start,
                                        tree_lib.NO_PARENT),
                         count=update.count, value=update.value, in_flight=in_flight)
     state = jax.lax.while_loop(lambda state: jnp.any(state.node >= 0), body, state)
     tree = tree.replace(node_visits=state.node_visits, value_sums=state.value_sums)
-    if solver:
-        tree = tree.replace(solved=state.solved, solved_values=state.solved_values)
+    for each, carried in zip(plugins, state.plugin_states):
+        tree = each.after_backup(tree, carried)
     return tree, state.in_flight
 
 
 class GraphBackupCarry(NamedTuple):
     """The carry of `backup_graph`'s loop: the statistics being written
-    ([B, N], edge visits [B, N, K]; solved / solved_values only with the
-    solver), the depth on each path of the node being updated (-1 once past
-    the root), the slot through which the path left that node (read one
-    depth below) and the strategy's in-flight count."""
+    ([B, N], edge visits [B, N, K]), what each plug-in carries (a tuple in
+    plug-in order), the depth on each path of the node being updated (-1
+    once past the root), the slot through which the path left that node
+    (read one depth below) and the strategy's in-flight count."""
 
     node_visits: chex.Array
     value_sums: chex.Array
     edge_visits: chex.Array
-    solved: Optional[chex.Array]
-    solved_values: Optional[chex.Array]
+    plugin_states: tuple
     depth: chex.Array
     slot_below: chex.Array
     in_flight: Any
 
 
-def backup_graph(tree: tree_lib.Tree, update: Backup, solver: bool,
+def backup_graph(tree: tree_lib.Tree, update: Backup, plugins: Plugins,
                  strategy: OnePathPerStep = ONE_PATH_PER_STEP,
                  in_flight: Any = None) -> tuple[tree_lib.Tree, Any]:
     """A graph search's backup: walks each path (`update.path`) from its
     last node (`update.depth`) up to the root. Every edge on the way gains
     `update.count` visits, and every node on the way is recomputed from its
     children (`graph.recomputed`: visits 1 + its edge visits, value its raw
-    value plus its edges' visits times their children's Q), then, with the
-    solver, re-checked by `prove`. Paths of one step ([B, P]) that share an
+    value plus its edges' visits times their children's Q), then shown to
+    each plug-in (`back_up_node`). Paths of one step ([B, P]) that share an
     edge add up. Returns (tree, the strategy's in-flight count)."""
     max_nodes = tree.max_nodes
     path, count = update.path, update.count
@@ -819,33 +777,32 @@ def backup_graph(tree: tree_lib.Tree, update: Backup, solver: bool,
         # The writes depend on the reads (a recomputed value is never NaN), so
         # XLA updates the carried arrays in place instead of copying them.
         write_at = jnp.where(on_path & ~jnp.isnan(value), node, max_nodes)
-        solved, solved_values = state.solved, state.solved_values
-        if solver:
-            solved, solved_values = newly_proven(tree, node, on_path, solved, solved_values)
+        plugin_states = tuple(each.back_up_node(tree, carried, node, on_path)
+                              for each, carried in zip(plugins, state.plugin_states))
         return GraphBackupCarry(
             node_visits=state.node_visits.at[rows, write_at].set(visits, mode="drop"),
             value_sums=state.value_sums.at[rows, write_at].set(value, mode="drop"),
-            edge_visits=edge_visits, solved=solved, solved_values=solved_values,
+            edge_visits=edge_visits, plugin_states=plugin_states,
             depth=jnp.where(on_path, state.depth - 1, -1), slot_below=slot_above,
             in_flight=strategy.backs_up_node(state.in_flight, rows, node, on_path))
 
     walks = strategy.walks_up(update)
     state = GraphBackupCarry(node_visits=tree.node_visits, value_sums=tree.value_sums,
                              edge_visits=tree.edge_visits,
-                             solved=tree.solved if solver else None,
-                             solved_values=tree.solved_values if solver else None,
+                             plugin_states=tuple(each.backup_state(tree) for each in plugins),
                              depth=jnp.where(walks, last, -1), slot_below=jnp.zeros_like(last),
                              in_flight=in_flight)
     state = jax.lax.while_loop(lambda state: jnp.any(state.depth >= 0), body, state)
     tree = tree.replace(node_visits=state.node_visits, value_sums=state.value_sums,
                         edge_visits=state.edge_visits)
-    if solver:
-        tree = tree.replace(solved=state.solved, solved_values=state.solved_values)
+    for each, carried in zip(plugins, state.plugin_states):
+        tree = each.after_backup(tree, carried)
     return tree, state.in_flight
 
 
 def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
-             recurrent_fn: base.RecurrentFn, rules: Rules, options: SearchOptions) -> tuple:
+             recurrent_fn: base.RecurrentFn, rules: Rules, options: SearchOptions,
+             plugins: Plugins = ()) -> tuple:
     """One simulation on every row: select a leaf, expand, back up. The body
     of the search loop (`tree_search.run_policy`); `carry` is (key, tree,
     rule_failed [B] or None, the path buffers of a graph search
@@ -861,7 +818,7 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
     if path is not None:
         path = graph.start_descent(path, simulation_index + 1)
     key, select_key, expand_key = jax.random.split(key, 3)
-    leaf = select_leaf(tree, rules, options.depth_limit, options.solver,
+    leaf = select_leaf(tree, rules, options.depth_limit, plugins,
                        jax.random.split(select_key, tree.batch_size), path=path)
     embedding = leaf_embeddings(params, expand_key, tree, recurrent_fn, leaf.node,
                                 options.max_path_length)
@@ -872,8 +829,8 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
                                            new_visits=1 if options.expand_all else 0,
                                            edge_paths=edge_paths)
     update = backup_of_edges(tree, leaf, new, new_index, created, options.expand_all,
-                             options.solver)
-    tree, _ = backup(tree, update, options.solver)
+                             plugins)
+    tree, _ = backup(tree, update, plugins)
     if rule_failed is not None:
         rule_failed = rule_failed | leaf.rule_failed
     return key, tree, rule_failed, update.path

@@ -37,7 +37,6 @@ import jax
 import jax.numpy as jnp
 
 from mcts_jax import base
-from mcts_jax import phases
 from mcts_jax import selection
 from mcts_jax import tree as tree_lib
 from mcts_jax import tree_search
@@ -45,6 +44,7 @@ from mcts_jax import validation
 from mcts_jax.hashable import HashableFunction
 from mcts_jax.options import SearchOptions
 from mcts_jax.qtransforms import check_tree_function
+from mcts_jax.solver import PROVEN_WIN
 
 FINAL_ACTIONS = ("most_visited", "highest_value", "sampled")
 
@@ -225,7 +225,7 @@ def choose_action(rng_key: chex.PRNGKey, tree: tree_lib.Tree, final_action: str,
     qvalues = in_actions(stats.qvalues, 0.0)
     allowed = in_actions(stats.legal, False)
     if solver and tree.value_range is not None:
-        proven_loss = in_actions(stats.solved & (stats.solved_qvalues <= -phases.PROVEN_WIN),
+        proven_loss = in_actions(stats.solved & (stats.solved_qvalues <= -PROVEN_WIN),
                                  False)
         not_losing = allowed & ~proven_loss
         allowed = jnp.where(jnp.any(not_losing, axis=-1, keepdims=True), not_losing, allowed)
@@ -263,7 +263,7 @@ def play_proven(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats,
     proven_q = tree_lib.slots_to_actions(tree, root, stats.solved_qvalues, 0.0)
     visits = tree_lib.slots_to_actions(tree, root, stats.visits, 0)
     best_proven = jnp.argmax(jnp.where(proven, proven_q + 1e-6 * visits, -jnp.inf), axis=-1)
-    has_win = jnp.any(proven & (proven_q >= phases.PROVEN_WIN), axis=-1)
+    has_win = jnp.any(proven & (proven_q >= PROVEN_WIN), axis=-1)
     if tree.value_range is None:  # unbounded: no value is a known win
         has_win = jnp.zeros_like(has_win)
     return jnp.where(has_win | tree.solved[:, tree_lib.ROOT_INDEX], best_proven, action)

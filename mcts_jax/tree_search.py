@@ -31,6 +31,7 @@ from mcts_jax import base, parallel
 from mcts_jax import graph
 from mcts_jax import phases
 from mcts_jax import reuse
+from mcts_jax import solver
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
 from mcts_jax.hashable import HashableFunction, holds_tracer
@@ -104,6 +105,12 @@ def continued_prior_logits(tree: tree_lib.Tree, root: base.RootFnOutput,
         tree_lib.slot_values(root_slots, root.prior_logits.astype(jnp.float32)))
 
 
+def search_plugins(options: SearchOptions) -> tuple:
+    """The built-in plug-ins (plugin.py) that `options` turn on, in the
+    order the phases call them: the MCTS-solver (`solver=True`)."""
+    return (solver.SOLVER,) if options.solver else ()
+
+
 def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
                invalid_actions: Optional[chex.Array], temperature: chex.Array,
                tree: Optional[tree_lib.Tree], extra_data: Any, *, policy: Any,
@@ -125,12 +132,13 @@ def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
     rules = policy.rules(options)
     rule_failed = (None if phases.rules_screen_their_slots(rules)
                    else jnp.zeros((tree.batch_size,), jnp.bool_))
+    plugins = search_plugins(options)
     if options.simulations_per_step > 1:  # P paths per step (parallel.py)
         tree, rule_failed = parallel.run_paths(params, search_key, tree, recurrent_fn, rules,
-                                               options, rule_failed)
+                                               options, rule_failed, plugins)
     else:
         simulate = functools.partial(phases.simulate, params=params, recurrent_fn=recurrent_fn,
-                                     rules=rules, options=options)
+                                     rules=rules, options=options, plugins=plugins)
         path = (graph.empty_path((tree.batch_size,), options.depth_limit, options.max_nodes)
                 if options.transpositions else None)  # a graph's descents record their paths
         _, tree, rule_failed, _ = options.loop_fn(0, options.num_simulations, simulate,

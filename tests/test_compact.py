@@ -15,7 +15,7 @@ import pytest
 
 import envs
 import mcts_jax
-from mcts_jax import evaluators, phases
+from mcts_jax import evaluators, solver
 from mcts_jax import tree as tree_lib
 from mcts_jax.synthetic import HashedProblem, random_root_codes
 
@@ -139,7 +139,7 @@ def test_fewer_slots_keep_the_top_priors_and_never_an_illegal_action():
                 stats = tree_lib.children_stats(
                     out.search_tree, jnp.full((8,), node, jnp.int32))
                 best = np.max(np.where(stats.solved[row], stats.solved_qvalues[row], -np.inf))
-                assert best >= phases.PROVEN_WIN
+                assert best >= solver.PROVEN_WIN
     assert checked > 100 and pruned_nodes > 20
     summary = out.search_tree.summary()
     assert summary.visit_counts.shape == (8, PROBLEM.num_actions)
