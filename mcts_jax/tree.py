@@ -261,11 +261,14 @@ class Tree:
                                        to_user_scale(stats.qvalues, self.value_range), 0.0), 0.0)
         total = jnp.sum(visit_counts, axis=-1, keepdims=True)
         visit_probs = visit_counts / jnp.maximum(total, 1)
-        value = self.value_sums[:, ROOT_INDEX] / jnp.maximum(
+        mean_value = self.value_sums[:, ROOT_INDEX] / jnp.maximum(
             self.node_visits[:, ROOT_INDEX], 1)
         proven_qvalues = jnp.where(stats.solved,
                                    to_user_scale(stats.solved_qvalues, self.value_range), 0.0)
         root_solved = self.solved[:, ROOT_INDEX]
+        # A proven root's value is its exact value, not the mean of the
+        # simulations that ran before (and around) the proof.
+        value = jnp.where(root_solved, self.solved_values[:, ROOT_INDEX], mean_value)
         return SearchSummary(
             visit_counts=visit_counts,
             visit_probs=visit_probs.astype(jnp.float32),

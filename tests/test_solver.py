@@ -307,3 +307,23 @@ def test_proven_nodes_are_never_visited_again(policy):
     assert previous["solved"][:, 0].all(), "every root should be proven within the budget"
     summary = jax.device_get(tree.summary())
     check_proven_children(boards, summary)
+
+
+def test_summary_value_of_a_proven_root_is_its_proven_value():
+    """`summary().value` of a root the solver proved is its exact value for
+    the root mover (1 won, -1 lost), not the mean of the simulations that
+    found the proof (about 0.06 on these won positions before the fix); an
+    unproven root keeps the mean backed-up value."""
+    positions = minimax.all_reachable_positions()
+    won = [b for b in positions if minimax.value(b) == 1][:3]
+    lost = [b for b in positions if minimax.value(b) == -1][:3]
+    boards = won + lost
+    _, summary, tree = search("alphazero", boards, 400, max_nodes=401)
+    assert summary.root_proven.all()
+    np.testing.assert_array_equal(summary.value, [minimax.value(b) for b in boards])
+    # Too few simulations to prove the empty board: the mean stays.
+    _, summary, tree = search("alphazero", [minimax.EMPTY_BOARD], 20, max_nodes=21)
+    assert not summary.root_proven[0]
+    root = mcts_jax.tree.ROOT_INDEX
+    mean = tree.value_sums[0, root] / tree.node_visits[0, root]
+    assert summary.value[0] == pytest.approx(mean)
