@@ -163,7 +163,15 @@ class Tree:
         with `replay_embeddings`, leaves [B, 1, ...]: the root's state only
         (other nodes' states are recomputed by replaying the actions from the
         root).
-      num_nodes: [B] int32, node slots in use (the next free slot).
+      num_nodes: [B] int32, node slots in use (the next free slot). Often
+        fewer than N = num_simulations + 1: a simulation creates a node only
+        when it expands a new edge, and one that ends on a terminal node
+        already in the tree (it backs up that node's reward again:
+        `SearchOptions.stop_at_terminal`), on a position already in the
+        graph (`transpositions`) or in a full tree creates none. With
+        `SearchOptions.node_per_simulation` (mctx's numbering) simulation i
+        writes slot i + 1, left free when it creates nothing, and num_nodes
+        is num_simulations + 1.
       extra_data: any pytree with leading [B] the search was given (as in
         mctx; Gumbel policies store `GumbelExtraData(root_gumbel [B, A])`),
         or None.

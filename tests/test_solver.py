@@ -327,3 +327,26 @@ def test_summary_value_of_a_proven_root_is_its_proven_value():
     root = mcts_jax.tree.ROOT_INDEX
     mean = tree.value_sums[0, root] / tree.node_visits[0, root]
     assert summary.value[0] == pytest.approx(mean)
+
+
+def test_a_tree_fills_fewer_slots_than_simulations_where_the_game_is_small():
+    """What `Tree.num_nodes` and the README say: a simulation that ends on a
+    terminal node already in the tree creates no node, so a search of a
+    position with few moves left fills at most one slot per position below
+    the root (plus the root), far fewer than num_simulations + 1; with
+    `node_per_simulation` (mctx's numbering) the same search leaves the
+    other slots empty and num_nodes is num_simulations + 1."""
+    boards = [b for b in minimax.all_reachable_positions()
+              if len(minimax.legal_moves(b)) == 3][:4]
+    root, illegal = tictactoe.make_root([minimax.to_tictactoe(b) for b in boards])
+    below = np.array([minimax.game_tree_size(b) for b in boards])
+    used = {}
+    for numbering in (False, True):
+        out = mcts_jax.alphazero_policy(None, jax.random.key(0), root, tictactoe.recurrent_fn,
+                                        32, invalid_actions=illegal, dirichlet_fraction=0.0,
+                                        node_per_simulation=numbering)
+        tree = jax.device_get(out.search_tree)
+        used[numbering] = (tree.node_visits > 0).sum(axis=1)
+        assert (used[numbering] <= below + 1).all() and (used[numbering] < 33).all()
+        np.testing.assert_array_equal(tree.num_nodes, 33 if numbering else used[numbering])
+    np.testing.assert_array_equal(used[False], used[True])
