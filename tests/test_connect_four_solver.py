@@ -366,7 +366,8 @@ def test_tiny_training_run_writes_the_solver_metrics(tmp_path, monkeypatch):
                for line in described)
     # The agent benchmark on this run: the run's own policy (agent.act) and
     # another search of the same network, read back from its results file.
-    from experiments import connect_four_agent, harness
+    from benchmarks import harness
+    from experiments import connect_four_agent
     monkeypatch.setattr(harness, "RESULTS_DIR", str(tmp_path / "results"))
     connect_four_agent.main(["--run-dir", run_dir, "--simulations", "4", "--uct-simulations",
                              "--positions", "16", "--policies", config.policy, "alphazero+solver",
