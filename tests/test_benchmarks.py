@@ -423,3 +423,23 @@ def test_equal_time_curve_keeps_the_evaluated_iterations(tmp_path):
     assert equal_time.curve(str(tmp_path)) == [
         dict(iteration=2, elapsed_s=9.5, solver_search_accuracy=0.8, vs_solver_first_wins=3),
         dict(iteration=3, elapsed_s=14.0, score_mean=812.5)]
+
+
+def test_a_command_writes_its_results_into_its_own_folder(monkeypatch):
+    """`python -m experiments.x` writes experiments/results/, `python -m
+    devtools.x` devtools/results/, the suite and anything else (a test, a
+    session) benchmarks/results/ (harness.RESULTS_DIR)."""
+    import types
+    from benchmarks import harness
+
+    def results_dir_when_run_as(module):
+        spec = None if module is None else types.SimpleNamespace(name=module)
+        monkeypatch.setitem(sys.modules, "__main__", types.SimpleNamespace(__spec__=spec))
+        return harness._results_dir_of_command()
+
+    for folder in ("benchmarks", "experiments", "devtools"):
+        assert results_dir_when_run_as(f"{folder}.some_script") == os.path.join(
+            harness.REPOSITORY, folder, "results")
+    for other in ("pytest", "training.loop", None):
+        assert results_dir_when_run_as(other) == os.path.join(harness.REPOSITORY, "benchmarks",
+                                                              "results")
