@@ -16,7 +16,7 @@ commit of the working tree, whether it had uncommitted changes, the command
 line and the seed (where the runner has one); `save` and `write_json`
 refuse a record without the first three, and add the source files of
 `mcts_jax/`, `envs/` and `training/` that the process had imported (`dependencies`:
-`python -m benchmarks.staleness` reports whether they changed since).
+`python -m devtools.staleness` reports whether they changed since).
 """
 
 from __future__ import annotations
@@ -36,8 +36,25 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import jax
 
-RESULTS_DIR = os.path.join(os.path.dirname(__file__), "results")
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The top-level folders whose commands write results files, each into its own
+# results/: the suite (benchmarks/), the one-off experiments (experiments/)
+# and the tools that guard changes (devtools/).
+RESULTS_FOLDERS = ("benchmarks", "experiments", "devtools")
+RESULTS_DIRS = tuple(os.path.join(REPOSITORY, folder, "results") for folder in RESULTS_FOLDERS)
+
+
+def _results_dir_of_command() -> str:
+    """The results/ of the folder the running command belongs to (`python -m
+    experiments.x` -> experiments/results/); benchmarks/results/ for anything
+    else (the suite, a test, an interactive session)."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    folder = spec.name.split(".")[0] if spec is not None and spec.name else ""
+    return os.path.join(REPOSITORY, folder if folder in RESULTS_FOLDERS else "benchmarks",
+                        "results")
+
+
+RESULTS_DIR = _results_dir_of_command()
 # The source trees a results file depends on (what its figures measure).
 LIBRARY_TREES = ("mcts_jax", "envs", "training")
 # What a results file must carry (in its "settings") to be traced to code;
@@ -112,11 +129,12 @@ def _git(*args) -> str:
 
 def _tree_state() -> Dict[str, Any]:
     """The commit of the working tree and whether tracked files other than
-    benchmarks/results/ and markdown pages (regenerating results rewrites
-    them, and they are not code) have uncommitted changes."""
+    the results/ folders (`RESULTS_FOLDERS`) and markdown pages (regenerating
+    results rewrites them, and they are not code) have uncommitted changes."""
+    excluded = [f":(exclude){folder}/results" for folder in RESULTS_FOLDERS]
     return dict(commit=_git("rev-parse", "HEAD"),
                 dirty=bool(_git("status", "--porcelain", "--untracked-files=no", "--", ".",
-                                ":(exclude)benchmarks/results", ":(exclude)*.md")))
+                                *excluded, ":(exclude)*.md")))
 
 
 # Read when a benchmark starts (it imports this module before the library
@@ -199,7 +217,7 @@ def file_sha256(relative_path: str) -> str:
 def write_json(path: str, record: Dict[str, Any]) -> str:
     """Writes a results record (with "settings") as JSON at `path`, after
     checking its provenance and adding `dependencies` (the imported
-    `mcts_jax/`, `envs/` and `training/` files, which `benchmarks.staleness`
+    `mcts_jax/`, `envs/` and `training/` files, which `devtools.staleness`
     asks git about) and `dependency_sha256` ({path: sha256 of its bytes when
     measured}: a record of the code, no gate); returns the path."""
     check_provenance(record.get("settings"))

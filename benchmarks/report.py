@@ -261,10 +261,6 @@ def markdown(sections: Dict[str, Dict[str, Any]], tag: str, image_prefix: str = 
         parts += ["### Chance nodes: stochastic_muzero_policy, ours vs mctx on identical inputs",
                   simple_table(rows, ["problem", "B", "simulations", "ours_sims_per_s",
                                       "mctx_sims_per_s", "ratio"])]
-    if "self_play_devices" in sections:
-        parts += ["### Self-play against device count",
-                  "See `results/self_play_devices-*.json` (benchmarks/self_play_devices.py): "
-                  + str(sections["self_play_devices"]["rows"][0].get("status"))]
     return "\n\n".join(parts) + "\n"
 
 

@@ -28,8 +28,6 @@ import dataclasses
 import glob
 import json
 import os
-import subprocess
-import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -196,19 +194,6 @@ def section_stochastic(config: Config, log):
                       order="interleaved")
 
 
-def section_self_play_devices(config: Config, log):
-    """Runs benchmarks/self_play_devices.py (another engineer's) when it exists;
-    its own JSON stays its own (results/self_play_devices-*.json)."""
-    script = os.path.join(BENCHMARKS_DIR, "self_play_devices.py")
-    if not os.path.exists(script):
-        return [dict(status="benchmarks/self_play_devices.py not present")], {}
-    done = subprocess.run([sys.executable, "-m", "benchmarks.self_play_devices"],
-                          cwd=os.path.dirname(BENCHMARKS_DIR), capture_output=True, text=True)
-    log(done.stdout[-2000:])
-    return [dict(status="ok" if done.returncode == 0 else
-                 f"failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")], {}
-
-
 SECTIONS: Dict[str, Callable] = {
     "batch-synthetic": section_batch("synthetic"),
     "batch-tic_tac_toe": section_batch("tic_tac_toe"),
@@ -220,7 +205,6 @@ SECTIONS: Dict[str, Callable] = {
     "features": section_features,
     "baselines": section_baselines,
     "stochastic": section_stochastic,
-    "self_play_devices": section_self_play_devices,
 }
 
 
@@ -234,8 +218,6 @@ def selected_sections(config: Config, only: Optional[Sequence[str]]) -> List[str
         if problem is not None and (problem not in config.batch_problems + ("chess",)
                                     or not sizes):
             continue
-        if name == "self_play_devices" and only is None:
-            continue  # a separate benchmark with its own sizes: run it with --only
         if only is None or any(name == o or name.startswith(o + "-") for o in only):
             names.append(name)
     if only:

@@ -32,3 +32,25 @@ html_theme = "alabaster"
 # documented there and by autodoc is not described twice.
 napoleon_use_ivar = True
 
+
+
+def add_field_meanings(app, what, name, obj, options, lines):
+    """A dataclass whose fields declare their meaning (`mcts_jax.options.option`:
+    `SearchOptions`) gets each field's meaning and default as a parameter of
+    its class entry, read from that one declaration (what
+    `SearchOptions.describe()` prints); autodoc adds each field's type."""
+    import dataclasses
+
+    if what != "class" or not dataclasses.is_dataclass(obj):
+        return
+    fields = [field for field in dataclasses.fields(obj) if "meaning" in field.metadata]
+    if fields:
+        lines.append("")
+    for field in fields:
+        default = getattr(field.default, "__name__", None) or repr(field.default)
+        lines.append(f":param {field.name}: {field.metadata['meaning']} "
+                     f"(default ``{default}``)")
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", add_field_meanings)

@@ -28,8 +28,8 @@ solved positions (so transpositions are solved once).
 
 Solver cost: bitbully with its 12-ply opening book, cold (transposition
 table cleared), one position of the mixed benchmark set at a time, is
-measured by `python -m benchmarks.connect_four_positions` into
-benchmarks/results/connect_four_solver-cpu.json, by stage: under a
+measured by `python -m experiments.connect_four_positions` into
+experiments/results/connect_four_solver-cpu.json, by stage: under a
 millisecond at the median, at most tens of milliseconds in the opening,
 and up to about half a second just past the book (plies 12-16).
 Results are cached per position (`functools.lru_cache`, a million entries).
@@ -326,7 +326,7 @@ def states_from_moves(move_lists: Sequence[Moves], game=None):
 def load_positions(path: Optional[str] = None, limit: Optional[int] = None) -> Dict[str, object]:
     """The labelled benchmark positions of `path` (default `POSITIONS_PATH`;
     `RANDOM_PLAY_PATH`, the training run's set; both made by `python -m
-    benchmarks.connect_four_positions`), the first `limit` of them (a file's
+    experiments.connect_four_positions`), the first `limit` of them (a file's
     order is shuffled, so a prefix mixes every stage).
 
     Returns a dict, P positions:

@@ -182,7 +182,9 @@ class SearchSummary:
       visit_probs: [B, A] float, visit_counts normalised over the row.
       qvalues: [B, A] float, reward + discount * value of each child, from the
         root mover's point of view; 0 for unvisited actions.
-      value: [B] float, mean backed-up value of the root for its mover.
+      value: [B] float, the root's value for its mover: its exact value where
+        the root is proven (`root_proven`, the MCTS-solver), else the mean
+        backed-up value of its simulations.
       proven: [B, A] bool, the child's exact value is known (terminal, or
         proven by the MCTS-solver).
       proven_qvalues: [B, A] float, that exact value as a Q-value for the root

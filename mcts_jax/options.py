@@ -79,13 +79,18 @@ class SearchOptions:
                      "no reward is 0.5); or None for unbounded returns and rewards that add up "
                      "to a score (Q min-max normalised for selection)")
     stop_at_terminal: bool = option(
-        True, "discount 0 ends the game (terminal nodes are never expanded); False: mctx's "
-              "semantics, discount 0 is only a factor")
+        True, "an edge whose recurrent_fn discount is 0 ends the game: its node is terminal "
+              "(value 0, never expanded nor evaluated below; a simulation that reaches it "
+              "again backs up its reward and creates no node). False: mctx's semantics, "
+              "discount 0 is only a factor and the node is searched below like any other")
     node_per_simulation: bool = option(
-        False, "simulation i writes node i + 1, mctx's node numbering")
+        False, "mctx's node numbering: simulation i writes node slot i + 1 (left empty "
+               "when the simulation creates no node, so num_nodes is num_simulations + 1). "
+               "False: nodes are numbered in the order they are created, with no gaps")
     keep_prior_logits: bool = option(
-        False, "also store the prior logits each node was given, as given (4 bytes per "
-               "child slot): what mctx's view of a tree reads as children_prior_logits")
+        False, "also store each node's prior logits as given (Tree.prior_logits [B, N, K], "
+               "4 bytes per child slot); Tree.priors always holds the probabilities. "
+               "mctx's view of a tree reads them as children_prior_logits")
     loop_fn: Callable = option(
         jax.lax.fori_loop, "the simulation loop, loop_fn(lower, upper, body, init): "
                            "jax.lax.fori_loop, or e.g. a Python loop to debug a search")
@@ -93,8 +98,11 @@ class SearchOptions:
         1, "P paths per tree per step, their B x P leaves evaluated in one recurrent_fn "
            "call; num_simulations stays the total")
     steering: str = option(
-        "unobserved", "with P > 1, how in-flight paths steer later ones: 'unobserved' "
-                      "(WU-UCT) or 'virtual_loss'")
+        "unobserved", "with simulations_per_step P > 1, how the paths of one step that are "
+                      "still in flight steer the later ones away: 'unobserved' (WU-UCT: the "
+                      "visit counts a rule reads include them, Q-values do not change) or "
+                      "'virtual_loss' (each in-flight visit also counts as a loss for the "
+                      "player choosing the edge); the tree's statistics never keep them")
     transpositions: bool = option(
         False, "graph search: one node per position (found by position_key), edge visits "
                "apart from node visits, values recomputed from children (graph.py)")
@@ -102,12 +110,16 @@ class SearchOptions:
         None, "with transpositions, embedding [M, ...] -> [M, 2] uint32 keys of the "
               "positions; None: mcts_jax.hash_embedding (every leaf of the embedding)")
     repetition_value: Optional[float] = option(
-        None, "with transpositions, the value of a position that repeats one on its own "
-              "path, for the player to move there, on the value_range scale; None: a draw "
-              "(the middle of value_range)")
+        None, "with transpositions, the value of a position that repeats one already on "
+              "its own path (a cycle: chess, Go): that edge gets a terminal node worth this "
+              "value, for the player to move there, on the value_range scale, never proven; "
+              "None: a draw (the middle of value_range)")
     checks: str = option(
-        "host", "value checks: 'host' (root values checked on the host when concrete), "
-                "'off', or 'checkify' (compiled in, also recurrent_fn's outputs)")
+        "host", "value checks (non-finite logits or values, an all-illegal root row, ...): "
+                "'host' (the root arrays are copied to the host and checked when they are "
+                "concrete, i.e. outside the caller's jit; skipped inside it), 'off' (shape "
+                "checks only), or 'checkify' (compiled into the search with "
+                "jax.experimental.checkify, recurrent_fn's outputs too)")
     num_simulations: Optional[int] = option(
         None, "simulations of one search (set by resolve from the call)")
     num_chance_outcomes: int = option(

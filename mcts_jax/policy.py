@@ -350,9 +350,9 @@ def search(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
     call, and backs up the new value (phases.py).
 
     Args:
-      params, rng_key, root, recurrent_fn, num_simulations, invalid_actions,
-        tree: as for a policy (`Policy.__call__`). `root.prior_logits` give
-        the root priors as they are (add any exploration noise first).
+      params, rng_key, root, recurrent_fn, num_simulations, invalid_actions, tree: as
+        for a policy (`Policy.__call__`). `root.prior_logits` give the root
+        priors as they are (add any exploration noise first).
       root_rule: the selection rule at the root,
         `rule(tree, node [B] int32, stats: ChildrenStats) -> scores [B, K]`;
         argmax descends, -inf never does. Constants bound with

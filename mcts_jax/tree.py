@@ -163,7 +163,15 @@ class Tree:
         with `replay_embeddings`, leaves [B, 1, ...]: the root's state only
         (other nodes' states are recomputed by replaying the actions from the
         root).
-      num_nodes: [B] int32, node slots in use (the next free slot).
+      num_nodes: [B] int32, node slots in use (the next free slot). Often
+        fewer than N = num_simulations + 1: a simulation creates a node only
+        when it expands a new edge, and one that ends on a terminal node
+        already in the tree (it backs up that node's reward again:
+        `SearchOptions.stop_at_terminal`), on a position already in the
+        graph (`transpositions`) or in a full tree creates none. With
+        `SearchOptions.node_per_simulation` (mctx's numbering) simulation i
+        writes slot i + 1, left free when it creates nothing, and num_nodes
+        is num_simulations + 1.
       extra_data: any pytree with leading [B] the search was given (as in
         mctx; Gumbel policies store `GumbelExtraData(root_gumbel [B, A])`),
         or None.
@@ -261,11 +269,14 @@ class Tree:
                                        to_user_scale(stats.qvalues, self.value_range), 0.0), 0.0)
         total = jnp.sum(visit_counts, axis=-1, keepdims=True)
         visit_probs = visit_counts / jnp.maximum(total, 1)
-        value = self.value_sums[:, ROOT_INDEX] / jnp.maximum(
+        mean_value = self.value_sums[:, ROOT_INDEX] / jnp.maximum(
             self.node_visits[:, ROOT_INDEX], 1)
         proven_qvalues = jnp.where(stats.solved,
                                    to_user_scale(stats.solved_qvalues, self.value_range), 0.0)
         root_solved = self.solved[:, ROOT_INDEX]
+        # A proven root's value is its exact value, not the mean of the
+        # simulations that ran before (and around) the proof.
+        value = jnp.where(root_solved, self.solved_values[:, ROOT_INDEX], mean_value)
         return SearchSummary(
             visit_counts=visit_counts,
             visit_probs=visit_probs.astype(jnp.float32),

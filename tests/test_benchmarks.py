@@ -203,7 +203,7 @@ def test_openspiel_baseline_in_the_same_rounds():
 def test_tree_steps_counts_the_same_edges_on_both_sides():
     """Ours and mctx make identical trees here, so both walk the same edges;
     a simulation walks at least the edge to its new leaf."""
-    from benchmarks import tree_steps
+    from experiments import tree_steps
     rows = {row["side"]: row for row in tree_steps.measure(2, 4, [8], rounds=1, log=str)}
     assert set(rows) == {"ours", "mctx"}
     assert rows["ours"]["edges_walked"] == rows["mctx"]["edges_walked"] >= 2 * 8
@@ -238,7 +238,7 @@ def test_memory_runs_fit_describes_the_measured_points():
 
 
 def test_checkpoint_write_times_both_sides_of_a_random_state(tmp_path):
-    from benchmarks import checkpoint_write
+    from experiments import checkpoint_write
     variables, arrays = checkpoint_write.random_state(checkpoint_write.CASES["tic_tac_toe_default"])
     buffers = [x for x in jax.tree.leaves(arrays) if np.size(x) > 1000]
     assert buffers and all(np.any(np.asarray(x) != 0) for x in buffers)  # filled, not zeros
@@ -357,7 +357,7 @@ def test_mate_in_two_file_is_what_the_script_builds():
     """benchmarks/data/mate_in_two.json: every position re-verified by
     python-chess (a mate in two, no mate in one, all mating first moves)."""
     pytest.importorskip("chess")
-    from benchmarks import mate_in_two_positions as m2
+    from experiments import mate_in_two_positions as m2
     with open(m2.DEFAULT_OUT) as f:
         stored = json.load(f)["positions"]
     built, rejected = m2.build()
@@ -365,7 +365,7 @@ def test_mate_in_two_file_is_what_the_script_builds():
 
 
 def test_mate_in_two_moves_are_legal_pgx_actions():
-    from benchmarks import parallel_leaves
+    from experiments import parallel_leaves
     states, mating = parallel_leaves.mate_in_two_positions()
     assert mating.shape[0] == states.current_player.shape[0]
     assert mating.any(axis=1).all()
@@ -373,7 +373,7 @@ def test_mate_in_two_moves_are_legal_pgx_actions():
 
 
 def test_floor_replays_every_recurrent_fn_call_of_the_search():
-    from benchmarks import parallel_leaves
+    from experiments import parallel_leaves
     actions, embeddings = parallel_leaves.recorded_leaves("tic_tac_toe", 2, 10, 4)
     assert actions.shape == (3, 8)  # ceil(10 / 4) calls of B x P transitions
     assert jax.tree.leaves(embeddings)[0].shape[:2] == (3, 8)
@@ -391,10 +391,10 @@ def test_equal_time_sides_differ_from_their_section_only_where_they_say(module):
     the line."""
     import dataclasses
     import importlib
-    from benchmarks import equal_time
+    from experiments import equal_time
     from training import config as config_lib
     from training import presets
-    sections = importlib.import_module(f"benchmarks.{module}").SECTIONS
+    sections = importlib.import_module(f"experiments.{module}").SECTIONS
     for common, sides in sections.values():
         shared = config_lib.resolve(common)
         for side, settings in sides:
@@ -413,7 +413,7 @@ def test_equal_time_sides_differ_from_their_section_only_where_they_say(module):
 
 
 def test_equal_time_curve_keeps_the_evaluated_iterations(tmp_path):
-    from benchmarks import equal_time
+    from experiments import equal_time
     records = [dict(iteration=1, elapsed_s=5.0, loss=1.0),
                dict(iteration=2, elapsed_s=9.5, solver_search_accuracy=0.8,
                     vs_solver_first_wins=3, loss=0.9),
@@ -423,3 +423,23 @@ def test_equal_time_curve_keeps_the_evaluated_iterations(tmp_path):
     assert equal_time.curve(str(tmp_path)) == [
         dict(iteration=2, elapsed_s=9.5, solver_search_accuracy=0.8, vs_solver_first_wins=3),
         dict(iteration=3, elapsed_s=14.0, score_mean=812.5)]
+
+
+def test_a_command_writes_its_results_into_its_own_folder(monkeypatch):
+    """`python -m experiments.x` writes experiments/results/, `python -m
+    devtools.x` devtools/results/, the suite and anything else (a test, a
+    session) benchmarks/results/ (harness.RESULTS_DIR)."""
+    import types
+    from benchmarks import harness
+
+    def results_dir_when_run_as(module):
+        spec = None if module is None else types.SimpleNamespace(name=module)
+        monkeypatch.setitem(sys.modules, "__main__", types.SimpleNamespace(__spec__=spec))
+        return harness._results_dir_of_command()
+
+    for folder in ("benchmarks", "experiments", "devtools"):
+        assert results_dir_when_run_as(f"{folder}.some_script") == os.path.join(
+            harness.REPOSITORY, folder, "results")
+    for other in ("pytest", "training.loop", None):
+        assert results_dir_when_run_as(other) == os.path.join(harness.REPOSITORY, "benchmarks",
+                                                              "results")

@@ -286,7 +286,7 @@ def test_mate_in_two_suite_is_valid():
     """Each position is legal, not over, has no mate in one and a first move
     that forces mate (the check that also builds benchmarks/data/mate_in_two.json)."""
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from benchmarks.mate_in_two_positions import mating_moves as mate_in_two_moves
+    from experiments.mate_in_two_positions import mating_moves as mate_in_two_moves
 
     assert len(MATE_IN_TWO) >= 5
     for fen in MATE_IN_TWO:

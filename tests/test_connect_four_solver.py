@@ -237,7 +237,7 @@ def test_random_play_file_is_the_issue_definition_and_labelled_correctly():
     """train.py's set: random games cut at plies 4-30, not over, at least one
     move losing the value; labels from bitbully (fresh) on a spread of rows;
     difficulty from the number of optimal moves."""
-    from benchmarks import connect_four_positions as generator
+    from experiments import connect_four_positions as generator
     positions = solver.load_positions(solver.RANDOM_PLAY_PATH)
     meta, count = positions["meta"], len(positions["moves"])
     assert count == meta["count"] == 1000 and meta["set"] == "random_play"
@@ -366,7 +366,8 @@ def test_tiny_training_run_writes_the_solver_metrics(tmp_path, monkeypatch):
                for line in described)
     # The agent benchmark on this run: the run's own policy (agent.act) and
     # another search of the same network, read back from its results file.
-    from benchmarks import connect_four_agent, harness
+    from benchmarks import harness
+    from experiments import connect_four_agent
     monkeypatch.setattr(harness, "RESULTS_DIR", str(tmp_path / "results"))
     connect_four_agent.main(["--run-dir", run_dir, "--simulations", "4", "--uct-simulations",
                              "--positions", "16", "--policies", config.policy, "alphazero+solver",
@@ -452,7 +453,7 @@ def test_first_move_is_judged_by_the_solver():
 
 @needs_solver
 def test_first_player_lines_find_the_first_losing_move():
-    from benchmarks.connect_four_agent import first_player_lines
+    from experiments.connect_four_agent import first_player_lines
     perfect = first_player_lines(GAME, solver.SolverPlayer(), None, jax.random.key(0), 4)
     assert perfect == dict(wins=4, draws=0, losses=0, first_mistake={"none": 4})
     # A random first player: every game that is not won has a first mistake,

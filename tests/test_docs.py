@@ -74,16 +74,68 @@ def test_block_runs(page, index):
         os.chdir(cwd)
 
 
-def test_api_reference_builds(tmp_path):
-    """The reference (docs/conf.py, docs/api/) builds with warnings as errors:
-    a name that no longer imports or a broken reference fails here."""
+@pytest.fixture(scope="module")
+def api_reference_text(tmp_path_factory):
+    """The reference (docs/conf.py, docs/api/) built as plain text, with
+    warnings as errors: a name that no longer imports or a broken reference
+    fails here. Returns the text of docs/api/index.md as built."""
     pytest.importorskip("sphinx")
     pytest.importorskip("myst_parser")
+    build = tmp_path_factory.mktemp("api_reference")
     result = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "dummy",
-         "docs", str(tmp_path / "build")],
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "text",
+         "docs", str(build)],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
+    with open(build / "api" / "index.txt") as f:
+        return f.read()
+
+
+def test_api_reference_builds(api_reference_text):
+    assert "SearchOptions" in api_reference_text
+
+
+def test_api_reference_gives_every_search_option_its_meaning(api_reference_text):
+    """Each SearchOptions field is listed with its meaning, read from its one
+    declaration in mcts_jax/options.py (docs/conf.py, `add_field_meanings`)."""
+    import dataclasses
+    import mcts_jax
+
+    def plain(text):  # as built: wrapped, smart quotes, emphasis marks
+        for fancy, simple in (("\u2018", "'"), ("\u2019", "'"), ("\u201c", '"'),
+                              ("\u201d", '"'), ("*", ""), ("\"", "")):
+            text = text.replace(fancy, simple)
+        return "".join(text.split())
+
+    entry = api_reference_text[api_reference_text.index("class mcts_jax.SearchOptions"):]
+    entry = plain(entry[:entry.index("\nclass ")])
+    for field in dataclasses.fields(mcts_jax.SearchOptions):
+        assert plain(f"{field.name} ({field.type}") in entry or f"{field.name}(" in entry
+        assert plain(field.metadata["meaning"]) in entry, field.name
+
+
+def test_api_reference_shows_the_policy_hooks_and_both_searches(api_reference_text):
+    """The four hooks of `mcts_jax.Policy` have entries of their own, and the
+    entry `mcts_jax.search` sends its reader to (`mcts_jax.policy.search`,
+    the rules search's arguments) exists."""
+    text = api_reference_text
+    for hook in ("split_key", "root_setup", "rules", "choose"):
+        assert re.search(rf"\n {{3,}}{hook}\(", text), hook
+    assert "mcts_jax.policy.search(params" in text
+    import mcts_jax
+    assert "mcts_jax.policy.search" in mcts_jax.search.__doc__
+
+
+def test_chess_analysis_plays_the_best_move():
+    """docs/chess_analysis.md's search plays its best move: temperature 0
+    (the most visited move; the policies' default, 1, samples it)."""
+    import ast
+    tree = ast.parse(executed("docs/chess_analysis.md")[0].code)
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and getattr(node.func, "attr", "") == "alphazero_policy"]
+    assert len(calls) == 1
+    temperature = {k.arg: k.value for k in calls[0].keywords}.get("temperature")
+    assert temperature is not None and ast.literal_eval(temperature) == 0
 
 
 def public_names():

@@ -1,5 +1,6 @@
 """The packages point only down: mcts_jax (the search core) < envs (the
-games) < training (the application) < benchmarks, checked by import-linter
+games) < training (the application) < benchmarks (the suite) < experiments
+| devtools (independent of each other), checked by import-linter
 (contracts in pyproject.toml); the mctx compatibility layer sits on top of
 the core; the application's old names under `mcts_jax` are gone; every
 public name is documented; and docs/presets.md is generated from

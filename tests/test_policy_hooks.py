@@ -16,7 +16,7 @@ import pytest
 from jax.experimental import checkify
 
 import mcts_jax
-from benchmarks import call_path
+from devtools import call_path
 from mcts_jax.chance_trees import ChanceTree
 from mcts_jax.synthetic import HashedProblem, random_root_codes
 

@@ -1,7 +1,7 @@
 """Every committed results file can be traced to the code that measured it.
 
 The rule (benchmarks/README.md, "Provenance and staleness"): each
-benchmarks/results/*.json names in its settings the commit (the full id),
+results file (benchmarks/, experiments/ and devtools/results/*.json) names in its settings the commit (the full id),
 whether the tree had uncommitted changes (`dirty`) and the command line, and
 names its machine; it was measured on a clean tree, whose library files did
 not change while it ran; and its commit is one
@@ -11,7 +11,7 @@ commits). `git show <commit>` then gives the code behind its figures.
 A figure is traceable, not a gate: nothing here compares library files with
 the ones a results file measured, so a library change fails no test here.
 Which figures were measured at older library code, and the commands that
-regenerate them, is a report: `python -m benchmarks.staleness`.
+regenerate them, is a report: `python -m devtools.staleness`.
 """
 
 import glob
@@ -23,7 +23,9 @@ import subprocess
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESULTS = sorted(glob.glob(os.path.join(ROOT, "benchmarks", "results", "*.json")))
+RESULTS_FOLDERS = ("benchmarks", "experiments", "devtools")
+RESULTS = sorted(path for folder in RESULTS_FOLDERS
+                 for path in glob.glob(os.path.join(ROOT, folder, "results", "*.json")))
 KEYS = ("commit", "dirty", "command")
 # Records of training runs measured with uncommitted changes before the rule
 # was kept (their notes say what the changes were). A new results file is
@@ -56,6 +58,9 @@ HISTORY_IS_COMPLETE = _history_is_complete()
 
 def test_there_are_results_to_check():
     assert len(RESULTS) >= 10
+    for folder in RESULTS_FOLDERS:  # each folder keeps its own records
+        assert any(os.sep + os.path.join(folder, "results") + os.sep in path
+                   for path in RESULTS), folder
 
 
 @pytest.mark.parametrize("path", RESULTS, ids=os.path.basename)

@@ -1,11 +1,11 @@
-"""benchmarks.search_parts: the masked searches are what they say."""
+"""experiments.search_parts: the masked searches are what they say."""
 
 import jax
 import numpy as np
 import pytest
 
 import envs
-from benchmarks import search_parts
+from experiments import search_parts
 from mcts_jax import evaluators
 from training import arena
 from training import build

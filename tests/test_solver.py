@@ -307,3 +307,46 @@ def test_proven_nodes_are_never_visited_again(policy):
     assert previous["solved"][:, 0].all(), "every root should be proven within the budget"
     summary = jax.device_get(tree.summary())
     check_proven_children(boards, summary)
+
+
+def test_summary_value_of_a_proven_root_is_its_proven_value():
+    """`summary().value` of a root the solver proved is its exact value for
+    the root mover (1 won, -1 lost), not the mean of the simulations that
+    found the proof (about 0.06 on these won positions before the fix); an
+    unproven root keeps the mean backed-up value."""
+    positions = minimax.all_reachable_positions()
+    won = [b for b in positions if minimax.value(b) == 1][:3]
+    lost = [b for b in positions if minimax.value(b) == -1][:3]
+    boards = won + lost
+    _, summary, tree = search("alphazero", boards, 400, max_nodes=401)
+    assert summary.root_proven.all()
+    np.testing.assert_array_equal(summary.value, [minimax.value(b) for b in boards])
+    # Too few simulations to prove the empty board: the mean stays.
+    _, summary, tree = search("alphazero", [minimax.EMPTY_BOARD], 20, max_nodes=21)
+    assert not summary.root_proven[0]
+    root = mcts_jax.tree.ROOT_INDEX
+    mean = tree.value_sums[0, root] / tree.node_visits[0, root]
+    assert summary.value[0] == pytest.approx(mean)
+
+
+def test_a_tree_fills_fewer_slots_than_simulations_where_the_game_is_small():
+    """What `Tree.num_nodes` and the README say: a simulation that ends on a
+    terminal node already in the tree creates no node, so a search of a
+    position with few moves left fills at most one slot per position below
+    the root (plus the root), far fewer than num_simulations + 1; with
+    `node_per_simulation` (mctx's numbering) the same search leaves the
+    other slots empty and num_nodes is num_simulations + 1."""
+    boards = [b for b in minimax.all_reachable_positions()
+              if len(minimax.legal_moves(b)) == 3][:4]
+    root, illegal = tictactoe.make_root([minimax.to_tictactoe(b) for b in boards])
+    below = np.array([minimax.game_tree_size(b) for b in boards])
+    used = {}
+    for numbering in (False, True):
+        out = mcts_jax.alphazero_policy(None, jax.random.key(0), root, tictactoe.recurrent_fn,
+                                        32, invalid_actions=illegal, dirichlet_fraction=0.0,
+                                        node_per_simulation=numbering)
+        tree = jax.device_get(out.search_tree)
+        used[numbering] = (tree.node_visits > 0).sum(axis=1)
+        assert (used[numbering] <= below + 1).all() and (used[numbering] < 33).all()
+        np.testing.assert_array_equal(tree.num_nodes, 33 if numbering else used[numbering])
+    np.testing.assert_array_equal(used[False], used[True])

@@ -1,6 +1,7 @@
-"""benchmarks.staleness: which results files were measured at older library
+"""devtools.staleness: which results files were measured at older library
 code, and the commands that regenerate them."""
 
+import glob
 import json
 import os
 import subprocess
@@ -8,7 +9,7 @@ import sys
 
 import pytest
 
-from benchmarks import staleness
+from devtools import staleness
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -92,7 +93,7 @@ def test_report_marks_files_measured_at_older_library_code(repo, tmp_path, capsy
     assert _run(capsys, "--results-dir", results, "--repo", path, "--commands").splitlines() == [
         "python -m benchmarks.figure --rounds 3", "python -m benchmarks.everything",
         "# comparison.json a comparison with 1234567: re-running compares it with today's "
-        "code: python -m benchmarks.before_after --before 1234567"]
+        "code: python -m devtools.before_after --before 1234567"]
 
     listed = json.loads(_run(capsys, "--results-dir", results, "--repo", path, "--json"))
     assert listed["head"] == head
@@ -116,7 +117,7 @@ def test_report_against_this_repositorys_history(tmp_path):
     results = str(tmp_path / "results")
     _result(results, "measured_now", head, "/usr/bin/python3 -m benchmarks.now")
     _result(results, "measured_before", older, "/usr/bin/python3 -m benchmarks.before --seed 1")
-    out = subprocess.run([sys.executable, "-m", "benchmarks.staleness", "--results-dir", results],
+    out = subprocess.run([sys.executable, "-m", "devtools.staleness", "--results-dir", results],
                          cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     lines = {line.split(" | ")[0]: line for line in out.stdout.splitlines()
@@ -126,7 +127,7 @@ def test_report_against_this_repositorys_history(tmp_path):
     changed = _git(ROOT, "diff", "--name-only", older, "HEAD", "--", *staleness.LIBRARY_TREES)
     assert changed.split()[0] in lines["| measured_before.json"]
     assert "`python -m benchmarks.before --seed 1`" in lines["| measured_before.json"]
-    commands = subprocess.run([sys.executable, "-m", "benchmarks.staleness", "--results-dir",
+    commands = subprocess.run([sys.executable, "-m", "devtools.staleness", "--results-dir",
                                results, "--commands"], cwd=ROOT, capture_output=True, text=True)
     assert commands.stdout.splitlines() == ["python -m benchmarks.before --seed 1"]
 
@@ -137,3 +138,28 @@ def test_runnable_command():
     assert staleness.runnable("python -m benchmarks.training_run RUN --name n --note it's two "
                               "words") == \
         "python -m benchmarks.training_run RUN --name n --note 'it'\"'\"'s two words'"
+
+
+def test_moved_modules_run_from_their_new_place():
+    """A command recorded before issue 65 names a module that left
+    benchmarks/; the regeneration command names its new place, and the
+    module is there."""
+    import importlib.util
+    assert staleness.runnable("/usr/bin/python3 -m benchmarks.connect_four_recipe --section a") \
+        == "python -m experiments.connect_four_recipe --section a"
+    assert staleness.runnable("python -m benchmarks.before_after --before abc") \
+        == "python -m devtools.before_after --before abc"
+    assert staleness.runnable("python -m benchmarks --quick") == "python -m benchmarks --quick"
+    for old, new in staleness.MOVED_MODULES.items():
+        assert importlib.util.find_spec(old) is None, old
+        assert importlib.util.find_spec(new) is not None, new
+
+
+def test_every_results_file_of_the_repository_is_reported():
+    """The default folders are the three results/ folders; a row names its
+    file from the repository root."""
+    rows = staleness.report(staleness.RESULTS_DIRS)
+    files = {row["file"] for row in rows}
+    for folder in ("benchmarks", "experiments", "devtools"):
+        on_disk = glob.glob(os.path.join(ROOT, folder, "results", "*.json"))
+        assert on_disk and {os.path.relpath(path, ROOT) for path in on_disk} <= files, folder

@@ -13,9 +13,9 @@ puct/mctx is the median (and range) of the ratio formed within each round
 also measures every cell the old way (all rounds of one runner, then the
 next), to show what interleaving changes to the spread.
 
-    python -m benchmarks.search_throughput            # the issue's grid
-    python -m benchmarks.search_throughput --batch-sizes 64 --simulations 32 128
-    python -m benchmarks.search_throughput --batch-sizes 64 --num-actions 9 \
+    python -m experiments.search_throughput            # the issue's grid
+    python -m experiments.search_throughput --batch-sizes 64 --simulations 32 128
+    python -m experiments.search_throughput --batch-sizes 64 --num-actions 9 \
         --simulations 128 --orders interleaved sequential --name search_throughput-orders
 """
 

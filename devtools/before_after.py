@@ -1,7 +1,7 @@
 """Throughput of this working tree's policies against an earlier commit's, in one process.
 
-    python -m benchmarks.before_after --before 29e8322            # the default grid
-    python -m benchmarks.before_after --before HEAD~3 --rounds 7 --batch-size 64
+    python -m devtools.before_after --before 29e8322            # the default grid
+    python -m devtools.before_after --before HEAD~3 --rounds 7 --batch-size 64
 
 The earlier commit's `mcts_jax/` is extracted with `git archive` into a
 temporary folder and imported as `mcts_jax_before` (its imports rewritten),

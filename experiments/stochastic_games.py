@@ -1,7 +1,7 @@
 """pgx's stochastic games searched with chance nodes: 2048 and backgammon.
 
-    python -m benchmarks.stochastic_games --section 2048 --simulations 16 64 200
-    python -m benchmarks.stochastic_games --section backgammon --games 500
+    python -m experiments.stochastic_games --section 2048 --simulations 16 64 200
+    python -m experiments.stochastic_games --section backgammon --games 500
 
 2048: `stochastic_muzero_policy` with random playouts (no network), no root
 noise, the most visited move played, unbounded returns (`value_range=None`),

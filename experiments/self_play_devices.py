@@ -9,8 +9,8 @@ CPU figures show the cost of partitioning (collectives, smaller per-device
 batches), not a speed-up. On a GPU / TPU host the subprocesses use the first D
 real devices.
 
-    python -m benchmarks.self_play_devices                    # 1, 2, 4, 8 fake CPU devices
-    python -m benchmarks.self_play_devices --devices 1 2 4 8 --platform gpu   # real GPUs
+    python -m experiments.self_play_devices                    # 1, 2, 4, 8 fake CPU devices
+    python -m experiments.self_play_devices --devices 1 2 4 8 --platform gpu   # real GPUs
 
 Both self-play search modes (`--search-mode` of train.py): "exact" (bit for
 bit the one-device search; XLA partitions it with small collectives every
@@ -97,7 +97,7 @@ def main(argv=None) -> int:
             if args.platform == "cpu":
                 env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
                                     f" --xla_force_host_platform_device_count={devices}").strip()
-            run = subprocess.run([sys.executable, "-m", "benchmarks.self_play_devices",
+            run = subprocess.run([sys.executable, "-m", "experiments.self_play_devices",
                                   "--child", str(devices), "--child-mode", mode,
                                   "--num-games", str(args.num_games),
                                   "--simulations", str(args.simulations),

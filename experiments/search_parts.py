@@ -1,6 +1,6 @@
 """Which parts of a trained one-player agent (2048) help its search.
 
-    python -m benchmarks.search_parts --run-dir runs/2048 --games 32 --simulations 32
+    python -m experiments.search_parts --run-dir runs/2048 --games 32 --simulations 32
 
 Plays `--games` games of the run's game with the run's search at each
 `--simulations`, greedy, four ways, every way on the same seeds (the same

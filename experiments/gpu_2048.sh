@@ -5,7 +5,7 @@
 # training, one after the other on the same device; each run's final mean
 # is over 100 games at 64 simulations.
 #
-#   bash benchmarks/gpu_2048.sh 400 /tmp/gpu_runs stochastic_muzero alphazero
+#   bash experiments/gpu_2048.sh 400 /tmp/gpu_runs stochastic_muzero alphazero
 #
 # Then, on any machine with the run folders:
 #   python -m benchmarks.training_run RUN_ROOT/ALGORITHM --name NAME-DEVICE

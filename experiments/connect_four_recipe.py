@@ -1,15 +1,15 @@
 """The Connect Four training recipe: each change against the cpu preset at equal wall time.
 
-    python -m benchmarks.connect_four_recipe --section network --minutes 55 --seeds 0
-    python -m benchmarks.connect_four_recipe --section targets --minutes 55 --seeds 0
-    python -m benchmarks.connect_four_recipe --section openings --minutes 20 --seeds 0
-    python -m benchmarks.connect_four_recipe --section openings_share --minutes 20 --seeds 0
-    python -m benchmarks.connect_four_recipe --section openings_hour --minutes 55 --seeds 0 1 2
-    python -m benchmarks.connect_four_recipe --section openings_network --minutes 55 --seeds 0
-    python -m benchmarks.connect_four_recipe --section openings_interleaved --minutes 55 --seeds 0
-    python -m benchmarks.connect_four_recipe --section forced_playouts --minutes 20 --seeds 0
-    python -m benchmarks.connect_four_recipe --section learning --minutes 20 --seeds 0
-    python -m benchmarks.connect_four_recipe --section ablation --minutes 55 --seeds 0 1 2
+    python -m experiments.connect_four_recipe --section network --minutes 55 --seeds 0
+    python -m experiments.connect_four_recipe --section targets --minutes 55 --seeds 0
+    python -m experiments.connect_four_recipe --section openings --minutes 20 --seeds 0
+    python -m experiments.connect_four_recipe --section openings_share --minutes 20 --seeds 0
+    python -m experiments.connect_four_recipe --section openings_hour --minutes 55 --seeds 0 1 2
+    python -m experiments.connect_four_recipe --section openings_network --minutes 55 --seeds 0
+    python -m experiments.connect_four_recipe --section openings_interleaved --minutes 55 --seeds 0
+    python -m experiments.connect_four_recipe --section forced_playouts --minutes 20 --seeds 0
+    python -m experiments.connect_four_recipe --section learning --minutes 20 --seeds 0
+    python -m experiments.connect_four_recipe --section ablation --minutes 55 --seeds 0 1 2
 
 Every side is `python train.py --game connect_four --preset cpu` with one
 change, stopped by `--max-training-s` at the same training budget, and
@@ -17,7 +17,7 @@ judged by the perfect solver at the end: the search at 200 simulations on
 the 1000 random-play positions (plies 4-30, `connect_four_solver.
 RANDOM_PLAY_PATH`), the raw network beside it, and 200 games against the
 solver (100 moving first). Runs are interleaved seed by seed
-(`benchmarks.equal_time`); the curve of search accuracy against training
+(`experiments.equal_time`); the curve of search accuracy against training
 minutes of every run is in results/plots/connect_four_recipe_<section>-cpu.png.
 
 Sections:
@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import argparse
 
-from benchmarks import equal_time
+from experiments import equal_time
 
 PRESET = dict(game="connect_four", preset="cpu", final_solver_positions=1000)
 

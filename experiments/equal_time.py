@@ -1,7 +1,7 @@
 """train.py runs compared at equal wall time, interleaved seed by seed.
 
-The shared machinery of `benchmarks.learned_models` and
-`benchmarks.connect_four_recipe`: a section is (settings shared by its
+The shared machinery of `experiments.learned_models` and
+`experiments.connect_four_recipe`: a section is (settings shared by its
 sides, [(side name, the side's own settings)]). Each cell is one `train.py`
 run in a subprocess, alone on the machine, with `--max-training-s` (every
 side stops after the first iteration past the same budget) and the same

@@ -19,8 +19,8 @@ and stores:
 Ratios (ours / peer simulations per second) are formed within each round;
 the table gives their median and range.
 
-    python -m benchmarks.simulator_throughput
-    python -m benchmarks.simulator_throughput --games tic_tac_toe --batch-sizes 1 256
+    python -m experiments.simulator_throughput
+    python -m experiments.simulator_throughput --games tic_tac_toe --batch-sizes 1 256
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ tree. E is read from each side's own tree (an untimed call). The sides of a
 cell are timed in the same interleaved rounds (`harness.interleaved_rounds`);
 ours/mctx is the ratio of edges walked per second, formed within each round.
 
-    python -m benchmarks.tree_steps            # S = 32, 64, ..., 4096, B = 8
-    python -m benchmarks.tree_steps --quick    # S = 32, 128, 512, 3 rounds
+    python -m experiments.tree_steps            # S = 32, 64, ..., 4096, B = 8
+    python -m experiments.tree_steps --quick    # S = 32, 128, 512, 3 rounds
 """
 
 from __future__ import annotations

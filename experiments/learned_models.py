@@ -1,10 +1,10 @@
 """Learned-model training runs compared at equal wall time, interleaved.
 
-    python -m benchmarks.learned_models --section gumbel --minutes 4 --seeds 0
-    python -m benchmarks.learned_models --section reanalyse --minutes 4 --seeds 0 1 2
+    python -m experiments.learned_models --section gumbel --minutes 4 --seeds 0
+    python -m experiments.learned_models --section reanalyse --minutes 4 --seeds 0 1 2
 
 Each cell is one `train.py` run at `--max-training-s`, interleaved seed by
-seed (`benchmarks.equal_time`). Every run evaluates at its end only (`--eval-every 0`: no evaluation time inside the budget) against the
+seed (`experiments.equal_time`). Every run evaluates at its end only (`--eval-every 0`: no evaluation time inside the budget) against the
 game's strongest judge (tic-tac-toe: the perfect player, 200 games, half
 as each side). The learning rate is constant after a short warmup
 (`--iterations` well beyond the budget), the same for both sides.
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import argparse
 
-from benchmarks import equal_time
+from experiments import equal_time
 
 TIC_TAC_TOE = dict(game="tic_tac_toe", eval_every=0, elo_every=0, final_games=200,
                    final_simulations=64, iterations=2000, warmup_fraction=0.002,

@@ -1,7 +1,7 @@
 """Chess mate-in-two positions, each verified with python-chess, with every
 first move that forces mate.
 
-    python -m benchmarks.mate_in_two_positions     # writes benchmarks/data/mate_in_two.json
+    python -m experiments.mate_in_two_positions     # writes benchmarks/data/mate_in_two.json
 
 Sources: the six MATE_IN_TWO positions of tests/chess_positions.py, and
 puzzles of the Lichess puzzle database (https://database.lichess.org/,
@@ -28,7 +28,8 @@ from typing import List, Optional
 
 import chess
 
-DEFAULT_OUT = os.path.join(os.path.dirname(__file__), "data", "mate_in_two.json")
+DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks",
+                           "data", "mate_in_two.json")
 LICHESS = "Lichess puzzle database (CC0)"
 
 # (puzzle id, FEN, the opponent's move that starts the puzzle or None)
@@ -146,7 +147,7 @@ def main(argv=None) -> None:
                fields=dict(source="where the position comes from", id="index or puzzle id",
                            fen="the position, side to move mates in two",
                            mating_moves="every first move that forces mate in two (UCI)"),
-               command="python -m benchmarks.mate_in_two_positions",
+               command="python -m experiments.mate_in_two_positions",
                positions=positions)
     with open(args.out, "w") as f:
         json.dump(doc, f, indent=1)

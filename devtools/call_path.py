@@ -6,8 +6,8 @@ counts the frames whose file is in the library's `mcts_jax/` folder and
 prints them, per public policy (and mctx's `muzero_policy` when mctx is
 installed, for comparison). Any checkout can be measured:
 
-    python -m benchmarks.call_path                       # this tree's library
-    python -m benchmarks.call_path --library /tmp/old    # a checkout of another commit
+    python -m devtools.call_path                       # this tree's library
+    python -m devtools.call_path --library /tmp/old    # a checkout of another commit
 
 It prints; it writes no results file (the count is a property of the code,
 reproduced by running the command at that code; tests/test_policy_hooks.py

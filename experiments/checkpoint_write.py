@@ -1,7 +1,7 @@
 """How long a checkpoint holds up training: written in turn, or in the background.
 
-    python -m benchmarks.checkpoint_write                          # every case
-    python -m benchmarks.checkpoint_write --cases connect_four_cpu --rounds 5
+    python -m experiments.checkpoint_write                          # every case
+    python -m experiments.checkpoint_write --cases connect_four_cpu --rounds 5
 
 Each case is a training run's `TrainState` (`loop.initial_state` of its
 settings) with every array of the state filled with random bytes (so that
@@ -42,7 +42,7 @@ CASES: Dict[str, Dict[str, Any]] = {
     "tic_tac_toe_default": dict(game="tic_tac_toe"),
     "connect_four_cpu": dict(game="connect_four", preset="cpu"),
     "connect_four_gpu": dict(game="connect_four", preset="gpu"),
-    # benchmarks/gpu_2048.sh's AlphaZero run (1,024 games, a replay of 524,288).
+    # experiments/gpu_2048.sh's AlphaZero run (1,024 games, a replay of 524,288).
     "2048_gpu_script": dict(game="2048", num_games=1024, train_batch_size=1024,
                             updates_per_iteration=64, replay_size=524288, min_replay=16384),
 }

@@ -1,6 +1,6 @@
 """A trained Connect Four agent on the solver-labelled positions, by budget.
 
-    python -m benchmarks.connect_four_agent --run-dir runs/connect_four_cpu \
+    python -m experiments.connect_four_agent --run-dir runs/connect_four_cpu \
         --simulations 200 800 3200 --uct-simulations 4000
 
 Move accuracy (the chosen column keeps the game-theoretic value, judged by
@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks import harness
-from benchmarks.connect_four_positions import SETS
+from experiments.connect_four_positions import SETS
 from envs import connect_four_solver as solver
 from mcts_jax import evaluators
 from training import arena
@@ -115,7 +115,7 @@ def main(argv=None) -> None:
                              "the ply of its first losing move (default 0: none)")
     parser.add_argument("--positions", type=int, default=1000)
     parser.add_argument("--set", choices=sorted(SETS), default="random_play",
-                        help="the labelled positions (benchmarks.connect_four_positions)")
+                        help="the labelled positions (experiments.connect_four_positions)")
     parser.add_argument("--name", default="connect_four_agent")
     args = parser.parse_args(argv)
 

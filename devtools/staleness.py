@@ -1,12 +1,13 @@
 """Which results files were measured at older library code, and the commands
 that regenerate them. A report, never a gate: it always exits with 0.
 
-    python -m benchmarks.staleness                # every results file
-    python -m benchmarks.staleness --stale-only   # leave out the current ones
-    python -m benchmarks.staleness --commands     # the stale files' commands, one a line
-    python -m benchmarks.staleness --json         # machine-readable
+    python -m devtools.staleness                # every results file
+    python -m devtools.staleness --stale-only   # leave out the current ones
+    python -m devtools.staleness --commands     # the stale files' commands, one a line
+    python -m devtools.staleness --json         # machine-readable
 
-For each `benchmarks/results/*.json` it asks git which library files changed
+For each results file (`*.json` of benchmarks/results/, experiments/results/
+and devtools/results/) it asks git which library files changed
 between the commit the file names (`settings.commit`) and HEAD: `git diff
 --name-only --no-renames <commit> HEAD -- mcts_jax envs training`, kept to
 the file's `dependencies` (the library files the measuring process had
@@ -32,13 +33,14 @@ output can be piped to a shell at the end of a stage:
 
 - a command that reads an existing run folder (`benchmarks.training_run RUN`,
   or `--run-dir RUN`): the run must be trained again first (see the
-  regeneration table of benchmarks/README.md and the file's `sessions`);
+  regeneration tables of experiments/README.md and the file's `sessions`);
 - a comparison with an earlier commit (settings with `before`:
-  `benchmarks.before_after`, `benchmarks.equivalence`): re-running it
+  `devtools.before_after`, `devtools.equivalence`): re-running it
   compares that commit with today's code, a different claim.
 
 Some commands also write a file under another name that must be renamed
-(benchmarks/README.md, "Regenerating the results files", says which).
+(the "Regenerating the results files" tables of benchmarks/, experiments/
+and devtools/README.md say which).
 """
 
 from __future__ import annotations
@@ -51,12 +53,25 @@ import re
 import shlex
 import subprocess
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 # This checkout (imports nothing of the library: the report needs no jax).
 REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The library trees a results file measures (harness.LIBRARY_TREES).
 LIBRARY_TREES = ("mcts_jax", "envs", "training")
+# The folders of results files (benchmarks.harness.RESULTS_FOLDERS).
+RESULTS_DIRS = tuple(os.path.join(REPOSITORY, folder, "results")
+                     for folder in ("benchmarks", "experiments", "devtools"))
+# Modules that left benchmarks/ (issue 65): a command recorded before names
+# their old place, and runs from the new one.
+MOVED_MODULES = dict(
+    {f"benchmarks.{name}": f"experiments.{name}" for name in (
+        "checkpoint_write", "connect_four_agent", "connect_four_positions",
+        "connect_four_recipe", "equal_time", "graph_search", "learned_models",
+        "mate_in_two_positions", "parallel_leaves", "search_parts", "search_throughput",
+        "self_play_devices", "simulator_throughput", "stochastic_games", "tree_steps")},
+    **{f"benchmarks.{name}": f"devtools.{name}" for name in (
+        "before_after", "call_path", "equivalence", "staleness")})
 # How many changed files the table names.
 SHOWN_CHANGES = 3
 # Longest command the table shows whole (--json and --commands give all).
@@ -75,11 +90,13 @@ def _git(repo: str, *args: str) -> subprocess.CompletedProcess:
 def runnable(command: str) -> str:
     """A recorded command line (words joined with spaces) as a command to run
     from the repository root: `/usr/bin/python3 -m benchmarks.x --a 1` ->
-    `python -m benchmarks.x --a 1`; every word shell-quoted where it needs it,
-    and everything after `--note` one quoted argument."""
+    `python -m benchmarks.x --a 1`; a module that moved (`MOVED_MODULES`) by
+    its new name; every word shell-quoted where it needs it, and everything
+    after `--note` one quoted argument."""
     words = command.split()
     if words and re.fullmatch(r"(.*/)?python[0-9.]*", words[0]):
         words[0] = "python"
+    words = [MOVED_MODULES.get(word, word) for word in words]
     if "--note" in words:
         at = words.index("--note") + 1
         words = words[:at] + [" ".join(words[at:])]
@@ -116,20 +133,27 @@ class _Changes:
         return self.cache[commit]
 
 
-def report(results_dir: str, repo: str = REPOSITORY) -> List[Dict[str, Any]]:
-    """One row per results file (sorted by name): file, commit, status (see
+def report(results_dirs: Sequence[str], repo: str = REPOSITORY) -> List[Dict[str, Any]]:
+    """One row per results file of the folders `results_dirs` (sorted by name
+    within each; a lone str is one folder): file (its path from the
+    repository root, or its name for a folder outside it), commit, status (see
     the module docstring), changed (the library files it measured that
     changed since its commit), command (runnable), caveat (None, or why the
     command cannot simply be re-run)."""
     changes = _Changes(repo)
     rows = []
-    for path in sorted(glob.glob(os.path.join(results_dir, "*.json"))):
+    folders = [results_dirs] if isinstance(results_dirs, str) else list(results_dirs)
+    paths = [path for folder in folders
+             for path in sorted(glob.glob(os.path.join(folder, "*.json")))]
+    for path in paths:
         with open(path) as f:
             record = json.load(f)
         settings = record.get("settings") or {}
         commit = str(settings.get("commit") or "")
         command = runnable(str(settings.get("command") or ""))
-        row = dict(file=os.path.basename(path), commit=commit, status=NO_PROVENANCE,
+        inside = os.path.abspath(path).startswith(os.path.abspath(repo) + os.sep)
+        name = os.path.relpath(path, repo) if inside else os.path.basename(path)
+        row = dict(file=name, commit=commit, status=NO_PROVENANCE,
                    changed=[], command=command, caveat=_caveat(settings, command))
         if commit:
             changed = changes(commit)
@@ -196,8 +220,9 @@ def summary(rows: List[Dict[str, Any]], head: str) -> str:
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--results-dir", default=os.path.join(REPOSITORY, "benchmarks", "results"),
-                        help="folder of the results files (default benchmarks/results)")
+    parser.add_argument("--results-dir", nargs="+", default=list(RESULTS_DIRS),
+                        help="folders of the results files (default benchmarks/, "
+                             "experiments/ and devtools/results)")
     parser.add_argument("--repo", default=REPOSITORY,
                         help="the git checkout whose history is asked (default this one)")
     parser.add_argument("--stale-only", action="store_true",

@@ -1,8 +1,8 @@
 """Several simulations per step (`simulations_per_step=P`): quality and speed.
 
-    python -m benchmarks.parallel_leaves --section quality   # game trees, exact minimax
-    python -m benchmarks.parallel_leaves --section games     # tic-tac-toe, chess mates
-    python -m benchmarks.parallel_leaves --section speed     # B = 1 and 8, pgx games
+    python -m experiments.parallel_leaves --section quality   # game trees, exact minimax
+    python -m experiments.parallel_leaves --section games     # tic-tac-toe, chess mates
+    python -m experiments.parallel_leaves --section speed     # B = 1 and 8, pgx games
 
 Quality: for random `GameTree(depth, branching)` roots (exact minimax by
 brute force), the share of roots whose most visited move (Gumbel: the
@@ -16,7 +16,7 @@ equal simulations), with exact judges:
   "decisive" ones where some legal move loses value, averaged over
   --seeds keys (the row gives the range over seeds);
 - chess: the mate-in-two positions of benchmarks/data/mate_in_two.json
-  (python-chess verified, `benchmarks.mate_in_two_positions`), searched
+  (python-chess verified, `experiments.mate_in_two_positions`), searched
   together by the chess analysis notebook's proof search (PUCT, uniform
   priors and value 0, MCTS-solver, compact layout K = 218): the share whose
   chosen move is a first move that forces mate, and the share proven.
@@ -50,7 +50,7 @@ import envs
 import mcts_jax
 from benchmarks import harness
 from benchmarks.baselines import openspiel_mcts
-from benchmarks.mate_in_two_positions import DEFAULT_OUT as MATE_IN_TWO_PATH
+from experiments.mate_in_two_positions import DEFAULT_OUT as MATE_IN_TWO_PATH
 from envs import chess_tools, perfect_play
 from mcts_jax import evaluators
 from mcts_jax.game_trees import GameTree, random_root_codes

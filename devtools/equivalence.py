@@ -1,11 +1,11 @@
 """Is this working tree's library the same program as an earlier commit's?
 
-    python -m benchmarks.equivalence --before 780f1a4 --speed-record before_after_redesign
+    python -m devtools.equivalence --before 780f1a4 --speed-record before_after_redesign
 
 For a change meant to alter no behaviour (a redesign, a move of modules):
 
 1. The earlier commit is extracted with `git archive` into a temporary
-   folder. `benchmarks/equivalence_battery.py` (this tree's copy, so both
+   folder. `devtools/equivalence_battery.py` (this tree's copy, so both
    sides run the same cases) runs once with that folder's `mcts_jax`/`envs`
    and once with this tree's, each in its own process, and saves every
    output array of about 65 seeded searches (every policy and option, pgx
@@ -20,14 +20,14 @@ For a change meant to alter no behaviour (a redesign, a move of modules):
    reuse) in both folders; every number of `metrics.jsonl` but the timings
    must be equal.
 3. With `--speed-record NAME`, the before/after throughput file
-   `results/NAME-<device>.json` (`benchmarks.before_after` against the same
+   `results/NAME-<device>.json` (`devtools.before_after` against the same
    commit) is read: its worst per-cell median ratio is recorded.
 
 results/equivalence-<device>.json records the verdict, the sha256 of every
 `mcts_jax/`, `envs/` and `training/` file at the earlier commit and in this
 tree, and the speed figure. An identical record (speed within 5%) is what
 vouches for a change that claims "no behaviour change"; figures measured at
-the earlier commit are still listed by `python -m benchmarks.staleness`, and
+the earlier commit are still listed by `python -m devtools.staleness`, and
 are regenerated when a stage ends (benchmarks/README.md, "Provenance and
 staleness").
 """

@@ -1,6 +1,6 @@
-"""The behaviour battery of `benchmarks.equivalence`: one library's outputs, saved.
+"""The behaviour battery of `devtools.equivalence`: one library's outputs, saved.
 
-    python benchmarks/equivalence_battery.py LIBRARY_DIR OUT.npz [CASE_SUBSTRING ...]
+    python devtools/equivalence_battery.py LIBRARY_DIR OUT.npz [CASE_SUBSTRING ...]
 
 Run as a script (never imported by the benchmarks), so that `mcts_jax` and
 `envs` come from LIBRARY_DIR: a checkout of any commit. It runs seeded

@@ -1,8 +1,8 @@
 """The Connect Four position benchmarks: labelled positions by game stage and difficulty.
 
-    python -m benchmarks.connect_four_positions                    # the mixed set
-    python -m benchmarks.connect_four_positions --set random_play  # train.py's set
-    python -m benchmarks.connect_four_positions --out positions.json --count 200
+    python -m experiments.connect_four_positions                    # the mixed set
+    python -m experiments.connect_four_positions --set random_play  # train.py's set
+    python -m experiments.connect_four_positions --out positions.json --count 200
 
 Two sets, 1000 positions each, under benchmarks/data/:
 
@@ -39,7 +39,7 @@ order, so a prefix mixes every stage and source. Everything is drawn from
 
 The solver's time per position (cold: transposition table cleared before
 each) is measured on the kept positions and printed by stage, and saved to
-benchmarks/results/connect_four_solver-cpu.json.
+experiments/results/connect_four_solver-cpu.json.
 """
 
 from __future__ import annotations
@@ -200,7 +200,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     from importlib import metadata
 
-    command = "python -m benchmarks.connect_four_positions" + "".join(
+    command = "python -m experiments.connect_four_positions" + "".join(
         f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
     out = args.out or SETS[args.set]
     from benchmarks import harness
@@ -224,7 +224,7 @@ def main(argv=None) -> None:
     values = collections.Counter(row["value"] for row in positions)
     header = dict(
         description="Connect Four positions (move lists from the empty board, columns 0-6) "
-                    "labelled by a perfect solver; see benchmarks/connect_four_positions.py",
+                    "labelled by a perfect solver; see experiments/connect_four_positions.py",
         set=args.set,
         fields=dict(moves="columns played from the empty board, first mover first",
                     source=source_note,

@@ -1,11 +1,11 @@
 """Graph search (`transpositions=True`) against tree search: proofs, strength, nodes, speed, memory.
 
-    python -m benchmarks.graph_search --section proofs
-    python -m benchmarks.graph_search --section strength --run-dir runs/connect_four_cpu
-    python -m benchmarks.graph_search --section nodes
-    python -m benchmarks.graph_search --section speed
-    python -m benchmarks.graph_search --section memory
-    python -m benchmarks.graph_search --quick ...   # fewer positions, rounds and budgets
+    python -m experiments.graph_search --section proofs
+    python -m experiments.graph_search --section strength --run-dir runs/connect_four_cpu
+    python -m experiments.graph_search --section nodes
+    python -m experiments.graph_search --section speed
+    python -m experiments.graph_search --section memory
+    python -m experiments.graph_search --quick ...   # fewer positions, rounds and budgets
 
 Sections (each saves results/graph_search_<section>-<device>.json):
 
@@ -151,7 +151,7 @@ def section_proofs(args) -> None:
 
 def section_strength(args) -> None:
     from envs import connect_four_solver as solver
-    from benchmarks.connect_four_positions import SETS
+    from experiments.connect_four_positions import SETS
     from training import arena
     from training import checkpoint as checkpoint_lib
     from training.agent import Agent
