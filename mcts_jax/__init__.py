@@ -7,7 +7,7 @@ The public surface, by group (`__all__`); every name has its docstring:
   (`alphazero_policy`, ...), policy.py, policies.py, muzero_policies.py;
 - the composable search: `search` with the user's rules, the rules and
   Q transforms they are built from (selection.py, qtransforms.py), the
-  options record (options.py);
+  options record (options.py), the plug-ins' interface (plugin.py);
 - graph search: `hash_embedding` for `SearchOptions(transpositions=True)` (graph.py);
 - subtree reuse (reuse.py) and chance nodes (stochastic.py);
 - tools: `memory`, `visualize`, `sharding`, `evaluators`;
@@ -31,6 +31,7 @@ from mcts_jax.mctx_compat import (MctxSearchSummary, MctxTree, gumbel_muzero_int
 from mcts_jax.muzero_policies import (MuZeroPolicy, StochasticGumbelPolicy,
                                       StochasticMuZeroPolicy, muzero_options)
 from mcts_jax.options import SearchOptions
+from mcts_jax.plugin import SearchPlugin
 from mcts_jax.policies import (AlphaZeroPolicy, GumbelPolicy, UCTPolicy, alphazero_policy,
                                gumbel_policy, uct_policy)
 from mcts_jax.policy import Policy, RulePolicy, rule_policy
@@ -61,7 +62,7 @@ __all__ = [
     "StochasticMuZeroPolicy", "StochasticGumbelPolicy",
     "uct_policy", "alphazero_policy", "gumbel_policy", "rule_policy", "muzero_options",
     # the composable search: options, rules, Q transforms, warnings
-    "search", "SearchOptions", "Rules", "uct_scores", "puct_scores", "tie_break_noise",
+    "search", "SearchOptions", "SearchPlugin", "Rules", "uct_scores", "puct_scores", "tie_break_noise",
     "gumbel_root_scores", "gumbel_interior_scores", "halving_scores", "prior_logits",
     "GumbelExtraData", "qtransform_by_min_max", "qtransform_by_parent_and_siblings",
     "qtransform_completed_by_mix_value", "qtransform_raw", "mixed_value", "RecompileWarning",

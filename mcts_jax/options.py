@@ -24,6 +24,7 @@ import jax
 import numpy as np
 
 from mcts_jax import graph
+from mcts_jax.plugin import check_plugins
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
 
@@ -64,6 +65,9 @@ class SearchOptions:
     max_children: Optional[int] = option(
         None, "K child slots per node (compact layout: the K highest-prior legal actions); "
               "None: dense, one slot per action")
+    plugins: Tuple[Any, ...] = option(
+        (), "your own search plug-ins (mcts_jax.SearchPlugin values, frozen dataclasses): "
+            "hooks the phases call, run after the built-in ones (docs/plugins.md)")
     solver: bool = option(
         False, "MCTS-solver: proven wins, losses and draws propagate; proven subtrees are "
                "never searched again")
@@ -136,6 +140,7 @@ class SearchOptions:
         set_field("max_depth", None if self.max_depth is None else int(self.max_depth))
         set_field("max_children", _check_optional_count("max_children", self.max_children,
                                                         low=1))
+        set_field("plugins", check_plugins("plugins", self.plugins))
         for name in ("solver", "expand_all", "replay_embeddings", "stop_at_terminal",
                      "node_per_simulation", "keep_prior_logits"):
             set_field(name, validation.check_flag(name, getattr(self, name)))

@@ -213,7 +213,8 @@ def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
     creates = leaf.expand & (first == jnp.arange(num_per_step)[None, :])
     tree, new, new_index, created = phases.expand(params, expand_key, tree, recurrent_fn,
                                                   leaf.node, leaf.slot, creates, embedding,
-                                                  options, edge_paths=leaf.path)
+                                                  options, edge_paths=leaf.path,
+                                                  plugins=plugins)
     # Each expanding path backs up the node its edge's first path created
     # (in a graph: or found).
     first_index = jnp.take_along_axis(new_index, first, axis=1)

@@ -218,6 +218,7 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
     keys, step_keys = split_rows(state.keys)
     stats = strategy.stats_seen(tree_lib.children_stats(tree, node, depth, step_keys), node,
                                 state.in_flight)
+    stats = plugin.stats_seen(plugins, tree, node, stats)
     scores = score_fn(tree, node, stats)
     check_slot_values(scores, name, score_fn, tree.batch_size, tree.num_slots)
     rule_failed = state.rule_failed
@@ -433,8 +434,7 @@ def revisit(tree: tree_lib.Tree, node: chex.Array, plugins: Plugins,
     (`revisit_count`: the solver's proven nodes none). A path outside
     `runs` (bool like `node`; None: every path runs) adds nothing."""
     count = jnp.ones_like(node) if runs is None else runs.astype(node.dtype)
-    for each in plugins:
-        count = each.revisit_count(tree, node, count)
+    count = plugin.revisit_count(plugins, tree, node, count)
     return Backup(start=node, count=count,
                   value=count * tree_lib.gather_nodes(tree.raw_values, node))
 
@@ -518,8 +518,8 @@ def leaf_embeddings(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.T
 def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
            recurrent_fn: base.RecurrentFn, parent: chex.Array, slot: chex.Array,
            creates: chex.Array, parent_embedding: Any, options: SearchOptions,
-           new_visits: int = 0, edge_paths: Optional[graph.Path] = None
-           ) -> tuple[tree_lib.Tree, NewNodes, chex.Array, chex.Array]:
+           new_visits: int = 0, edge_paths: Optional[graph.Path] = None,
+           plugins: Plugins = ()) -> tuple[tree_lib.Tree, NewNodes, chex.Array, chex.Array]:
     """The one expansion routine: evaluates E edges per row in one
     recurrent_fn call and writes the new nodes.
 
@@ -541,7 +541,8 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     and with `expand_all` each edge reached counts one visit.
     `edge_paths`: the descents' `graph.Path` (stamps [B, E'], E' = 1 or
     E): an edge back to a node on its own path makes a repetition node
-    (graph.py).
+    (graph.py). The plug-ins' records take the new nodes
+    (`SearchPlugin.new_nodes`).
 
     Returns (tree, the new nodes of every edge (NewNodes [B, E], created or
     not), new_index [B, E] int32: the node each edge points to now (>= N
@@ -570,8 +571,10 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     else:
         new_index = tree.num_nodes[:, None] + jnp.cumsum(creates, axis=1, dtype=jnp.int32) - 1
         created = creates & (new_index < max_nodes)
-    tree = write_new_nodes(tree, jnp.where(created, new_index, max_nodes), parent, action, new,
-                           embedding, visits=new_visits, keys=keys)
+    write_at = jnp.where(created, new_index, max_nodes)
+    tree = write_new_nodes(tree, write_at, parent, action, new, embedding, visits=new_visits,
+                           keys=keys)
+    tree = plugin.new_nodes(plugins, tree, write_at, new)  # each plug-in's own arrays
     rows = tree_lib.batch_rows(tree.batch_size)[:, None]
     # Where the parent's slot points now: a created node, or in a graph a found one.
     points = creates & (new_index < max_nodes)
@@ -712,8 +715,8 @@ def backup(tree: tree_lib.Tree, update: Backup, plugins: Plugins,
         on_path = node >= 0
         write_at = jnp.where(on_path, node, max_nodes)
         safe_node = jnp.maximum(node, 0)
-        plugin_states = tuple(each.back_up_node(tree, carried, safe_node, on_path)
-                              for each, carried in zip(plugins, state.plugin_states))
+        plugin_states = plugin.back_up_node(plugins, tree, state.plugin_states, safe_node,
+                                            on_path)
         return BackupCarry(
             node_visits=state.node_visits.at[rows, write_at].add(count, mode="drop"),
             value_sums=state.value_sums.at[rows, write_at].add(value, mode="drop"),
@@ -724,15 +727,13 @@ def backup(tree: tree_lib.Tree, update: Backup, plugins: Plugins,
             in_flight=strategy.backs_up_node(state.in_flight, rows, node, on_path))
 
     state = BackupCarry(node_visits=tree.node_visits, value_sums=tree.value_sums,
-                        plugin_states=tuple(each.backup_state(tree) for each in plugins),
+                        plugin_states=plugin.backup_states(plugins, tree),
                         node=jnp.where(strategy.walks_up(update), update.start,
                                        tree_lib.NO_PARENT),
                         count=update.count, value=update.value, in_flight=in_flight)
     state = jax.lax.while_loop(lambda state: jnp.any(state.node >= 0), body, state)
     tree = tree.replace(node_visits=state.node_visits, value_sums=state.value_sums)
-    for each, carried in zip(plugins, state.plugin_states):
-        tree = each.after_backup(tree, carried)
-    return tree, state.in_flight
+    return plugin.after_backup(plugins, tree, state.plugin_states), state.in_flight
 
 
 class GraphBackupCarry(NamedTuple):
@@ -777,8 +778,7 @@ def backup_graph(tree: tree_lib.Tree, update: Backup, plugins: Plugins,
         # The writes depend on the reads (a recomputed value is never NaN), so
         # XLA updates the carried arrays in place instead of copying them.
         write_at = jnp.where(on_path & ~jnp.isnan(value), node, max_nodes)
-        plugin_states = tuple(each.back_up_node(tree, carried, node, on_path)
-                              for each, carried in zip(plugins, state.plugin_states))
+        plugin_states = plugin.back_up_node(plugins, tree, state.plugin_states, node, on_path)
         return GraphBackupCarry(
             node_visits=state.node_visits.at[rows, write_at].set(visits, mode="drop"),
             value_sums=state.value_sums.at[rows, write_at].set(value, mode="drop"),
@@ -789,15 +789,13 @@ def backup_graph(tree: tree_lib.Tree, update: Backup, plugins: Plugins,
     walks = strategy.walks_up(update)
     state = GraphBackupCarry(node_visits=tree.node_visits, value_sums=tree.value_sums,
                              edge_visits=tree.edge_visits,
-                             plugin_states=tuple(each.backup_state(tree) for each in plugins),
+                             plugin_states=plugin.backup_states(plugins, tree),
                              depth=jnp.where(walks, last, -1), slot_below=jnp.zeros_like(last),
                              in_flight=in_flight)
     state = jax.lax.while_loop(lambda state: jnp.any(state.depth >= 0), body, state)
     tree = tree.replace(node_visits=state.node_visits, value_sums=state.value_sums,
                         edge_visits=state.edge_visits)
-    for each, carried in zip(plugins, state.plugin_states):
-        tree = each.after_backup(tree, carried)
-    return tree, state.in_flight
+    return plugin.after_backup(plugins, tree, state.plugin_states), state.in_flight
 
 
 def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
@@ -827,7 +825,7 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
     tree, new, new_index, created = expand(params, expand_key, tree, recurrent_fn, parent, slot,
                                            creates, embedding, options,
                                            new_visits=1 if options.expand_all else 0,
-                                           edge_paths=edge_paths)
+                                           edge_paths=edge_paths, plugins=plugins)
     update = backup_of_edges(tree, leaf, new, new_index, created, options.expand_all,
                              plugins)
     tree, _ = backup(tree, update, plugins)

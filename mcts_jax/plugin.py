@@ -1,28 +1,43 @@
 """The plug-in interface: how a feature joins the search loop without a branch in it.
 
-A plug-in is a frozen, hashable value (so it is part of a search's
-compilation key, like a rule) whose hooks the phases call at fixed points.
-Every hook has a default that changes nothing, so a plug-in overrides only
-the points it cares about; the phases call each hook of each plug-in in a
-static tuple and never ask which plug-in they hold. With no plug-in (the
-plain search) none is called.
+A plug-in is a frozen, hashable value (part of a search's compilation key,
+like a rule) whose hooks the phases call at fixed points. Every hook has a
+default that changes nothing, so a plug-in overrides only the points it
+cares about; the phases call each hook of each plug-in of a static tuple
+and never ask which plug-in they hold. With no plug-in (the plain search)
+none is called. Pass your own with `SearchOptions(plugins=(MyPlugin(),))`
+(or `plugins=` to any policy): it then runs in `search`, every policy,
+sharding, the arena and self-play with no library edit.
 
-The hooks (B rows; a node argument is [B], or [B, P] for P paths per step):
+A plug-in may keep arrays of its own, its *record*: a pytree whose leaves
+are per-node arrays [B, N, ...], made by `init_record` when a search starts
+(the root's entry written there) and kept in `tree.plugin_records` (one
+entry per plug-in of the search, in order). Reuse re-roots it with the
+tree; a free node slot holds 0 until `new_nodes` writes it. Every hook
+gets the plug-in's own record (None when it keeps none).
 
-- `searches(tree) -> [B] bool`: which rows search at all this simulation
-  (a row left out does nothing: no descent, no node, no visit);
-- `open_slots(tree, stats) -> [B, K] bool`: which child slots of the node
-  a descent may enter (the legal ones that are also open here);
-- `revisit_count(tree, node, count) -> count`: the visits a simulation that
-  created nothing adds when it re-evaluates `node`;
-- `backup_state(tree) -> state`: what the plug-in carries through a backup
-  (a pytree of its arrays, read from the tree);
+The hooks (B rows; `node` is [B], or [B, P] with P paths per step):
+
+- `init_record(tree) -> record`: its arrays for a fresh tree (root only);
+- `searches(tree, record) -> [B] bool`: which rows search at all (a row
+  left out does nothing this simulation: no descent, no node, no visit);
+- `open_slots(tree, record, stats) -> [B, K] bool`: which child slots of
+  the node a descent may enter, beside being legal;
+- `stats_seen(tree, record, node, stats) -> stats`: the statistics of
+  `node` [B] that the rules score during a descent (e.g. its own Q);
+- `new_nodes(tree, record, write_at, new) -> record`: nodes are written at
+  `write_at` (an index >= N is dropped) with `new` (`phases.NewNodes`:
+  reward, discount, value, terminal, leading shape like `write_at`);
+- `revisit_count(tree, record, node, count) -> count`: the visits a
+  simulation that created nothing adds when it re-evaluates `node`;
+- `backup_state(tree, record) -> state`: what it carries through a backup;
 - `back_up_node(tree, state, node, on_path) -> state`: the backup reaches
-  `node` (where `on_path`);
-- `after_backup(tree, state) -> tree`: the backup's end: the carried arrays
-  written back.
+  `node` where `on_path` (leaf first, root last; `tree` is the tree as
+  expanded, before this backup's visits);
+- `after_backup(tree, state) -> (tree, record)`: the backup is over.
 
-`mcts_jax.solver.Solver` (the MCTS-solver) is the first built-in plug-in.
+`mcts_jax.solver.Solver` (the MCTS-solver) is the first built-in plug-in;
+docs/plugins.md writes a max backup as a user's plug-in.
 """
 
 from __future__ import annotations
@@ -40,39 +55,84 @@ class SearchPlugin:
     """A feature of the search, as hooks the phases call (module docstring).
     Subclass it as a frozen dataclass and override the hooks you need."""
 
-    def searches(self, tree: Any) -> Optional[chex.Array]:
+    def init_record(self, tree: Any) -> Any:
+        """This plug-in's arrays for a fresh tree (None: it keeps none)."""
+        return None
+
+    def searches(self, tree: Any, record: Any) -> Optional[chex.Array]:
         """[B] bool: the rows that search this simulation (None: every row)."""
         return None
 
-    def open_slots(self, tree: Any, stats: Any) -> Optional[chex.Array]:
+    def open_slots(self, tree: Any, record: Any, stats: Any) -> Optional[chex.Array]:
         """[B, K] bool: the slots of the node `stats` describes that a descent
         may enter, beside being legal (None: every legal slot)."""
         return None
 
-    def revisit_count(self, tree: Any, node: chex.Array, count: chex.Array) -> chex.Array:
+    def stats_seen(self, tree: Any, record: Any, node: chex.Array, stats: Any) -> Any:
+        """The statistics of `node` [B] that the descent's rules score."""
+        return stats
+
+    def new_nodes(self, tree: Any, record: Any, write_at: chex.Array, new: Any) -> Any:
+        """The record once nodes are written at `write_at` with `new`."""
+        return record
+
+    def revisit_count(self, tree: Any, record: Any, node: chex.Array,
+                      count: chex.Array) -> chex.Array:
         """The visits (like `node`) that re-evaluating `node` adds."""
         return count
 
-    def backup_state(self, tree: Any) -> Any:
-        """What this plug-in carries through one backup (None: nothing)."""
-        return None
+    def backup_state(self, tree: Any, record: Any) -> Any:
+        """What this plug-in carries through one backup (default: its record)."""
+        return record
 
     def back_up_node(self, tree: Any, state: Any, node: chex.Array,
                      on_path: chex.Array) -> Any:
         """The carried state after the backup reached `node` where `on_path`."""
         return state
 
-    def after_backup(self, tree: Any, state: Any) -> Any:
-        """The tree once the backup is over, given the carried state."""
-        return tree
+    def after_backup(self, tree: Any, state: Any) -> tuple:
+        """(the tree, this plug-in's record) once the backup is over
+        (default: the carried state is the record)."""
+        return tree, state
 
 
 Plugins = Sequence[SearchPlugin]
 
 
+def check_plugins(name: str, plugins: Any) -> tuple:
+    """`plugins` as a tuple of SearchPlugin values, or a clear error naming `name`."""
+    if isinstance(plugins, SearchPlugin):
+        plugins = (plugins,)
+    if not isinstance(plugins, (tuple, list)):
+        raise TypeError(f"{name} must be a tuple of mcts_jax.SearchPlugin values, got "
+                        f"{type(plugins).__name__}")
+    for index, each in enumerate(plugins):
+        if not isinstance(each, SearchPlugin):
+            raise TypeError(f"{name}[{index}] must be a mcts_jax.SearchPlugin (a frozen "
+                            f"dataclass subclassing it), got {type(each).__name__}")
+        try:
+            hash(each)
+        except TypeError as error:
+            raise TypeError(f"{name}[{index}] ({type(each).__name__}) must be hashable: "
+                            f"make it a frozen dataclass ({error})") from None
+    return tuple(plugins)
+
+
+def records_of(plugins: Plugins, tree: Any) -> tuple:
+    """Each plug-in's record in `tree` (None for all when the tree holds none)."""
+    records = tree.plugin_records
+    return tuple(records) if records else (None,) * len(plugins)
+
+
+def init_records(plugins: Plugins, tree: Any) -> tuple:
+    """The records of a fresh tree, one per plug-in."""
+    return tuple(each.init_record(tree) for each in plugins)
+
+
 def rows_searching(plugins: Plugins, tree: Any, batch_size: int) -> chex.Array:
     """[B] bool: the rows every plug-in lets search."""
-    rows = [plugin.searches(tree) for plugin in plugins]
+    rows = [each.searches(tree, record)
+            for each, record in zip(plugins, records_of(plugins, tree))]
     rows = [row for row in rows if row is not None]
     if not rows:
         return jnp.ones((batch_size,), jnp.bool_)
@@ -81,6 +141,51 @@ def rows_searching(plugins: Plugins, tree: Any, batch_size: int) -> chex.Array:
 
 def open_slots(plugins: Plugins, tree: Any, stats: Any) -> Optional[chex.Array]:
     """[B, K] bool: the slots every plug-in opens (None: no plug-in closes any)."""
-    masks = [plugin.open_slots(tree, stats) for plugin in plugins]
+    masks = [each.open_slots(tree, record, stats)
+             for each, record in zip(plugins, records_of(plugins, tree))]
     masks = [mask for mask in masks if mask is not None]
     return functools.reduce(jnp.logical_and, masks) if masks else None
+
+
+def stats_seen(plugins: Plugins, tree: Any, node: chex.Array, stats: Any) -> Any:
+    """The statistics of `node` as every plug-in in turn lets the rules see them."""
+    for each, record in zip(plugins, records_of(plugins, tree)):
+        stats = each.stats_seen(tree, record, node, stats)
+    return stats
+
+
+def new_nodes(plugins: Plugins, tree: Any, write_at: chex.Array, new: Any) -> Any:
+    """`tree` with every plug-in's record updated for the nodes written at `write_at`."""
+    if not plugins:
+        return tree
+    records = tuple(each.new_nodes(tree, record, write_at, new)
+                    for each, record in zip(plugins, records_of(plugins, tree)))
+    return tree.replace(plugin_records=records)
+
+
+def revisit_count(plugins: Plugins, tree: Any, node: chex.Array, count: chex.Array):
+    for each, record in zip(plugins, records_of(plugins, tree)):
+        count = each.revisit_count(tree, record, node, count)
+    return count
+
+
+def backup_states(plugins: Plugins, tree: Any) -> tuple:
+    return tuple(each.backup_state(tree, record)
+                 for each, record in zip(plugins, records_of(plugins, tree)))
+
+
+def back_up_node(plugins: Plugins, tree: Any, states: tuple, node: chex.Array,
+                 on_path: chex.Array) -> tuple:
+    return tuple(each.back_up_node(tree, state, node, on_path)
+                 for each, state in zip(plugins, states))
+
+
+def after_backup(plugins: Plugins, tree: Any, states: tuple) -> Any:
+    """The tree once every plug-in has closed its backup, with their records."""
+    if not plugins:
+        return tree
+    records = []
+    for each, state in zip(plugins, states):
+        tree, record = each.after_backup(tree, state)
+        records.append(record)
+    return tree.replace(plugin_records=tuple(records))

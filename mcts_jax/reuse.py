@@ -178,6 +178,8 @@ def _get_subtree(tree: tree_lib.Tree, action: chex.Array) -> tree_lib.Tree:
         # stores its `root.embedding` there.
         embeddings=tree.embeddings if tree.replay_embeddings
         else jax.tree.map(move, tree.embeddings, empty.embeddings),
+        # A plug-in's arrays are per node ([B, N, ...]): moved like the tree's.
+        plugin_records=jax.tree.map(move, tree.plugin_records, empty.plugin_records),
         num_nodes=jnp.sum(keep, axis=1, dtype=jnp.int32),
         **moved)
     if tree.is_graph:  # the table keeps the kept nodes, renumbered

@@ -76,18 +76,19 @@ def newly_proven(tree: tree_lib.Tree, node: chex.Array, on_path: chex.Array,
 
 @dataclasses.dataclass(frozen=True)
 class Solver(SearchPlugin):
-    """The MCTS-solver's hooks (module docstring)."""
+    """The MCTS-solver's hooks (module docstring). Its arrays are still the
+    tree's `solved` and `solved_values` (its record is None)."""
 
-    def searches(self, tree):
+    def searches(self, tree, record):
         return ~tree.solved[:, tree_lib.ROOT_INDEX]
 
-    def open_slots(self, tree, stats):
+    def open_slots(self, tree, record, stats):
         return ~stats.solved
 
-    def revisit_count(self, tree, node, count):
+    def revisit_count(self, tree, record, node, count):
         return jnp.where(tree_lib.gather_nodes(tree.solved, node), 0, count)
 
-    def backup_state(self, tree):
+    def backup_state(self, tree, record):
         return tree.solved, tree.solved_values
 
     def back_up_node(self, tree, state, node, on_path):
@@ -95,7 +96,7 @@ class Solver(SearchPlugin):
 
     def after_backup(self, tree, state):
         solved, solved_values = state
-        return tree.replace(solved=solved, solved_values=solved_values)
+        return tree.replace(solved=solved, solved_values=solved_values), None
 
 
 SOLVER = Solver()

@@ -159,6 +159,10 @@ class Tree:
       transposition_table: [B, T] int32, each row's hash table from keys to
         nodes (-1: a free slot), T the power of two >= 2N; None unless the
         search is a graph.
+      plugin_records: tuple, one entry per plug-in of the search that made
+        the tree (`SearchOptions.plugins`, plugin.py): the plug-in's own
+        arrays, a pytree with leaves [B, N, ...] (None: it keeps none); ()
+        for a search without plug-ins.
       embeddings: pytree with leaves [B, N, ...], the state stored per node;
         with `replay_embeddings`, leaves [B, 1, ...]: the root's state only
         (other nodes' states are recomputed by replaying the actions from the
@@ -212,6 +216,7 @@ class Tree:
     edge_visits: Optional[chex.Array] = tree_array(jnp.int32, 0, per_edge=True)
     position_keys: Optional[chex.Array] = tree_array(jnp.uint32, 0, trailing=(2,))
     transposition_table: Optional[chex.Array] = None
+    plugin_records: Any = ()
     embeddings: Any = dataclasses.field(default=None)
     num_nodes: chex.Array = dataclasses.field(default=None)
     extra_data: Any = None
@@ -586,6 +591,7 @@ def empty_like(tree: Tree) -> Tree:
     table = (None if tree.transposition_table is None
              else fill(tree.transposition_table, FREE_SLOT))
     return tree.replace(embeddings=jax.tree.map(jnp.zeros_like, tree.embeddings),
+                        plugin_records=jax.tree.map(jnp.zeros_like, tree.plugin_records),
                         num_nodes=fill(tree.num_nodes, 0), transposition_table=table, **arrays)
 
 

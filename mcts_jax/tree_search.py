@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import checkify
 
-from mcts_jax import base, parallel
+from mcts_jax import base, parallel, plugin
 from mcts_jax import graph
 from mcts_jax import phases
 from mcts_jax import reuse
@@ -65,11 +65,18 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
                                else None)
     fresh = fresh.replace(extra_data=extra_data,
                           num_chance_outcomes=options.num_chance_outcomes)
+    fresh = fresh.replace(plugin_records=plugin.init_records(search_plugins(options), fresh))
     if options.transpositions:
         fresh = graph.start_graph(fresh, graph.position_keys_of(
             options.key_of_position, root.embedding, batch_size))
     if tree is None:
         return fresh
+    if not jax.tree.leaves(tree.plugin_records) and not jax.tree.leaves(fresh.plugin_records):
+        tree = tree.replace(plugin_records=fresh.plugin_records)  # no plug-in keeps arrays
+    elif jax.tree.structure(tree.plugin_records) != jax.tree.structure(fresh.plugin_records):
+        raise ValueError("tree= was searched with other plug-ins than this search (their "
+                         "arrays differ): continue a tree with the same "
+                         "SearchOptions.plugins")
     root_index = jnp.zeros((batch_size,), jnp.int32)
     slot_priors = jnp.where(tree.children[:, tree_lib.ROOT_INDEX] == tree_lib.ILLEGAL, 0.0,
                             tree_lib.at_slots(tree, tree_lib.slot_actions(tree, root_index), priors))
@@ -106,9 +113,10 @@ def continued_prior_logits(tree: tree_lib.Tree, root: base.RootFnOutput,
 
 
 def search_plugins(options: SearchOptions) -> tuple:
-    """The built-in plug-ins (plugin.py) that `options` turn on, in the
-    order the phases call them: the MCTS-solver (`solver=True`)."""
-    return (solver.SOLVER,) if options.solver else ()
+    """The plug-ins (plugin.py) of a search with `options`, in the order the
+    phases call them: the built-in ones they turn on (the MCTS-solver,
+    `solver=True`), then the user's (`options.plugins`)."""
+    return ((solver.SOLVER,) if options.solver else ()) + options.plugins
 
 
 def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,

@@ -32,6 +32,7 @@ TASK_PAGES = [
     "docs/memory.md",
     "docs/stochastic.md",
     "docs/graph_search.md",
+    "docs/plugins.md",
 ]
 
 

@@ -1,0 +1,231 @@
+"""Search plug-ins (mcts_jax/plugin.py): a user's plug-in, written outside the
+library (tests/custom_plugins.py: a max backup), checked against a plain-Python
+reference and run through the policies, sharding, reuse, the arena and
+self-play; the solver as the library's own plug-in; bad plug-ins refused."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+import mcts_jax
+from custom_plugins import MaxBackup
+from mcts_jax import evaluators, plugin, sharding, solver
+from mcts_jax.synthetic import HashedProblem, random_root_codes
+from training import arena, networks, replay, self_play
+
+BATCH = 8
+SIMULATIONS = 30
+PROBLEM = HashedProblem(num_actions=4, illegal_eighths=1, terminal_sixteenths=3)
+UCT_C = 1.4
+
+
+class RefNode:
+    def __init__(self, code, depth, raw, reward, discount, terminal, legal):
+        self.code, self.depth, self.raw, self.reward = code, depth, raw, reward
+        self.discount, self.terminal, self.legal = discount, terminal, legal
+        self.visits, self.best, self.children, self.parent = 1, raw, {}, None
+
+    def q(self, action):
+        child = self.children[action]
+        return child.reward + child.discount * child.best
+
+
+def reference_max_backup_uct(problem, code, num_simulations):
+    """UCT whose Q is the max-backup value, plain Python and float64: returns
+    {action path: (visits, best value)}."""
+    value, _, illegal = problem.root_python(code)
+    root = RefNode(code, 0, value, 0.0, 0.0, False, [not x for x in illegal])
+    for _ in range(num_simulations):
+        node = root
+        while True:
+            scores = []
+            for action in range(problem.num_actions):
+                if not node.legal[action]:
+                    scores.append(-np.inf)
+                elif action not in node.children:
+                    scores.append(np.inf)
+                else:
+                    child = node.children[action]
+                    scores.append(node.q(action)
+                                  + UCT_C * np.sqrt(np.log(node.visits) / child.visits))
+            if max(scores) == -np.inf:
+                leaf = node
+                break
+            action = int(np.argmax(scores))
+            if action not in node.children:
+                child_code = problem.step_code(node.code, action)
+                terminal = problem.terminal(child_code)
+                child_illegal = problem.illegal(child_code)
+                leaf = RefNode(child_code, node.depth + 1,
+                               0.0 if terminal else problem.value(child_code),
+                               problem.reward(child_code), 0.0 if terminal else problem.discount,
+                               terminal, [not (x or terminal) for x in child_illegal])
+                leaf.parent = node
+                leaf.visits = 0
+                node.children[action] = leaf
+                break
+            node = node.children[action]
+            if node.terminal:
+                leaf = node
+                break
+        node = leaf
+        while node is not None:  # visits as usual; values by max backup, leaf first
+            node.visits += 1
+            if node.children:
+                node.best = max(node.q(action) for action in node.children)
+            node = node.parent
+    shape = {}
+
+    def walk(node, path):
+        shape[path] = (node.visits, node.best)
+        for action, child in node.children.items():
+            walk(child, path + (action,))
+
+    walk(root, ())
+    return shape
+
+
+def tree_shape(tree, row):
+    children = np.asarray(tree.children[row])
+    visits = np.asarray(tree.node_visits[row])
+    best = np.asarray(tree.plugin_records[0][row])
+    shape = {}
+
+    def walk(node, path):
+        shape[path] = (int(visits[node]), float(best[node]))
+        for action, child in enumerate(children[node]):
+            if child >= 0:
+                walk(int(child), path + (action,))
+
+    walk(0, ())
+    return shape
+
+
+ROOT, INVALID = PROBLEM.root(random_root_codes(3, BATCH))
+CODES = random_root_codes(3, BATCH)
+
+
+def max_backup_uct(**keywords):
+    return mcts_jax.uct_policy(None, jax.random.key(0), ROOT, PROBLEM.recurrent_fn, SIMULATIONS,
+                               invalid_actions=INVALID, plugins=(MaxBackup(),), **keywords)
+
+
+def test_a_users_max_backup_matches_a_plain_python_reference():
+    tree = max_backup_uct().search_tree
+    for row, code in enumerate(CODES):
+        expected = reference_max_backup_uct(PROBLEM, int(code), SIMULATIONS)
+        got = tree_shape(tree, row)
+        assert set(got) == set(expected), f"row {row}: other nodes expanded"
+        for path, (visits, best) in expected.items():
+            assert got[path][0] == visits, (row, path)
+            assert got[path][1] == pytest.approx(best, abs=1e-5), (row, path)
+
+
+def test_the_max_backup_changes_the_search_and_keeps_the_mean_untouched():
+    plain = mcts_jax.uct_policy(None, jax.random.key(0), ROOT, PROBLEM.recurrent_fn,
+                                SIMULATIONS, invalid_actions=INVALID).search_tree
+    tree = max_backup_uct().search_tree
+    assert not np.array_equal(plain.node_visits, tree.node_visits)
+    assert plain.plugin_records == ()
+    # visits still count every simulation; the value sums stay the mean backup's
+    np.testing.assert_array_equal(tree.node_visits[:, 0], SIMULATIONS + 1)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: mcts_jax.AlphaZeroPolicy.make(plugins=(MaxBackup(),), dirichlet_fraction=0.0),
+    lambda: mcts_jax.GumbelPolicy.make(plugins=(MaxBackup(),)),
+    lambda: mcts_jax.AlphaZeroPolicy.make(plugins=(MaxBackup(),), simulations_per_step=2,
+                                          dirichlet_fraction=0.0),
+    lambda: mcts_jax.AlphaZeroPolicy.make(plugins=(MaxBackup(),), solver=True,
+                                          max_children=2, dirichlet_fraction=0.0),
+], ids=["alphazero", "gumbel", "p2", "solver_compact"])
+def test_the_plugin_runs_through_policies_and_sharding(make):
+    policy = make()
+    out = policy(None, jax.random.key(1), ROOT, PROBLEM.recurrent_fn, 16, invalid_actions=INVALID)
+    tree = out.search_tree
+    best = tree.plugin_records[-1]  # the user's plug-ins come after the built-in ones
+    assert best.shape == tree.node_visits.shape
+    used = np.arange(tree.max_nodes)[None, :] < np.asarray(tree.num_nodes)[:, None]
+    assert np.all(np.abs(np.asarray(best)[used]) <= 1.0 + 1e-6)
+    assert not np.any(np.isnan(np.asarray(best)))
+    split = sharding.search(sharding.make_mesh(), policy, None, jax.random.key(1), ROOT,
+                            PROBLEM.recurrent_fn, 16, invalid_actions=INVALID, mode="exact")
+    np.testing.assert_array_equal(split.search_tree.plugin_records[-1], best)
+    np.testing.assert_array_equal(split.search_tree.node_visits, tree.node_visits)
+
+
+def test_reuse_re_roots_the_plugins_arrays_and_a_continued_search_keeps_them():
+    out = max_backup_uct()
+    tree = out.search_tree
+    kept = mcts_jax.get_subtree(tree, out.action)
+    rows = np.arange(BATCH)
+    child = np.asarray(tree.children)[rows, 0, np.asarray(out.action)]
+    np.testing.assert_allclose(np.asarray(kept.plugin_records[0])[:, 0],
+                               np.asarray(tree.plugin_records[0])[rows, child])
+    with pytest.raises(ValueError, match="other plug-ins"):
+        mcts_jax.uct_policy(None, jax.random.key(0), ROOT, PROBLEM.recurrent_fn, 4,
+                            invalid_actions=INVALID, tree=tree)
+
+
+def test_the_plugin_plays_an_arena_match():
+    game = envs.make("tic_tac_toe")
+    policy = mcts_jax.UCTPolicy.make(plugins=(MaxBackup(),))
+    player = arena.SearchPlayer(evaluators.RandomPlayouts(num_playouts=2, max_length=9), policy,
+                                num_simulations=24)
+    result = arena.play_match(game, player, None, arena.RandomPlayer(), None,
+                              jax.random.key(0), num_games=8)
+    assert result.wins + result.draws + result.losses == 8
+    assert result.wins > result.losses, result
+
+
+def test_the_solver_is_a_plugin_of_the_same_interface():
+    assert isinstance(solver.SOLVER, mcts_jax.SearchPlugin)
+    out = mcts_jax.uct_policy(None, jax.random.key(0), ROOT, PROBLEM.recurrent_fn, 8,
+                              invalid_actions=INVALID, solver=True)
+    assert out.search_tree.plugin_records == (None,)  # it keeps the tree's solved arrays
+
+
+@dataclasses.dataclass(frozen=True)
+class Unhashable(mcts_jax.SearchPlugin):
+    weights: list = dataclasses.field(default_factory=list)  # a list: no hash
+
+
+@pytest.mark.parametrize("plugins, error, message", [
+    (("max",), TypeError, r"plugins\[0\] must be a mcts_jax.SearchPlugin"),
+    (MaxBackup, TypeError, "plugins must be a tuple"),
+    ((Unhashable(),), TypeError, r"plugins\[0\] \(Unhashable\) must be hashable"),
+])
+def test_bad_plugins_are_refused_with_their_name(plugins, error, message):
+    with pytest.raises(error, match=message):
+        mcts_jax.SearchOptions(plugins=plugins)
+    with pytest.raises(error, match=message):
+        mcts_jax.alphazero_policy(None, jax.random.key(0), ROOT, PROBLEM.recurrent_fn, 4,
+                                  plugins=plugins)
+
+
+def test_the_plugin_helpers_call_nothing_without_plugins():
+    tree = mcts_jax.uct_policy(None, jax.random.key(0), ROOT, PROBLEM.recurrent_fn,
+                               4).search_tree
+    assert plugin.new_nodes((), tree, jnp.zeros((BATCH, 1), jnp.int32), None) is tree
+    assert plugin.open_slots((), tree, None) is None
+
+
+def test_the_plugin_in_self_play_with_tree_reuse():
+    game = envs.make("tic_tac_toe")
+    model = networks.make_model(networks.NetworkConfig(kind="mlp", hidden=16, num_layers=1,
+                                                       value_hidden=8), game)
+    variables = model.init(jax.random.key(0))
+    policy = mcts_jax.AlphaZeroPolicy.make(plugins=(MaxBackup(),), max_nodes=12)
+    player = self_play.SelfPlay(game=game, model=model, policy=policy, num_simulations=8,
+                                num_games=4, reuse_tree=True)
+    state = player.init(jax.random.key(1))
+    buffer = replay.init(8, 4, (3, 3, 2), jnp.bool_, 9)
+    for t in range(4):
+        legal = np.asarray(state.states.legal_action_mask)
+        state, buffer, info = player.step(variables, jax.random.key(10 + t), state, buffer)
+        assert legal[np.arange(4), np.asarray(info.action)].all()
+        np.testing.assert_allclose(np.asarray(buffer.policy)[t].sum(-1), 1.0, atol=1e-5)
