@@ -326,6 +326,12 @@ def test_tiny_training_run_writes_the_solver_metrics(tmp_path, monkeypatch):
     summary = loop.train(config, run_dir, progress=False, log=lines.append)
     records = [json.loads(line) for line in open(os.path.join(run_dir, "metrics.jsonl"))]
     evaluated = records[-1]
+    # The preset the docs offer first trains: whole games end and are learned
+    # from (4 plies an iteration once finished none: 0 updates), and the
+    # console says the run is a smoke test.
+    assert sum(r["games"] for r in records) == summary["total_games"] > 0
+    assert evaluated["updates"] == summary["total_updates"] > 0
+    assert any("--preset tiny is a smoke test" in line for line in lines)
     assert evaluated["solver_positions"] == config.solver_positions == 16
     # The run's set is the random-play one: its first 16 positions.
     positions = solver.load_positions(solver.RANDOM_PLAY_PATH, limit=16)

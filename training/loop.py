@@ -452,7 +452,9 @@ def checkpoint_phase(run: Run, state: TrainState, iteration: int, elapsed_s: flo
     if iteration % run.config.checkpoint_every and not last:
         return
     variables, arrays = _for_checkpoint(*state.saved_items())
-    run.checkpoints.save(iteration, variables, arrays, dict(elapsed_s=elapsed_s))
+    # `updates` in the meta lets Agent.load tell an untrained network.
+    run.checkpoints.save(iteration, variables, arrays,
+                         dict(elapsed_s=elapsed_s, updates=int(state.learner.updates)))
 
 
 def finish_run(run: Run, state: TrainState) -> Dict[str, Any]:
@@ -461,7 +463,8 @@ def finish_run(run: Run, state: TrainState) -> Dict[str, Any]:
     # On the first device, as the periodic evaluation's key is: an uncommitted
     # key would compile every evaluation match again.
     final_key = sharding.local_copy(jax.random.fold_in(jax.random.key(config.seed), 10 ** 6))
-    summary: Dict[str, Any] = dict(iterations=run.iterations_done, total_games=int(state.games))
+    summary: Dict[str, Any] = dict(iterations=run.iterations_done, total_games=int(state.games),
+                                   total_updates=int(state.learner.updates))
     tick = time.perf_counter()
     summary.update(run.suite.final(_local_copy(state.variables), final_key))
     summary["final_eval_s"] = round(time.perf_counter() - tick, 2)
@@ -475,6 +478,15 @@ def finish_run(run: Run, state: TrainState) -> Dict[str, Any]:
     summary["training_s"] = records[-1]["elapsed_s"] if records else None
     summary["wall_s_this_session"] = round(time.perf_counter() - run.started, 2)
     run.reporter.final(summary, ratings)
+    games, updates = summary["total_games"], summary["total_updates"]
+    if updates == 0:
+        run.reporter.log(f"warning: 0 learner updates ({games} finished self-play games): the "
+                         f"network is untrained (more --iterations or --moves-per-iteration, "
+                         f"or a lower --min-replay)")
+    elif config.preset == "tiny":
+        run.reporter.log(f"--preset tiny is a smoke test of the pipeline at the smallest "
+                         f"shapes ({games} games, {updates} updates): its agent is all but "
+                         f"untrained")
     return summary
 
 
