@@ -418,7 +418,7 @@ def test_missing_solver_gives_a_notice_and_no_metrics(monkeypatch):
     config = config_lib.resolve(dict(game="connect_four", preset="tiny"))
     lines = []
     parts = build.build(config)
-    suite = evaluation.Evaluation(config, GAME, parts.model, agent=parts.agent,
+    suite = evaluation.Evaluation(config.evaluation, GAME, parts.model, agent=parts.agent,
                                   final_agent=parts.final_agent, log=lines.append)
     assert suite.benchmark is None
     assert len(lines) == 1 and "bitbully is not installed" in lines[0]
@@ -439,7 +439,7 @@ def test_first_move_is_judged_by_the_solver():
     from training import evaluation
     config = config_lib.resolve(dict(game="connect_four", preset="tiny"))
     parts = build.build(config)
-    suite = evaluation.Evaluation(config, GAME, parts.model, agent=parts.agent,
+    suite = evaluation.Evaluation(config.evaluation, GAME, parts.model, agent=parts.agent,
                                   final_agent=parts.final_agent, log=lambda line: None)
     seen = []
 

@@ -61,11 +61,18 @@ def config_reads(source: str, fields: frozenset) -> List[Tuple[str, str]]:
     return reads
 
 
-def config_receivers(source: str) -> List[str]:
-    """Functions of `source` with a parameter called `config`."""
-    return [node.name for node in ast.walk(ast.parse(source))
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and any(a.arg == "config" for a in node.args.args + node.args.kwonlyargs)]
+def config_receivers(source: str) -> List[Tuple[str, str]]:
+    """[(function, annotation)] of the functions of `source` with a parameter
+    called `config` (annotation "" when it has none): `TrainConfig` is the
+    whole config, `EvaluationConfig` or `NetworkConfig` one concern's record."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for arg in node.args.args + node.args.kwonlyargs:
+                if arg.arg == "config":
+                    out.append((node.name, ast.unparse(arg.annotation).strip("'\"")
+                                if arg.annotation is not None else ""))
+    return out
 
 
 def report(root: str = ROOT) -> Dict[str, Dict[str, object]]:
@@ -91,13 +98,17 @@ def main(argv=None) -> None:
     fields = len(dataclasses.fields(config_lib.TrainConfig))
     total = sum(len(entry["reads"]) for entry in found.values())
     reading = [path for path, entry in found.items() if entry["reads"]]
+    whole = {path: [name for name, annotation in entry["receivers"]
+                    if annotation == "TrainConfig"] for path, entry in found.items()}
     print(f"TrainConfig: {fields} fields; {total} reads in {len(reading)} files; "
-          f"{sum(len(e['receivers']) for e in found.values())} functions in "
-          f"{sum(1 for e in found.values() if e['receivers'])} files take a `config`")
+          f"{sum(len(names) for names in whole.values())} functions in "
+          f"{sum(1 for names in whole.values() if names)} files take the whole TrainConfig")
+    print(f"  {'file':<40} {'reads':>5} {'fields':>6}  config parameters (annotation)")
     for path, entry in found.items():
-        print(f"  {path:<40} {len(entry['reads']):>4} reads "
-              f"{len(set(f for _, f in entry['reads'])):>3} fields "
-              f"{len(entry['receivers']):>3} receivers")
+        kinds = collections.Counter(annotation or "?" for _, annotation in entry["receivers"])
+        print(f"  {path:<40} {len(entry['reads']):>5} "
+              f"{len(set(f for _, f in entry['reads'])):>6}  "
+              f"{', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}")
     if args.field:
         where = collections.Counter((path, function) for path, entry in found.items()
                                     for function, field in entry["reads"] if field == args.field)
