@@ -6,8 +6,9 @@ flat 78-field TrainConfig):
     python train.py --game tic_tac_toe --preset tiny --iterations 1 --eval-every 0 \\
         --elo-every 0 --final-games 0 --run-dir <dir> --no-progress
 
-kept whole but for its plots: its config.json, metrics and sessions and its checkpoint of
-iteration 1 (orbax; network, optimizer, replay buffer and games in progress).
+kept whole but for its plots: config.json, metrics.jsonl, sessions.jsonl,
+final.json and the 140 KB checkpoint of iteration 1 (orbax: network,
+optimizer, replay buffer and games in progress).
 A change to the config's layout or to the checkpoint's must keep this test
 green: users have run folders like it on disk.
 """
