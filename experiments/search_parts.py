@@ -176,7 +176,7 @@ def main(argv=None) -> None:
     # One evaluation plays every way (`solo` takes the player); its own
     # agents, required for a learned model, are never played here.
     unused = agent.player()
-    evaluation = Evaluation(agent.config, agent.game, agent.model, agent=unused,
+    evaluation = Evaluation(agent.config.evaluation, agent.game, agent.model, agent=unused,
                             final_agent=unused)
     rows: List[Dict[str, Any]] = []
     for budget in args.simulations:

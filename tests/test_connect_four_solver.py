@@ -326,6 +326,12 @@ def test_tiny_training_run_writes_the_solver_metrics(tmp_path, monkeypatch):
     summary = loop.train(config, run_dir, progress=False, log=lines.append)
     records = [json.loads(line) for line in open(os.path.join(run_dir, "metrics.jsonl"))]
     evaluated = records[-1]
+    # The preset the docs offer first trains: whole games end and are learned
+    # from (4 plies an iteration once finished none: 0 updates), and the
+    # console says the run is a smoke test.
+    assert sum(r["games"] for r in records) == summary["total_games"] > 0
+    assert evaluated["updates"] == summary["total_updates"] > 0
+    assert any("--preset tiny is a smoke test" in line for line in lines)
     assert evaluated["solver_positions"] == config.solver_positions == 16
     # The run's set is the random-play one: its first 16 positions.
     positions = solver.load_positions(solver.RANDOM_PLAY_PATH, limit=16)
@@ -413,7 +419,7 @@ def test_missing_solver_gives_a_notice_and_no_metrics(monkeypatch):
     config = config_lib.resolve(dict(game="connect_four", preset="tiny"))
     lines = []
     parts = build.build(config)
-    suite = evaluation.Evaluation(config, GAME, parts.model, agent=parts.agent,
+    suite = evaluation.Evaluation(config.evaluation, GAME, parts.model, agent=parts.agent,
                                   final_agent=parts.final_agent, log=lines.append)
     assert suite.benchmark is None
     assert len(lines) == 1 and "bitbully is not installed" in lines[0]
@@ -434,7 +440,7 @@ def test_first_move_is_judged_by_the_solver():
     from training import evaluation
     config = config_lib.resolve(dict(game="connect_four", preset="tiny"))
     parts = build.build(config)
-    suite = evaluation.Evaluation(config, GAME, parts.model, agent=parts.agent,
+    suite = evaluation.Evaluation(config.evaluation, GAME, parts.model, agent=parts.agent,
                                   final_agent=parts.final_agent, log=lambda line: None)
     seen = []
 

@@ -248,6 +248,8 @@ def test_tiny_preset_trains_and_its_checkpoint_round_trips(name, tmp_path_factor
     assert all(r["simulations_per_s"] > 0 and np.isfinite(r["loss"]) for r in records
                if "loss" in r)
     assert summary["total_games"] == sum(r["games"] for r in records)
+    # A tiny run trains: its games end (cut or played out) and are learned from.
+    assert summary["total_games"] > 0 and summary["total_updates"] == records[-1]["updates"] > 0
     saved = json.load(open(os.path.join(run_dir, "config.json")))
     assert saved["channels"] == config.channels and saved["hidden"] == config.hidden
     for plot in ("loss.png", "elo.png", "win_rates.png"):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import warnings
 from typing import Any, Optional
 
 import jax
@@ -53,8 +54,14 @@ class Agent:
                                                    keep=config.keep_checkpoints)
         try:
             variables, iteration = checkpointer.restore_variables(like, iteration)
+            updates = checkpointer.read_meta(iteration).get("updates")
         finally:
             checkpointer.close()
+        if updates == 0:  # checkpoints before issue 65 do not say
+            warnings.warn(f"{run_dir}: checkpoint {int(iteration)} was taken after 0 learner "
+                          f"updates, so its network is untrained (its initial random "
+                          f"weights); train longer (more --iterations, or a --preset other "
+                          f"than {config.preset!r})", stacklevel=2)
         return cls(config=config, game=parts.game, model=parts.model, variables=variables,
                    iteration=int(iteration))
 

@@ -265,6 +265,13 @@ class TrainConfig:
                                       value_head=self.value_head, value_scale=self.value_scale)
 
     @property
+    def evaluation(self) -> "EvaluationConfig":
+        """The evaluation's settings (`training.evaluation.Evaluation` is
+        given these alone)."""
+        return EvaluationConfig(**{f.name: getattr(self, f.name)
+                                   for f in dataclasses.fields(EvaluationConfig)})
+
+    @property
     def replay_slots(self) -> int:
         """T, time slots of the [T, B] replay ring."""
         return max(1, -(-self.replay_size // self.num_games))
@@ -286,6 +293,42 @@ class TrainConfig:
     def from_json(cls, data: Dict[str, Any]) -> "TrainConfig":
         """The config saved in a run folder."""
         return cls(**known_settings(data, "config.json"))
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationConfig:
+    """The settings of a run's evaluation: what `training.evaluation` reads
+    (`TrainConfig.evaluation`; each field's meaning is its TrainConfig
+    field's --help). The flat TrainConfig stays what the command line sets
+    and config.json saves.
+
+    eval_every / elo_every: iterations between evaluations / Elo snapshots.
+    eval_games, eval_simulations: the periodic matches (games per opponent,
+      the agent's simulations); final_games, final_simulations: the
+      end-of-run ones.
+    uct_simulations (0: eval_simulations), uct_playouts, uct_playout_length:
+      the UCT opponent.
+    elo_opponents, elo_opening_moves: the Elo matches between snapshots.
+    solver_positions, solver_games, final_solver_positions: Connect Four
+      against the perfect solver.
+    max_game_length: plies before a game counts as a draw (0: the rules').
+    """
+
+    eval_every: int
+    eval_games: int
+    eval_simulations: int
+    uct_simulations: int
+    uct_playouts: int
+    uct_playout_length: int
+    elo_every: int
+    elo_opponents: int
+    elo_opening_moves: int
+    final_games: int
+    final_simulations: int
+    solver_positions: int
+    solver_games: int
+    final_solver_positions: int
+    max_game_length: int
 
 
 def known_settings(settings: Dict[str, Any], source: str) -> Dict[str, Any]:

@@ -48,7 +48,7 @@ import envs
 from envs import connect_four_solver, perfect_play
 from mcts_jax import evaluators
 from training import arena
-from training.config import TrainConfig
+from training.config import EvaluationConfig
 
 
 class Evaluation:
@@ -58,11 +58,12 @@ class Evaluation:
     agent / final_agent: the arena players of the periodic and the
     end-of-run evaluation (`training.build.Parts`: the algorithm's greedy
     search at `eval_simulations` / `final_simulations`); model: the raw
-    network (`predict`), judged on its own where the game has a judge.
+    network (`predict`), judged on its own where the game has a judge;
+    config: the run's evaluation settings alone (`TrainConfig.evaluation`).
     """
 
-    def __init__(self, config: TrainConfig, game, model: Any, *, agent: Any, final_agent: Any,
-                 log: Callable[[str], None] = print):
+    def __init__(self, config: EvaluationConfig, game, model: Any, *, agent: Any,
+                 final_agent: Any, log: Callable[[str], None] = print):
         self.config = config
         self.game = game
         self.model = model

@@ -250,7 +250,7 @@ def start_run(config: TrainConfig, run_dir: str, progress: bool,
                                               keep=config.keep_checkpoints,
                                               identity=algorithm.identity(),
                                               background=jax.process_count() == 1)
-    suite = evaluation_lib.Evaluation(config, parts.game, parts.model, agent=parts.agent,
+    suite = evaluation_lib.Evaluation(config.evaluation, parts.game, parts.model, agent=parts.agent,
                                       final_agent=parts.final_agent, log=reporter.log)
     reporter.log(f"mcts_jax {algorithm.title} training: {config.game}, run folder {run_dir}")
     reporter.log(config_lib.describe(config))
@@ -289,7 +289,7 @@ def load_elo_pool(run: Run, start: int, variables) -> None:
     for stale in snapshots:
         if stale > start and run.primary:  # made after the checkpoint: redone
             shutil.rmtree(os.path.join(run.snapshot_dir, f"{stale:06d}"))
-    if not run.config.elo_every:
+    if not run.config.evaluation.elo_every:
         return
     for iteration in snapshots:
         if iteration <= start:
@@ -417,17 +417,17 @@ def evaluate_phase(run: Run, state: TrainState, iteration: int, key: jax.Array,
     """Matches against the reference opponents every `eval_every` iterations,
     and an Elo snapshot with its matches every `elo_every` (both at the last
     iteration too; `last` None: the configured last)."""
-    config = run.config
+    config, evaluation = run.config, run.config.evaluation
     tick = time.perf_counter()
     last = iteration == config.iterations if last is None else last
     record: Dict[str, Any] = {}
     evaluated = None
-    if config.eval_every and (iteration % config.eval_every == 0 or last):
+    if evaluation.eval_every and (iteration % evaluation.eval_every == 0 or last):
         evaluated = _local_copy(state.variables)
         record.update(run.suite.periodic(evaluated, _local_key(key, 0)))
         record.update(run.algorithm.evaluate(run.learner, state.variables, state.buffer,
                                              _local_key(key, 2)))
-    if config.elo_every and (iteration % config.elo_every == 0 or last):
+    if evaluation.elo_every and (iteration % evaluation.elo_every == 0 or last):
         evaluated = _local_copy(state.variables) if evaluated is None else evaluated
         record["elo_matches"] = run.suite.elo_matches(evaluated, iteration, run.elo_pool,
                                                       _local_key(key, 1))
@@ -452,7 +452,9 @@ def checkpoint_phase(run: Run, state: TrainState, iteration: int, elapsed_s: flo
     if iteration % run.config.checkpoint_every and not last:
         return
     variables, arrays = _for_checkpoint(*state.saved_items())
-    run.checkpoints.save(iteration, variables, arrays, dict(elapsed_s=elapsed_s))
+    # `updates` in the meta lets Agent.load tell an untrained network.
+    run.checkpoints.save(iteration, variables, arrays,
+                         dict(elapsed_s=elapsed_s, updates=int(state.learner.updates)))
 
 
 def finish_run(run: Run, state: TrainState) -> Dict[str, Any]:
@@ -461,7 +463,8 @@ def finish_run(run: Run, state: TrainState) -> Dict[str, Any]:
     # On the first device, as the periodic evaluation's key is: an uncommitted
     # key would compile every evaluation match again.
     final_key = sharding.local_copy(jax.random.fold_in(jax.random.key(config.seed), 10 ** 6))
-    summary: Dict[str, Any] = dict(iterations=run.iterations_done, total_games=int(state.games))
+    summary: Dict[str, Any] = dict(iterations=run.iterations_done, total_games=int(state.games),
+                                   total_updates=int(state.learner.updates))
     tick = time.perf_counter()
     summary.update(run.suite.final(_local_copy(state.variables), final_key))
     summary["final_eval_s"] = round(time.perf_counter() - tick, 2)
@@ -475,6 +478,15 @@ def finish_run(run: Run, state: TrainState) -> Dict[str, Any]:
     summary["training_s"] = records[-1]["elapsed_s"] if records else None
     summary["wall_s_this_session"] = round(time.perf_counter() - run.started, 2)
     run.reporter.final(summary, ratings)
+    games, updates = summary["total_games"], summary["total_updates"]
+    if updates == 0:
+        run.reporter.log(f"warning: 0 learner updates ({games} finished self-play games): the "
+                         f"network is untrained (more --iterations or --moves-per-iteration, "
+                         f"or a lower --min-replay)")
+    elif config.preset == "tiny":
+        run.reporter.log(f"--preset tiny is a smoke test of the pipeline at the smallest "
+                         f"shapes ({games} games, {updates} updates): its agent is all but "
+                         f"untrained")
     return summary
 
 

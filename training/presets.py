@@ -69,13 +69,17 @@ _TINY = dict(iterations=2, num_simulations=4, num_games=4, moves_per_iteration=4
              max_game_length=8)
 
 # The tiny presets of the first five games, as they were in training/config.py.
+# Connect Four's tiny preset plays whole games: 2 x 24 plies cover its 42, so
+# every game has ended and been learned from by the second iteration's updates
+# (4 plies an iteration finished no game: 0 updates, an untrained agent).
 _C4_TINY = dict(iterations=2, network="resnet", channels=8, blocks=1, value_hidden=8,
-                num_simulations=8, num_games=8, moves_per_iteration=4, replay_size=256,
+                num_simulations=8, num_games=8, moves_per_iteration=24, replay_size=256,
                 min_replay=8, train_batch_size=16, updates_per_iteration=2,
                 eval_every=2, elo_every=1, eval_games=4, eval_simulations=4,
                 final_games=4, final_simulations=4, elo_opponents=1,
                 solver_positions=16, solver_games=4, final_solver_positions=16)
-_BOARD_TINY = dict(_C4_TINY, iterations=3, max_game_length=6, eval_every=3, elo_every=3)
+_BOARD_TINY = dict(_C4_TINY, iterations=3, moves_per_iteration=4, max_game_length=6,
+                   eval_every=3, elo_every=3)
 
 _LARGE_BOARD = dict(iterations=400, num_simulations=64, num_games=512, moves_per_iteration=64,
                     replay_size=524288, min_replay=32768, train_batch_size=1024,
