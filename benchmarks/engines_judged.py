@@ -112,11 +112,17 @@ def run_puzzles(args, rows):
                 rows.append(row)
 
 
+def _elo_text(value):
+    """An Elo figure rounded, or "-inf" / "inf" for a score of 0 or 1."""
+    return str(value) if np.isinf(value) else round(value)
+
+
 def match_row(ours, opponent, result, started):
-    elo, low, high = elo_interval(result.wins, result.draws, result.losses)
+    elo, low, high = (_elo_text(v) for v in elo_interval(result.wins, result.draws,
+                                                          result.losses))
     return dict(ours=ours, opponent=opponent, games=result.num_games, wins=result.wins,
-                draws=result.draws, losses=result.losses, elo=round(elo), elo_low=round(low),
-                elo_high=round(high), seconds=round(time.perf_counter() - started, 1))
+                draws=result.draws, losses=result.losses, elo=elo, elo_low=low,
+                elo_high=high, seconds=round(time.perf_counter() - started, 1))
 
 
 def run_stockfish(args, rows):
