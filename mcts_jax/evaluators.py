@@ -94,7 +94,14 @@ class RandomPlayouts:
 
 @dataclasses.dataclass(frozen=True)
 class Minimax:
-    """Uniform priors; value = depth-limited negamax over the legal moves.
+    """Value = depth-limited negamax over the legal moves; priors from the
+    same search: softmax(q / prior_temperature) of each move's negamax value
+    q (from `move_values`), so a move that mates or wins material is tried
+    first. A legal move beyond `max_moves` gets logit 0 (as a move of value
+    0). `prior_temperature=None` gives uniform priors (this evaluator's
+    behaviour before issue 64): with uniform priors PUCT sees every
+    unvisited move at the lowest Q, and a search led by one good-looking move
+    can leave a mate in one unvisited for thousands of simulations.
 
     Terminal results are exact; at the horizon `game.heuristic(states)` (material
     for chess, 0 otherwise) is used. Each level considers up to `max_moves`
@@ -107,10 +114,25 @@ class Minimax:
 
     depth: int = 1
     max_moves: Optional[int] = None
+    prior_temperature: Optional[float] = 0.1
+
+    def __post_init__(self):
+        if self.prior_temperature is not None and not self.prior_temperature > 0:
+            raise ValueError(f"Minimax: prior_temperature must be None or > 0, got "
+                             f"{self.prior_temperature!r}")
 
     def __call__(self, params, rng_key, game, states):
         del params
-        return _uniform_logits(game, states), self.negamax(rng_key, game, states, self.depth)
+        if self.depth == 0 or self.prior_temperature is None:
+            return _uniform_logits(game, states), self.negamax(rng_key, game, states,
+                                                               self.depth)
+        moves, valid, q = self.move_values(rng_key, game, states, self.depth)
+        best = jnp.max(jnp.where(valid, q, -jnp.inf), axis=1)
+        value = jnp.where(jnp.isfinite(best), best, 0.0)
+        rows = jnp.arange(moves.shape[0])[:, None]
+        logits = _uniform_logits(game, states).at[rows, moves].set(
+            jnp.where(valid, q / self.prior_temperature, 0.0))
+        return logits, value
 
     def negamax(self, rng_key, game, states, depth):
         """[B] value of non-terminal `states` for their player to move."""

@@ -26,6 +26,8 @@ TASK_PAGES = [
     "docs/train_alphazero.md",
     "docs/train_muzero.md",
     "docs/chess_analysis.md",
+    "docs/uci.md",
+    "docs/gtp.md",
     "docs/multi_device.md",
     "docs/custom_search.md",
     "docs/mctx_migration.md",
