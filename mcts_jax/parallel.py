@@ -40,12 +40,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import Optional
 
 import chex
 import jax
 import jax.numpy as jnp
 
-from mcts_jax import base, graph, phases
+from mcts_jax import base, graph, phases, plugin
 from mcts_jax import tree as tree_lib
 from mcts_jax.options import SearchOptions
 from mcts_jax.plugin import Plugins
@@ -137,15 +138,18 @@ def add_visits(visits: chex.Array, rows: chex.Array, node: chex.Array, where: ch
 def select_paths(tree: tree_lib.Tree, rules: Rules, options: SearchOptions,
                  select_key: chex.PRNGKey, num_paths: chex.Array,
                  visits: chex.Array, paths: graph.Path = None, first_stamp=0,
-                 plugins: Plugins = ()):
+                 plugins: Plugins = (), searching: Optional[chex.Array] = None):
     """P descents in every row, path p steered by paths < p. `num_paths` []:
-    how many of the P run this step. A graph search passes its path buffers
+    how many of the P run this step; `searching` [B]: the rows that search
+    (None: `plugin.rows_searching`). A graph search passes its path buffers
     ([B, P, L]) and the stamp of the step's first descent. Returns
     (LeafChoice [B, P] (its rule_failed [B]: on any path; a graph's paths
     [B, P, L] and depths [B, P]), enabled [B, P], virtual visits [B, N])."""
     batch_size, num_per_step = tree.batch_size, options.simulations_per_step
     path_keys = jax.random.split(select_key, (num_per_step, batch_size))
     empty = jnp.zeros((batch_size, num_per_step), jnp.int32)
+    if searching is None:
+        searching = plugin.rows_searching(plugins, tree, batch_size)
     enabled = jnp.broadcast_to(jnp.arange(num_per_step) < num_paths,
                                (batch_size, num_per_step))
     no_failure = (None if phases.rules_screen_their_slots(rules)
@@ -162,7 +166,7 @@ def select_paths(tree: tree_lib.Tree, rules: Rules, options: SearchOptions,
                            stamp=paths.stamp[:, p]),
                 first_stamp + p)
         leaf = phases.select_leaf(tree, rules, options.depth_limit, plugins,
-                                  path_keys[p], steering, visits, path)
+                                  path_keys[p], steering, visits, path, searching)
         if paths is not None:
             paths = graph.Path(entries=paths.entries.at[:, p].set(leaf.path.entries),
                                marks=leaf.path.marks,
@@ -199,14 +203,18 @@ def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
     edge (capacity permitting; in a graph, one per distinct position) and
     back up every path, taking the virtual visits back. `carry`: (key,
     tree, virtual visits [B, N], rule_failed [B] or None, a graph's path
-    buffers [B, P, L] or None). Keys: `key, select_key, expand_key =
+    buffers [B, P, L] or None, the simulations each row has spent [B] or
+    None, as in `phases.simulate`). Keys: `key, select_key, expand_key =
     split(key, 3)`."""
-    key, tree, visits, rule_failed, paths = carry
+    key, tree, visits, rule_failed, paths, spent = carry
     num_per_step = options.simulations_per_step
+    searching = plugin.rows_searching(plugins, tree, tree.batch_size,
+                                      phases.budget_of(spent, options.num_simulations))
     key, select_key, expand_key = jax.random.split(key, 3)
     num_paths = jnp.minimum(num_per_step, options.num_simulations - step_index * num_per_step)
     leaf, enabled, visits = select_paths(tree, rules, options, select_key, num_paths, visits,
-                                         paths, step_index * num_per_step + 1, plugins)
+                                         paths, step_index * num_per_step + 1, plugins,
+                                         searching)
     embedding = phases.leaf_embeddings(params, expand_key, tree, recurrent_fn, leaf.node,
                                        options.max_path_length)
     first = first_path_per_edge(leaf)
@@ -220,7 +228,7 @@ def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
     first_index = jnp.take_along_axis(new_index, first, axis=1)
     takes_new = leaf.expand & (first_index < tree.max_nodes if tree.is_graph
                                else jnp.take_along_axis(created, first, axis=1))
-    again = phases.revisit(tree, leaf.node, plugins, runs=enabled)
+    again = phases.revisit(tree, leaf.node, plugins, runs=enabled & searching[:, None])
     update = phases.Backup(
         start=jnp.where(takes_new, first_index, again.start),
         count=jnp.where(takes_new, 1, again.count),
@@ -238,7 +246,9 @@ def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
                                  visits)
     if rule_failed is not None:
         rule_failed = rule_failed | leaf.rule_failed
-    return key, tree, visits, rule_failed, update.path
+    if spent is not None:
+        spent = spent + jnp.where(searching, num_paths, 0).astype(jnp.int32)
+    return key, tree, visits, rule_failed, update.path, spent
 
 
 def run_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
@@ -255,6 +265,7 @@ def run_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
              if tree.is_graph else None)  # a graph's descents record their paths
     step = functools.partial(simulate_paths, params=params, recurrent_fn=recurrent_fn,
                              rules=rules, options=options, plugins=plugins)
-    _, tree, _, rule_failed, _ = options.loop_fn(0, num_steps, step,
-                                                 (rng_key, tree, no_visits, rule_failed, paths))
+    _, tree, _, rule_failed, _, _ = phases.run_simulations(
+        step, (rng_key, tree, no_visits, rule_failed, paths,
+               phases.spent_counter(plugins, tree.batch_size)), num_steps, options, plugins)
     return tree, rule_failed

@@ -267,11 +267,13 @@ def rules_screen_their_slots(rules: Rules) -> bool:
 def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
                 plugins: Plugins, row_keys: chex.Array,
                 strategy: OnePathPerStep = ONE_PATH_PER_STEP,
-                in_flight: Any = None, path: Optional[graph.Path] = None) -> LeafChoice:
+                in_flight: Any = None, path: Optional[graph.Path] = None,
+                searching: Optional[chex.Array] = None) -> LeafChoice:
     """Descends every row from the root; O(depth x K) per row. The first step
     (at the root) scores with `rules.at_root`, every later one with
     `rules.below_root`. The plug-ins say which rows search
-    (`plugin.rows_searching`: the solver's proven roots do not) and which
+    (`searching` [B], by default `plugin.rows_searching`: the solver's
+    proven roots do not) and which
     slots are open (the solver's proven children are not). `row_keys` [B]
     seed the per-step keys a rule may read
     (`stats.rng_key`); a rule that ignores them costs nothing (XLA drops the
@@ -283,7 +285,8 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
     at a child with more visits than its edge or one already on the path
     (graph.py)."""
     batch_size = tree.batch_size
-    active = plugin.rows_searching(plugins, tree, batch_size)
+    active = (plugin.rows_searching(plugins, tree, batch_size) if searching is None
+              else searching)
     state = Descent(
         node=jnp.full((batch_size,), tree_lib.ROOT_INDEX, jnp.int32),
         slot=jnp.zeros((batch_size,), jnp.int32),
@@ -641,14 +644,15 @@ def edges_of_leaf(tree: tree_lib.Tree, leaf: LeafChoice, parent_embedding: Any,
 
 def backup_of_edges(tree: tree_lib.Tree, leaf: LeafChoice, new: NewNodes,
                     new_index: chex.Array, created: chex.Array, expand_all: bool,
-                    plugins: Plugins) -> Backup:
+                    plugins: Plugins, searching: Optional[chex.Array] = None) -> Backup:
     """What a simulation backs up after `expand`: the new node's value from
     it (one edge), or the sum of the new children's returns from the leaf
     (`expand_all`, one visit per child); a row that created nothing
     re-evaluates its leaf (`revisit`). In a graph search, the path of the
     descent, ending at the node the edge now points to (created or found),
-    or at the leaf."""
-    again = revisit(tree, leaf.node, plugins)
+    or at the leaf. A row outside `searching` [B] (None: every row) adds
+    nothing."""
+    again = revisit(tree, leaf.node, plugins, runs=searching)
     if tree.is_graph:
         if expand_all:
             reached = jnp.sum(new_index < tree.max_nodes, axis=-1, dtype=jnp.int32)
@@ -802,9 +806,11 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
              recurrent_fn: base.RecurrentFn, rules: Rules, options: SearchOptions,
              plugins: Plugins = ()) -> tuple:
     """One simulation on every row: select a leaf, expand, back up. The body
-    of the search loop (`tree_search.run_policy`); `carry` is (key, tree,
+    of the search loop (`run_simulations`); `carry` is (key, tree,
     rule_failed [B] or None, the path buffers of a graph search
-    (`graph.Path` [B, L]) or None).
+    (`graph.Path` [B, L]) or None, the simulations each row has spent
+    [B] int32 when a plug-in may stop rows (`plugin.Budget`), else None).
+    A row the plug-ins take out (`plugin.rows_searching`) does nothing.
 
     Keys are split as mctx splits them: `key, select_key, expand_key =
     split(key, 3)`; recurrent_fn gets `expand_key`, and the descent gives
@@ -812,12 +818,15 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
     (`stats.rng_key`). So equal keys give the two libraries equal random
     numbers, and the recurrent_fn keys do not depend on the batch size.
     """
-    key, tree, rule_failed, path = carry
+    key, tree, rule_failed, path, spent = carry
     if path is not None:
         path = graph.start_descent(path, simulation_index + 1)
+    searching = plugin.rows_searching(plugins, tree, tree.batch_size,
+                                      budget_of(spent, options.num_simulations))
     key, select_key, expand_key = jax.random.split(key, 3)
     leaf = select_leaf(tree, rules, options.depth_limit, plugins,
-                       jax.random.split(select_key, tree.batch_size), path=path)
+                       jax.random.split(select_key, tree.batch_size), path=path,
+                       searching=searching)
     embedding = leaf_embeddings(params, expand_key, tree, recurrent_fn, leaf.node,
                                 options.max_path_length)
     parent, slot, creates, embedding = edges_of_leaf(tree, leaf, embedding, options.expand_all)
@@ -827,8 +836,50 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
                                            new_visits=1 if options.expand_all else 0,
                                            edge_paths=edge_paths, plugins=plugins)
     update = backup_of_edges(tree, leaf, new, new_index, created, options.expand_all,
-                             plugins)
+                             plugins, searching)
     tree, _ = backup(tree, update, plugins)
     if rule_failed is not None:
         rule_failed = rule_failed | leaf.rule_failed
-    return key, tree, rule_failed, update.path
+    if spent is not None:
+        spent = spent + searching.astype(jnp.int32)
+    return key, tree, rule_failed, update.path, spent
+
+
+def budget_of(spent: Optional[chex.Array], num_simulations: int) -> Optional[plugin.Budget]:
+    """The `plugin.Budget` of a search whose rows have spent `spent` [B] of
+    `num_simulations` (None when the loop counts nothing)."""
+    if spent is None:
+        return None
+    return plugin.Budget(spent=spent, total=jnp.asarray(num_simulations, jnp.int32))
+
+
+def run_simulations(body, carry: tuple, num_steps: int, options: SearchOptions,
+                    plugins: Plugins) -> tuple:
+    """The search loop: `body(step, carry)` for steps 0 .. num_steps - 1
+    (`simulate`, or `parallel.simulate_paths` with P paths per step), by
+    `options.loop_fn`. `carry` is (key, tree, ..., spent) with `spent` [B]
+    the simulations each row has run, or None. When a plug-in may stop
+    rows (`plugin.may_stop_rows`: the solver, a stop rule) `spent` is
+    counted and, with the default `loop_fn`, the loop ends as soon as no
+    row searches: a batch decided early costs less time, and its trees are
+    those of the whole loop (a stopped row does nothing in a simulation)."""
+    if carry[-1] is None or options.loop_fn is not jax.lax.fori_loop:
+        return options.loop_fn(0, num_steps, body, carry)
+
+    def any_row_searches(state):
+        step, carry = state
+        tree = carry[1]
+        rows = plugin.rows_searching(plugins, tree, tree.batch_size,
+                                     budget_of(carry[-1], options.num_simulations))
+        return (step < num_steps) & jnp.any(rows)
+
+    _, carry = jax.lax.while_loop(any_row_searches,
+                                  lambda state: (state[0] + 1, body(state[0], state[1])),
+                                  (jnp.zeros((), jnp.int32), carry))
+    return carry
+
+
+def spent_counter(plugins: Plugins, batch_size: int) -> Optional[chex.Array]:
+    """[B] int32 zeros, the simulations each row has spent, when a plug-in
+    may stop rows (`plugin.may_stop_rows`); None otherwise."""
+    return jnp.zeros((batch_size,), jnp.int32) if plugin.may_stop_rows(plugins) else None

@@ -21,6 +21,13 @@ The hooks (B rows; `node` is [B], or [B, P] with P paths per step):
 - `init_record(tree) -> record`: its arrays for a fresh tree (root only);
 - `searches(tree, record) -> [B] bool`: which rows search at all (a row
   left out does nothing this simulation: no descent, no node, no visit);
+- `stops(tree, record, budget) -> [B] bool`: the rows that have learned
+  enough (`Budget`: this call's simulations spent and left per row); a
+  stopped row does nothing more in this call, and the loop ends once every
+  row has stopped (stopping.py has the built-in stop rules);
+- `check(policy, options)`: once per call, before anything is traced: raise
+  a clear error where the plug-in does not apply (e.g. a stop rule that
+  assumes a final choice the policy does not make);
 - `open_slots(tree, record, stats) -> [B, K] bool`: which child slots of
   the node a descent may enter, beside being legal;
 - `stats_seen(tree, record, node, stats) -> stats`: the statistics of
@@ -50,6 +57,25 @@ import chex
 import jax.numpy as jnp
 
 
+@chex.dataclass(frozen=True)
+class Budget:
+    """A search call's simulations, per row: what a stop rule weighs.
+
+    Attributes:
+      spent: [B] int32, simulations this call has run on the row (a
+        continued tree's earlier visits are not counted).
+      total: [] int32, the simulations of this call (`num_simulations`).
+    """
+
+    spent: chex.Array
+    total: chex.Array
+
+    @property
+    def left(self) -> chex.Array:
+        """[B] int32: the simulations this call may still run on the row."""
+        return self.total - self.spent
+
+
 @dataclasses.dataclass(frozen=True)
 class SearchPlugin:
     """A feature of the search, as hooks the phases call (module docstring).
@@ -62,6 +88,14 @@ class SearchPlugin:
     def searches(self, tree: Any, record: Any) -> Optional[chex.Array]:
         """[B] bool: the rows that search this simulation (None: every row)."""
         return None
+
+    def stops(self, tree: Any, record: Any, budget: Budget) -> Optional[chex.Array]:
+        """[B] bool: the rows that stop spending simulations (None: none)."""
+        return None
+
+    def check(self, policy: Any, options: Any) -> None:
+        """Raises where this plug-in does not apply to `policy` with `options`
+        (called once per search call, outside the trace)."""
 
     def open_slots(self, tree: Any, record: Any, stats: Any) -> Optional[chex.Array]:
         """[B, K] bool: the slots of the node `stats` describes that a descent
@@ -129,14 +163,29 @@ def init_records(plugins: Plugins, tree: Any) -> tuple:
     return tuple(each.init_record(tree) for each in plugins)
 
 
-def rows_searching(plugins: Plugins, tree: Any, batch_size: int) -> chex.Array:
-    """[B] bool: the rows every plug-in lets search."""
-    rows = [each.searches(tree, record)
-            for each, record in zip(plugins, records_of(plugins, tree))]
+def rows_searching(plugins: Plugins, tree: Any, batch_size: int,
+                   budget: Optional[Budget] = None) -> chex.Array:
+    """[B] bool: the rows every plug-in lets search; with a `budget`, also
+    those with simulations left that no plug-in stops."""
+    records = records_of(plugins, tree)
+    rows = [each.searches(tree, record) for each, record in zip(plugins, records)]
+    if budget is not None:
+        rows.append(budget.spent < budget.total)
+        rows += [None if stop is None else ~stop
+                 for stop in (each.stops(tree, record, budget)
+                              for each, record in zip(plugins, records))]
     rows = [row for row in rows if row is not None]
     if not rows:
         return jnp.ones((batch_size,), jnp.bool_)
     return functools.reduce(jnp.logical_and, rows)
+
+
+def may_stop_rows(plugins: Plugins) -> bool:
+    """Whether a plug-in may take rows out of the search (it overrides
+    `searches` or `stops`): the loop then counts each row's simulations
+    (`Budget`) and ends when no row searches."""
+    return any(type(each).searches is not SearchPlugin.searches
+               or type(each).stops is not SearchPlugin.stops for each in plugins)
 
 
 def open_slots(plugins: Plugins, tree: Any, stats: Any) -> Optional[chex.Array]:

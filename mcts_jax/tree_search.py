@@ -5,7 +5,7 @@
     keys      setup_key, search_key, choice_key = policy.split_key(rng_key)
     root      root, extra_data = policy.root_setup(setup_key, root, ...)
     tree      tree = start_tree(...)                       # fresh or continued
-    search    loop_fn(0, num_simulations, phases.simulate, ...)  # select, expand, back up
+    search    phases.run_simulations(phases.simulate, ...)  # select, expand, back up
     choice    action, action_weights = policy.choose(choice_key, tree, ...)
 
 `run_compiled` is the one place a search is compiled and cached: once per
@@ -149,8 +149,10 @@ def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
                                      rules=rules, options=options, plugins=plugins)
         path = (graph.empty_path((tree.batch_size,), options.depth_limit, options.max_nodes)
                 if options.transpositions else None)  # a graph's descents record their paths
-        _, tree, rule_failed, _ = options.loop_fn(0, options.num_simulations, simulate,
-                                                  (search_key, tree, rule_failed, path))
+        _, tree, rule_failed, _, _ = phases.run_simulations(
+            simulate, (search_key, tree, rule_failed, path,
+                       phases.spent_counter(plugins, tree.batch_size)),
+            options.num_simulations, options, plugins)
     action, action_weights = policy.choose(choice_key, tree, temperature, options)
     output = base.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
     return output, rule_failed
@@ -206,6 +208,8 @@ def run_compiled(policy: Any, params: base.Params, rng_key: chex.PRNGKey,
     the output is concrete (outside the caller's jit).
     """
     validation.check_rng_key(rng_key)
+    for each in search_plugins(options):
+        each.check(policy, options)  # a plug-in that does not apply says so here
     if not callable(recurrent_fn):
         raise TypeError(f"recurrent_fn must be callable, got {type(recurrent_fn).__name__}")
     checks = options.checks

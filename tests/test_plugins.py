@@ -13,9 +13,10 @@ import pytest
 import envs
 import mcts_jax
 from custom_plugins import MaxBackup
+from tiny_self_play import play_checked_moves
 from mcts_jax import evaluators, plugin, sharding, solver
 from mcts_jax.synthetic import HashedProblem, random_root_codes
-from training import arena, networks, replay, self_play
+from training import arena
 
 BATCH = 8
 SIMULATIONS = 30
@@ -215,17 +216,5 @@ def test_the_plugin_helpers_call_nothing_without_plugins():
 
 
 def test_the_plugin_in_self_play_with_tree_reuse():
-    game = envs.make("tic_tac_toe")
-    model = networks.make_model(networks.NetworkConfig(kind="mlp", hidden=16, num_layers=1,
-                                                       value_hidden=8), game)
-    variables = model.init(jax.random.key(0))
     policy = mcts_jax.AlphaZeroPolicy.make(plugins=(MaxBackup(),), max_nodes=12)
-    player = self_play.SelfPlay(game=game, model=model, policy=policy, num_simulations=8,
-                                num_games=4, reuse_tree=True)
-    state = player.init(jax.random.key(1))
-    buffer = replay.init(8, 4, (3, 3, 2), jnp.bool_, 9)
-    for t in range(4):
-        legal = np.asarray(state.states.legal_action_mask)
-        state, buffer, info = player.step(variables, jax.random.key(10 + t), state, buffer)
-        assert legal[np.arange(4), np.asarray(info.action)].all()
-        np.testing.assert_allclose(np.asarray(buffer.policy)[t].sum(-1), 1.0, atol=1e-5)
+    play_checked_moves(policy, num_simulations=8, num_games=4, moves=4, reuse_tree=True)

@@ -3,19 +3,18 @@ a hashable object built once and accepted as it is by `search`, `sharding`,
 the arena and self-play; a user's own policy (own root setup, own rule)
 goes through all of them (8 devices: tests/sharding_checks.py)."""
 
-import dataclasses
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import custom_rules
+from tiny_self_play import play_checked_moves
 import envs
 import mcts_jax
 from mcts_jax import evaluators, sharding
 from mcts_jax.synthetic import HashedProblem, random_root_codes
-from training import arena, loop, networks, policies, replay, self_play
+from training import arena, loop, policies
 from training import config as config_lib
 
 PROBLEM = HashedProblem(num_actions=7, illegal_eighths=2, terminal_sixteenths=2)
@@ -114,19 +113,8 @@ def test_a_users_policy_runs_through_search_sharding_arena_and_self_play():
                               jax.random.key(0), num_games=16)
     assert result.num_games == 16 and result.wins > result.losses
 
-    model = networks.make_model(networks.NetworkConfig(kind="mlp", hidden=16, num_layers=1,
-                                                       value_hidden=8), game)
-    variables = model.init(jax.random.key(0))
-    games = self_play.SelfPlay(game=game, model=model,
-                               policy=custom_rules.FlattenedRootPolicy.make(max_nodes=9),
-                               num_simulations=8, num_games=8)
-    state = games.init(jax.random.key(1))
-    buffer = replay.init(8, 8, (3, 3, 2), jnp.bool_, 9)
-    for t in range(3):
-        legal = np.asarray(state.states.legal_action_mask)
-        state, buffer, info = games.step(variables, jax.random.key(10 + t), state, buffer)
-        assert legal[np.arange(8), np.asarray(info.action)].all()
-        np.testing.assert_allclose(np.asarray(buffer.policy)[t].sum(-1), 1.0, atol=1e-5)
+    play_checked_moves(custom_rules.FlattenedRootPolicy.make(max_nodes=9), num_simulations=8,
+                       num_games=8, moves=3)
 
 
 def test_a_policy_must_fit_the_games_kind():

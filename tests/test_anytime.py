@@ -1,0 +1,199 @@
+"""Anytime search: stop rules (mcts_jax/stopping.py) and chunked searches
+for a time or simulation budget (mcts_jax/anytime.py).
+
+The claims checked: a row stopped by `VisitGap` plays the full search's
+move; its tree is the tree of a search of the simulations it spent (a stop
+truncates, it changes nothing before); the loop ends when every row has
+stopped (fewer recurrent_fn calls); a user's stop rule runs through a
+policy, sharding and self-play; the chunked loop compiles once and its
+answer after every chunk is the continued tree's; bad input is refused by
+name."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mcts_jax
+from mcts_jax import anytime, plugin, sharding, stopping, tree_search
+from mcts_jax.synthetic import HashedProblem, random_root_codes
+from tiny_self_play import play_checked_moves
+
+BATCH = 16
+SIMULATIONS = 96
+PROBLEM = HashedProblem(num_actions=4, illegal_eighths=1, terminal_sixteenths=3)
+ROOT, INVALID = PROBLEM.root(random_root_codes(3, BATCH))
+POLICY = mcts_jax.AlphaZeroPolicy.make(dirichlet_fraction=0.0, temperature=0.0)
+STOPPING = POLICY.replace(plugins=(stopping.VisitGap(),))
+
+
+def search(policy, num_simulations=SIMULATIONS, key=0, **kwargs):
+    return policy(None, jax.random.key(key), ROOT, PROBLEM.recurrent_fn, num_simulations,
+                  invalid_actions=INVALID, **kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def full_and_stopped():
+    return search(POLICY), search(STOPPING)
+
+
+def spent_per_row(tree):
+    return np.asarray(tree.node_visits)[:, 0] - 1  # a fresh root starts with one visit
+
+
+def test_a_row_stopped_by_the_visit_gap_plays_the_full_searchs_move():
+    full, stopped = full_and_stopped()
+    np.testing.assert_array_equal(stopped.action, full.action)
+    spent = spent_per_row(stopped.search_tree)
+    assert np.all(spent <= SIMULATIONS)
+    assert np.sum(spent < SIMULATIONS) >= BATCH // 4, spent  # the rule does stop rows
+    # Where a row stopped, its leader's lead exceeded the simulations left.
+    summary = stopped.search_tree.summary()
+    visits = np.where(np.asarray(INVALID), -1, np.asarray(summary.visit_counts))
+    top = np.sort(visits, axis=-1)[:, ::-1]
+    stopped_rows = spent < SIMULATIONS
+    assert np.all((top[:, 0] - top[:, 1] > SIMULATIONS - spent)[stopped_rows])
+    # The most visited action of the stopped tree is the full tree's.
+    np.testing.assert_array_equal(np.argmax(visits, -1)[stopped_rows],
+                                  np.asarray(full.action)[stopped_rows])
+
+
+def test_a_stop_truncates_the_search_and_changes_nothing_before():
+    _, stopped = full_and_stopped()
+    spent = spent_per_row(stopped.search_tree)
+    row = int(np.argmin(spent))
+    shorter = search(POLICY, num_simulations=int(spent[row]))
+    nodes = shorter.search_tree.max_nodes  # the shorter search's capacity: spent + 1
+    for name in ("node_visits", "value_sums", "children", "parents", "raw_values"):
+        np.testing.assert_array_equal(
+            np.asarray(getattr(stopped.search_tree, name))[row, :nodes],
+            np.asarray(getattr(shorter.search_tree, name))[row], err_msg=name)
+
+
+def test_several_paths_per_step_stop_with_the_same_answer():
+    full = search(POLICY.replace(simulations_per_step=4))
+    stopped = search(STOPPING.replace(simulations_per_step=4))
+    np.testing.assert_array_equal(stopped.action, full.action)
+    assert np.any(spent_per_row(stopped.search_tree) < SIMULATIONS)
+
+
+def counting_recurrent_fn(counter):
+    def recurrent_fn(params, key, action, embedding):
+        jax.debug.callback(lambda: counter.append(1))
+        return PROBLEM.recurrent_fn(params, key, action, embedding)
+    return recurrent_fn
+
+
+def test_the_loop_ends_when_every_row_has_stopped():
+    calls = []
+    stop_after = stopping.StopWhen(functools.partial(
+        lambda tree, budget, n: budget.spent >= n, n=5))
+    out = POLICY(None, jax.random.key(0), ROOT, counting_recurrent_fn(calls), 40,
+                 invalid_actions=INVALID, plugins=(stop_after,))
+    jax.block_until_ready(out.action)
+    assert len(calls) == 5, len(calls)  # not 40: the loop ended with the last row
+    np.testing.assert_array_equal(spent_per_row(out.search_tree), 5)
+
+
+def test_a_users_stop_rule_runs_through_sharding():
+    rule = stopping.StopWhen(functools.partial(
+        lambda tree, budget, gap: stopping.root_visit_gap(tree)[0] > gap, gap=6))
+    policy = POLICY.replace(plugins=(rule,), simulations_per_step=2)
+    one = search(policy, 48)
+    split = sharding.search(sharding.make_mesh(), policy, None, jax.random.key(0), ROOT,
+                            PROBLEM.recurrent_fn, 48, invalid_actions=INVALID, mode="exact")
+    np.testing.assert_array_equal(split.search_tree.node_visits, one.search_tree.node_visits)
+    np.testing.assert_array_equal(split.action, one.action)
+    gap, _ = stopping.root_visit_gap(one.search_tree)
+    spent = spent_per_row(one.search_tree)
+    assert np.all((np.asarray(gap) > 6) | (spent == 48))
+    assert np.any(spent < 48)
+
+
+def test_a_stop_rule_in_self_play():
+    policy = mcts_jax.AlphaZeroPolicy.make(plugins=(stopping.LeaderHeld(4),), max_nodes=17)
+    play_checked_moves(policy, num_simulations=16, num_games=4, moves=3, reuse_tree=True)
+
+
+def test_leader_held_stops_once_the_leader_has_held():
+    out = search(POLICY.replace(plugins=(stopping.LeaderHeld(10),)))
+    record = out.search_tree.plugin_records[0]
+    spent = spent_per_row(out.search_tree)
+    visits = np.asarray(out.search_tree.node_visits)[:, 0]
+    held = visits - np.asarray(record["since"])[:, 0]
+    assert np.all((held >= 10) | (spent == SIMULATIONS))
+    assert np.any(spent < SIMULATIONS)
+    _, leader = stopping.root_visit_gap(out.search_tree)
+    np.testing.assert_array_equal(np.asarray(record["leader"])[:, 0], leader)
+
+
+def test_chunks_compile_once_and_answer_after_every_chunk():
+    before = tree_search._compiled._cache_size()
+    seen = []
+    for progress in anytime.search_in_chunks(POLICY, None, jax.random.key(5), ROOT,
+                                             PROBLEM.recurrent_fn, chunk_simulations=8,
+                                             max_simulations=40, invalid_actions=INVALID,
+                                             stop_when_decided=False):
+        tree = progress.output.search_tree
+        assert progress.simulations == 8 * progress.chunks
+        np.testing.assert_array_equal(np.asarray(tree.node_visits)[:, 0],
+                                      progress.simulations + 1)
+        seen.append(np.asarray(progress.output.action))
+        line = anytime.best_line(tree, 3)
+        assert line.shape == (BATCH, 3)
+        summary = tree.summary()
+        np.testing.assert_array_equal(line[:, 0], np.argmax(
+            np.where(np.asarray(INVALID), -1, np.asarray(summary.visit_counts)), -1))
+    assert len(seen) == 5
+    assert tree_search._compiled._cache_size() - before == 1  # one program for every chunk
+    assert tree.max_nodes == 41
+
+
+def test_chunks_end_when_every_row_is_decided():
+    progress = list(anytime.search_in_chunks(POLICY, None, jax.random.key(5), ROOT,
+                                             PROBLEM.recurrent_fn, chunk_simulations=8,
+                                             max_simulations=400, invalid_actions=INVALID))
+    last = progress[-1]
+    assert last.decided.all() and last.simulations < 400
+    assert not progress[-2].decided.all()
+
+
+def test_search_for_a_deadline_returns_the_last_answer():
+    seen = []
+    last = anytime.search_for(POLICY, None, jax.random.key(5), ROOT, PROBLEM.recurrent_fn,
+                              seconds=0.01, chunk_simulations=8, max_nodes=41,
+                              invalid_actions=INVALID, on_chunk=seen.append)
+    assert seen and seen[-1] is last and last.chunks == 1  # the deadline passed in chunk 1
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: search(mcts_jax.GumbelPolicy.make(plugins=(stopping.VisitGap(),)), 8),
+     ValueError, "VisitGap stops when the most visited"),
+    (lambda: search(STOPPING.replace(solver=True), 8), ValueError, "VisitGap with solver"),
+    (lambda: stopping.VisitGap(margin=0), ValueError, "margin must be a number > 0"),
+    (lambda: stopping.LeaderHeld(0), ValueError, "visits must be an int >= 1"),
+    (lambda: search(POLICY.replace(plugins=(stopping.StopWhen(
+        lambda tree, budget: budget.spent),)), 8), ValueError, r"\[B\] = \(16,\) bool"),
+    (lambda: next(anytime.search_in_chunks(POLICY, None, jax.random.key(0), ROOT,
+                                           PROBLEM.recurrent_fn, chunk_simulations=0,
+                                           max_simulations=8)),
+     ValueError, "chunk_simulations must be an int >= 1"),
+    (lambda: next(anytime.search_in_chunks(POLICY, None, jax.random.key(0), ROOT,
+                                           PROBLEM.recurrent_fn, chunk_simulations=8)),
+     ValueError, "max_nodes: give the tree's capacity"),
+    (lambda: anytime.search_for(POLICY, None, jax.random.key(0), ROOT, PROBLEM.recurrent_fn,
+                                seconds=0, chunk_simulations=8, max_nodes=9),
+     ValueError, "seconds must be a number > 0"),
+])
+def test_bad_input_is_refused_by_name(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_the_budget_is_what_the_rows_spent():
+    budget = plugin.Budget(spent=jnp.asarray([0, 3]), total=jnp.asarray(5))
+    np.testing.assert_array_equal(budget.left, [5, 2])
+    assert plugin.may_stop_rows((stopping.VisitGap(),))
+    assert not plugin.may_stop_rows(())
