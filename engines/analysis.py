@@ -9,8 +9,9 @@
 
 An engine searches until its budget (nodes, a deadline, `stop`) is spent.
 The search is one compiled program of `settings.chunk` simulations that
-continues the same tree (`tree=`), so the engine can look at the clock and
-its command queue between chunks. The tree has a fixed capacity
+continues the same tree (`tree=`; a new position continues an empty tree,
+`mcts_jax.anytime`), so the engine can look at the clock and its command
+queue between chunks, and compiles once. The tree has a fixed capacity
 (`settings.max_nodes`); once full, further simulations re-evaluate leaves
 (the core's rule) and the engine stops early (`Analysis.full`).
 
@@ -130,6 +131,7 @@ class Analysis:
         self.state = None       # the root, batched [1]
         self.tree = None        # the tree of the root, or None (fresh)
         self.nodes = 0          # simulations of the current tree's searches since set_position
+        self._empty_tree = None  # made by the first search (empty_tree)
 
     # ---- the position ----------------------------------------------------
 
@@ -165,20 +167,32 @@ class Analysis:
             raise RuntimeError("set_position before searching")
         root_key, key = jax.random.split(self._next_key())
         out = search_lib.run(self.policy, self.simulator, self.params, key, self.state,
-                             self.settings.chunk, root_key=root_key, tree=self.tree)
+                             self.settings.chunk, root_key=root_key,
+                             tree=self.empty_tree() if self.tree is None else self.tree)
         self.tree = out.search_tree
         jax.block_until_ready(self.tree.node_visits)
         self.nodes += self.settings.chunk
         return self.settings.chunk
 
+    def empty_tree(self) -> mcts_jax.Tree:
+        """A tree of the search's shapes with no node: a new position's first
+        chunk continues it, so every chunk is one compiled program
+        (`mcts_jax.anytime.empty_tree`; made once)."""
+        if self._empty_tree is None:
+            root, invalid = self.simulator.root(self.params, jax.random.key(0), self.state)
+            self._empty_tree = mcts_jax.anytime.empty_tree(
+                self.policy, self.params, root, self.simulator.recurrent_fn,
+                self.settings.chunk, invalid_actions=invalid)
+        return self._empty_tree
+
     def warm_up(self) -> None:
-        """Compiles the fresh and the continued search on the current root
-        (or the game's first position); the tree is left as it was."""
+        """Compiles the search (one program: a fresh position continues an
+        empty tree) and the re-rooting on the current root (or the game's
+        first position); the tree is left as it was."""
         saved = (self.state, self.tree, self.nodes)
         if self.state is None:
             self.state = self.game.init(jax.random.key(0), 1)
         self.tree = None
-        self.search_chunk()
         self.search_chunk()
         self._warm_up_line = self.best_moves(1)[0].pv
         get_subtree_key = jnp.asarray([self._warm_up_line[0]], jnp.int32)

@@ -1,7 +1,7 @@
 """Anytime search: a search for a time or a simulation budget, in chunks.
 
 One compiled search of `chunk_simulations` runs again and again on the same
-tree (`tree=`), and the best answer is there after every chunk:
+tree (`tree=`), and the best answer is there after every chunk::
 
     for progress in anytime.search_in_chunks(policy, params, key, root, recurrent_fn,
                                              chunk_simulations=64, max_simulations=4096):
@@ -106,10 +106,11 @@ def search_in_chunks(policy: Any, params: base.Params, rng_key: chex.PRNGKey,
     (`stop_when_decided`, visit-count policies without the solver), or a
     chunk spent nothing.
 
+    `policy`, `params`, `root`, `recurrent_fn`, `invalid_actions`,
+    `temperature` and `overrides` are as in a policy call; chunk i's key is
+    `fold_in(rng_key, i)`.
+
     Args:
-      policy, params, rng_key, root, recurrent_fn, invalid_actions,
-        temperature, overrides: as in a policy call. Chunk i's key is
-        `fold_in(rng_key, i)`.
       chunk_simulations: simulations per compiled call (the host sees the
         clock and the answer between calls).
       max_simulations: the budget per row, run in whole chunks (a last

@@ -208,8 +208,8 @@ def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
     split(key, 3)`."""
     key, tree, visits, rule_failed, paths, spent = carry
     num_per_step = options.simulations_per_step
-    searching = plugin.rows_searching(plugins, tree, tree.batch_size,
-                                      phases.budget_of(spent, options.num_simulations))
+    searching = plugin.rows_searching(plugins, tree, tree.batch_size, spent,
+                                      options.num_simulations)
     key, select_key, expand_key = jax.random.split(key, 3)
     num_paths = jnp.minimum(num_per_step, options.num_simulations - step_index * num_per_step)
     leaf, enabled, visits = select_paths(tree, rules, options, select_key, num_paths, visits,
@@ -265,7 +265,6 @@ def run_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
              if tree.is_graph else None)  # a graph's descents record their paths
     step = functools.partial(simulate_paths, params=params, recurrent_fn=recurrent_fn,
                              rules=rules, options=options, plugins=plugins)
-    _, tree, _, rule_failed, _, _ = phases.run_simulations(
-        step, (rng_key, tree, no_visits, rule_failed, paths,
-               phases.spent_counter(plugins, tree.batch_size)), num_steps, options, plugins)
+    _, tree, _, rule_failed, _ = phases.run_simulations(
+        step, (rng_key, tree, no_visits, rule_failed, paths), num_steps, options, plugins)
     return tree, rule_failed

@@ -821,8 +821,8 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
     key, tree, rule_failed, path, spent = carry
     if path is not None:
         path = graph.start_descent(path, simulation_index + 1)
-    searching = plugin.rows_searching(plugins, tree, tree.batch_size,
-                                      budget_of(spent, options.num_simulations))
+    searching = plugin.rows_searching(plugins, tree, tree.batch_size, spent,
+                                      options.num_simulations)
     key, select_key, expand_key = jax.random.split(key, 3)
     leaf = select_leaf(tree, rules, options.depth_limit, plugins,
                        jax.random.split(select_key, tree.batch_size), path=path,
@@ -845,40 +845,34 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
     return key, tree, rule_failed, update.path, spent
 
 
-def budget_of(spent: Optional[chex.Array], num_simulations: int) -> Optional[plugin.Budget]:
-    """The `plugin.Budget` of a search whose rows have spent `spent` [B] of
-    `num_simulations` (None when the loop counts nothing)."""
-    if spent is None:
-        return None
-    return plugin.Budget(spent=spent, total=jnp.asarray(num_simulations, jnp.int32))
-
-
 def run_simulations(body, carry: tuple, num_steps: int, options: SearchOptions,
                     plugins: Plugins) -> tuple:
-    """The search loop: `body(step, carry)` for steps 0 .. num_steps - 1
-    (`simulate`, or `parallel.simulate_paths` with P paths per step), by
-    `options.loop_fn`. `carry` is (key, tree, ..., spent) with `spent` [B]
-    the simulations each row has run, or None. When a plug-in may stop
-    rows (`plugin.may_stop_rows`: the solver, a stop rule) `spent` is
-    counted and, with the default `loop_fn`, the loop ends as soon as no
-    row searches: a batch decided early costs less time, and its trees are
-    those of the whole loop (a stopped row does nothing in a simulation)."""
-    if carry[-1] is None or options.loop_fn is not jax.lax.fori_loop:
-        return options.loop_fn(0, num_steps, body, carry)
+    """The search loop: `body(step, carry + (spent,))` for steps 0 ..
+    num_steps - 1 (`simulate`, or `parallel.simulate_paths` with P paths
+    per step), by `options.loop_fn`; returns the last carry, `spent`
+    dropped. `spent` [B] int32 counts the simulations each row has run when
+    a plug-in may stop rows (`plugin.may_stop_rows`: the solver, a stop
+    rule), else it is None. With such a plug-in and the default `loop_fn`
+    the loop ends as soon as no row searches: a batch decided early costs
+    less time, and its trees are those of the whole loop (a stopped row
+    does nothing in a simulation)."""
+    if not plugin.may_stop_rows(plugins):
+        return options.loop_fn(0, num_steps, body, carry + (None,))[:-1]
+    tree = carry[1]
+    carry = carry + (jnp.zeros((tree.batch_size,), jnp.int32),)
+    if options.loop_fn is not jax.lax.fori_loop:
+        return options.loop_fn(0, num_steps, body, carry)[:-1]
 
     def any_row_searches(state):
         step, carry = state
-        tree = carry[1]
-        rows = plugin.rows_searching(plugins, tree, tree.batch_size,
-                                     budget_of(carry[-1], options.num_simulations))
+        rows = plugin.rows_searching(plugins, carry[1], tree.batch_size, carry[-1],
+                                     options.num_simulations)
         return (step < num_steps) & jnp.any(rows)
 
     _, carry = jax.lax.while_loop(any_row_searches,
                                   lambda state: (state[0] + 1, body(state[0], state[1])),
                                   (jnp.zeros((), jnp.int32), carry))
-    return carry
-
-
+    return carry[:-1]
 def spent_counter(plugins: Plugins, batch_size: int) -> Optional[chex.Array]:
     """[B] int32 zeros, the simulations each row has spent, when a plug-in
     may stop rows (`plugin.may_stop_rows`); None otherwise."""

@@ -164,12 +164,14 @@ def init_records(plugins: Plugins, tree: Any) -> tuple:
 
 
 def rows_searching(plugins: Plugins, tree: Any, batch_size: int,
-                   budget: Optional[Budget] = None) -> chex.Array:
-    """[B] bool: the rows every plug-in lets search; with a `budget`, also
-    those with simulations left that no plug-in stops."""
+                   spent: Optional[chex.Array] = None, total: int = 0) -> chex.Array:
+    """[B] bool: the rows every plug-in lets search; where the loop counts
+    the simulations each row has `spent` ([B], of `total`), also only
+    those with simulations left that no plug-in stops (`stops`)."""
     records = records_of(plugins, tree)
     rows = [each.searches(tree, record) for each, record in zip(plugins, records)]
-    if budget is not None:
+    if spent is not None:
+        budget = Budget(spent=spent, total=jnp.asarray(total, jnp.int32))
         rows.append(budget.spent < budget.total)
         rows += [None if stop is None else ~stop
                  for stop in (each.stops(tree, record, budget)

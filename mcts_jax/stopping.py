@@ -6,7 +6,7 @@ does nothing more in the call: its tree stays as it is, and the search loop
 (`phases.run_simulations`) ends as soon as every row of the batch has
 stopped, so a batch decided early costs less wall time. Pass them like any
 plug-in: `AlphaZeroPolicy.make(plugins=(VisitGap(),))`, or
-`policy(..., plugins=(VisitGap(),))` for one call.
+`policy(..., plugins=(VisitGap(),))` for one call. The rules::
 
     VisitGap()            the most visited root action cannot be overtaken
                           in the simulations left: the answer of a full

@@ -149,10 +149,9 @@ def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
                                      rules=rules, options=options, plugins=plugins)
         path = (graph.empty_path((tree.batch_size,), options.depth_limit, options.max_nodes)
                 if options.transpositions else None)  # a graph's descents record their paths
-        _, tree, rule_failed, _, _ = phases.run_simulations(
-            simulate, (search_key, tree, rule_failed, path,
-                       phases.spent_counter(plugins, tree.batch_size)),
-            options.num_simulations, options, plugins)
+        _, tree, rule_failed, _ = phases.run_simulations(
+            simulate, (search_key, tree, rule_failed, path), options.num_simulations,
+            options, plugins)
     action, action_weights = policy.choose(choice_key, tree, temperature, options)
     output = base.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
     return output, rule_failed

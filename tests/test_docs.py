@@ -35,6 +35,7 @@ TASK_PAGES = [
     "docs/stochastic.md",
     "docs/graph_search.md",
     "docs/plugins.md",
+    "docs/anytime.md",
 ]
 
 
