@@ -6,12 +6,14 @@ tournament managers.
 Speaks GTP version 2 (https://www.lysator.liu.se/~gunnar/gtp/) on
 stdin/stdout: `protocol_version`, `name`, `version`, `known_command`,
 `list_commands`, `boardsize` (9 or 19), `clear_board`, `komi`, `play`,
-`genmove`, `undo`, `final_score`, `showboard`, `quit`. A reply is
+`genmove`, `undo`, `final_score`, `showboard`, `time_settings`,
+`time_left`, `quit`. A reply is
 `= result` or `? message`, then an empty line; an optional command id is
 echoed. The search settings are command-line options (as GNU Go's
 `--level`); `genmove` searches `--simulations` (or until `--seconds`), in
 chunks of one compiled search, keeping the tree between moves (subtree
-reuse). pgx's rules: area scoring, positional superko (a move that repeats
+reuse). With a clock (`time_settings`, `time_left`) a move also stops at
+its share of the time left (`move_seconds`). pgx's rules: area scoring, positional superko (a move that repeats
 a position loses), the game ends after two passes or 2 x size^2 moves.
 Two moves of one colour in a row are joined by a pass of the other, as GTP
 allows.
@@ -41,11 +43,55 @@ SIZES = (9, 19)
 NAME, VERSION = "mcts_jax", "0.1"
 COMMANDS = ("protocol_version", "name", "version", "known_command", "list_commands",
             "boardsize", "clear_board", "komi", "play", "genmove", "undo", "final_score",
-            "showboard", "quit")
+            "showboard", "time_settings", "time_left", "quit")
+# The clock: a move in main time takes the time left over this many moves
+# still to play (at least), and every move keeps this margin for the
+# protocol's round trip.
+MOVES_LEFT_MIN = 20
+SAFETY_S = 0.2
 
 
 class GtpError(ValueError):
     """A command that fails: answered `? message`."""
+
+
+@dataclasses.dataclass
+class Clock:
+    """GTP's time system (`time_settings main byo_time byo_stones`) and the
+    controller's last `time_left time stones` for each colour. Canadian
+    byo-yomi: after the main time, `byo_stones` moves in every `byo_time`
+    seconds; `byo_time > 0` with `byo_stones == 0` means no time limit."""
+
+    main_time: float = 0.0
+    byo_time: float = 0.0
+    byo_stones: int = 0
+    left: dict = dataclasses.field(default_factory=dict)   # colour -> (seconds, stones)
+
+    @property
+    def unlimited(self) -> bool:
+        return self.byo_time > 0 and self.byo_stones == 0
+
+
+def move_seconds(clock: Optional[Clock], color: int, empty_points: int) -> Optional[float]:
+    """The seconds one move of `color` may take (None: no clock): in a
+    byo-yomi period the period's time over its stones still to play, in
+    main time the time left over the moves still expected (half the empty
+    points, at least MOVES_LEFT_MIN) plus one byo-yomi move's share; never
+    below a tenth of a second."""
+    if clock is None or clock.unlimited:
+        return None
+    seconds, stones = clock.left.get(color, (clock.main_time, 0))
+    if stones > 0:
+        share = seconds / stones
+    elif seconds > 0:
+        share = seconds / max(empty_points // 2, MOVES_LEFT_MIN)
+        if clock.byo_stones > 0:
+            share += clock.byo_time / clock.byo_stones
+    elif clock.byo_stones > 0:
+        share = clock.byo_time / clock.byo_stones
+    else:
+        return None if clock.main_time == 0 and clock.byo_time == 0 else 0.1
+    return max(share - SAFETY_S, 0.1)
 
 
 def vertex_to_action(vertex: str, size: int) -> int:
@@ -100,6 +146,7 @@ class GtpEngine:
         self.seed = seed
         self.size, self.komi = size, komi
         self.actions: List[int] = []
+        self.clock: Optional[Clock] = None
         self._setup()
 
     def _setup(self) -> None:
@@ -152,7 +199,10 @@ class GtpEngine:
             moves = self.actions[len(self.searched):]
         self.analysis.set_position(self.state, moves)
         self.searched = list(self.actions)
-        deadline = None if self.seconds is None else time.time() + self.seconds
+        budgets = [b for b in (self.seconds, move_seconds(
+            self.clock, color, int(np.sum(np.asarray(self.state._x.board) == 0))))
+            if b is not None]
+        deadline = time.time() + min(budgets) if budgets else None
         while True:
             self.analysis.search_chunk()
             if self.analysis.nodes >= self.simulations or self.analysis.full:
@@ -231,6 +281,30 @@ class GtpEngine:
             self.actions = self.actions[:-1]
             self.searched = None
             self.state = self._replay(self.actions)
+            return ""
+        if command == "time_settings":
+            try:
+                main_time, byo_time, byo_stones = float(args[0]), float(args[1]), int(args[2])
+            except (IndexError, ValueError):
+                raise GtpError("time_settings needs main_time byo_yomi_time byo_yomi_stones "
+                               "(numbers, the last an integer)") from None
+            if len(args) != 3 or min(main_time, byo_time, byo_stones) < 0:
+                raise GtpError("time_settings needs three non-negative numbers")
+            self.clock = Clock(main_time, byo_time, byo_stones)
+            return ""
+        if command == "time_left":
+            if len(args) != 3:
+                raise GtpError("time_left needs a color, a time and a number of stones")
+            color = parse_color(args[0])
+            try:
+                seconds, stones = float(args[1]), int(args[2])
+            except ValueError:
+                raise GtpError("time_left needs a color, a time and a number of "
+                               "stones") from None
+            if seconds < 0 or stones < 0:
+                raise GtpError("time_left needs a color and two non-negative numbers")
+            self.clock = self.clock or Clock()
+            self.clock.left[color] = (seconds, stones)
             return ""
         if command == "final_score":
             return self.final_score()

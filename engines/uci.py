@@ -72,10 +72,14 @@ def uci_option_lines() -> List[str]:
 
 @dataclasses.dataclass
 class Limits:
-    """One `go`: nodes (simulations), a deadline (seconds since epoch), infinite."""
+    """One `go`: nodes (simulations), a deadline (seconds since epoch),
+    depth (the best line's length in plies), mate (moves: a proven mate
+    ends the search, as a proof of any result does), infinite."""
 
     nodes: Optional[int] = None
     deadline: Optional[float] = None
+    depth: Optional[int] = None
+    mate: Optional[int] = None
     infinite: bool = False
 
 
@@ -105,7 +109,11 @@ def parse_go(tokens: List[str], white_to_move: bool, default_nodes: int,
             raise ValueError("go searchmoves is not supported")
         else:
             raise ValueError(f"go: unknown parameter {word!r}")
-    limits = Limits(nodes=numbers.get("nodes"), infinite=infinite)
+    for word in ("nodes", "depth", "mate"):
+        if numbers.get(word, 1) < 1:
+            raise ValueError(f"go {word}: expected a positive integer, got {numbers[word]}")
+    limits = Limits(nodes=numbers.get("nodes"), depth=numbers.get("depth"),
+                    mate=numbers.get("mate"), infinite=infinite)
     if "movetime" in numbers:
         limits.deadline = now + max(numbers["movetime"] - SAFETY_MS, 1) / 1000.0
     clock, inc = ("wtime", "winc") if white_to_move else ("btime", "binc")
@@ -266,6 +274,9 @@ class UciEngine:
             self.write("info string the game is over: no legal move")
             self.write("bestmove (none)")
             return
+        if limits.mate is not None and not self.values["Solver"]:
+            self.write("info string go mate needs the solver to prove a mate "
+                       "(setoption name Solver value true); searching the other limits")
         analysis = self.make_analysis()
         if analysis.set_position(self.state, self._moves_since_search()):
             self.write(f"info string kept the tree: {analysis.root_visits} visits")
@@ -282,6 +293,8 @@ class UciEngine:
                 done = limits.nodes is not None and analysis.nodes >= limits.nodes
                 done = done or (limits.deadline is not None and time.time() >= limits.deadline)
                 done = done or analysis.full or (analysis.nodes > 0 and self._root_proven())
+                done = done or (limits.depth is not None and analysis.nodes > 0
+                                and len(analysis.best_moves(1)[0].pv) >= limits.depth)
                 if done and not limits.infinite:
                     break
                 if done:   # infinite: wait for stop

@@ -9,7 +9,9 @@ import sys
 
 import pytest
 
-from engines.gtp import GtpError, action_to_vertex, vertex_to_action
+import time
+
+from engines.gtp import Clock, GtpError, action_to_vertex, move_seconds, vertex_to_action
 from engines.gtp_client import GtpClient, find_binary
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -45,7 +47,7 @@ def test_standard_commands(engine):
     assert engine.send("known_command fly") == "false"
     commands = engine.send("list_commands").split("\n")
     for name in ("boardsize", "clear_board", "komi", "play", "genmove", "undo",
-                 "final_score", "showboard", "quit"):
+                 "final_score", "showboard", "time_settings", "time_left", "quit"):
         assert name in commands
     engine.send("boardsize 9")
     engine.send("clear_board")
@@ -71,7 +73,11 @@ def test_bad_input_answered_with_a_question_mark(engine):
                              ("play purple E4", "invalid color"),
                              ("boardsize 13", "unacceptable size"),
                              ("fly away", "unknown command"),
-                             ("komi much", "komi")):
+                             ("komi much", "komi"),
+                             ("time_settings 60 x 5", "time_settings needs"),
+                             ("time_settings 60 -1 5", "non-negative"),
+                             ("time_left green 10 0", "invalid color"),
+                             ("time_left black 10", "time_left needs")):
         with pytest.raises(GtpError, match=message):
             engine.send(command)
     engine.send("clear_board")
@@ -80,6 +86,35 @@ def test_bad_input_answered_with_a_question_mark(engine):
     # Still playing: a move of white's on the empty board.
     vertex_to_action(engine.send("genmove white"), 9)
     engine.send("clear_board")
+
+
+def test_a_moves_share_of_the_clock():
+    # No clock, or byo-yomi time with no stones (GTP: no limit): no deadline.
+    assert move_seconds(None, 0, 81) is None
+    assert move_seconds(Clock(0.0, 10.0, 0), 0, 81) is None
+    # Main time before any time_left: the main time over the moves expected
+    # (half the empty points, at least 20), plus one byo-yomi move's share.
+    assert move_seconds(Clock(60.0, 0.0, 0), 0, 81) == pytest.approx(60 / 40 - 0.2)
+    assert move_seconds(Clock(60.0, 30.0, 10), 1, 20) == pytest.approx(60 / 20 + 3 - 0.2)
+    # In a byo-yomi period: the period's time left over its stones to play.
+    clock = Clock(60.0, 30.0, 10, left={0: (12.0, 4), 1: (50.0, 0)})
+    assert move_seconds(clock, 0, 81) == pytest.approx(12 / 4 - 0.2)
+    assert move_seconds(clock, 1, 81) == pytest.approx(50 / 40 + 3 - 0.2)
+    # Never below a tenth of a second.
+    assert move_seconds(Clock(1.0, 0.0, 0), 0, 81) == pytest.approx(0.1)
+
+
+def test_genmove_keeps_to_the_clock():
+    # 100,000 simulations a move would take minutes here; the clock
+    # gives white a tenth of a second (10 moves in one second of byo-yomi).
+    command = [sys.executable, "-m", "engines.gtp", "--simulations", "100000", "--chunk", "16",
+               "--max-nodes", "100001"]
+    with GtpClient(command, env=ENV, cwd=ROOT) as slow:
+        slow.send("time_settings 0 1 10")
+        slow.send("time_left white 1 10")
+        start = time.time()
+        vertex_to_action(slow.send("genmove white"), 9)
+        assert time.time() - start < 10.0
 
 
 def test_a_short_game_against_gnu_go(engine):

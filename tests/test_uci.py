@@ -72,6 +72,18 @@ def test_movetime_is_kept(engine):
     assert result.move in board.legal_moves
 
 
+def test_go_depth_and_mate_end_the_search(engine):
+    board = chess.Board()
+    result = engine.play(board, chess.engine.Limit(depth=2, nodes=100_000),
+                         info=chess.engine.INFO_ALL)
+    # The best line reached two plies long before the 512-node tree filled.
+    assert result.info["depth"] >= 2 and result.info["nodes"] <= 256, result.info
+    mate = engine.play(chess.Board(QUEEN_MATE), chess.engine.Limit(mate=1, nodes=100_000),
+                       info=chess.engine.INFO_ALL)
+    assert mate.info["score"].relative == chess.engine.Mate(1)
+    assert mate.info["nodes"] <= 256, mate.info   # the proof ends it
+
+
 def test_a_game_goes_on_with_the_tree_kept():
     """Moves that follow the searched position keep its subtree: the
     engine says so (`info string kept the tree`), and the kept visits
