@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import glob
-import json
 import os
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -250,13 +248,8 @@ def run_sections(mode: str, config: Config, sections: Sequence[str], results_dir
 
 def load_sections(results_dir: str, tag: str) -> Dict[str, Dict[str, Any]]:
     """{section: its JSON} for every section file of `tag` in `results_dir`."""
-    found = {}
-    for section in SECTIONS:
-        path = section_path(results_dir, section, tag)
-        if os.path.exists(path):
-            with open(path) as f:
-                found[section] = json.load(f)
-    return found
+    return harness.load_records({section: section_path(results_dir, section, tag)
+                                 for section in SECTIONS})
 
 
 def update_readme(readme: str, tag: str, body: str) -> None:
