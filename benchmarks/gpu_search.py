@@ -29,12 +29,9 @@ which cells it skipped, and why):
 7. `profile`: where a simulation step's time goes: the compiled program's
    loops, the kernels in each loop body, host round trips.
 
-Timing follows `harness.interleaved_rounds` (compile timed apart, one
-warm-up, rounds alternating the order of the sides, the ratio ours / mctx
-formed within each round), with two changes for the lease: a side whose
-estimated call (scaled from its last smaller cell) is longer than
-`max_call_s` is skipped for that cell, and a cell gets as many rounds as fit
-its part's remaining time (at least one; `rounds` says how many it got).
+Timing: `harness.interleaved_rounds` under the part's deadline (a cell gets
+the rounds that fit, at least one; `rounds` says how many); a side whose
+estimated call (`CostModel`) is longer than `max_call_s` is skipped.
 
     python -m benchmarks.gpu_search                   # on the GPU, about 7 minutes
     python -m benchmarks.gpu_search --budget-s 300 --parts throughput self_play
@@ -57,7 +54,7 @@ import os
 import re
 import time
 import traceback
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import jax
 
@@ -336,77 +333,90 @@ def self_play(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, Any]]:
 
 
 # ---- 4: time per tree step as the tree grows ----------------------------------------------
-def tree_steps(sizes: Sizes, deadline: float, costs: CostModel,
-               log=print) -> List[Dict[str, Any]]:
-    """Per (S, side): ns per edge walked (call seconds / edges walked by the
-    B searches: the cost of one step down or up the tree), the mean depth,
-    us per simulation step, and ours / mctx in edges per second."""
+def tree_step_rows(batch_size: int, num_actions: int, num_simulations: int, rounds: int,
+                   seed: int = 0, deadline: Optional[float] = None,
+                   skip: Callable[[str], Optional[str]] = lambda side: None
+                   ) -> List[Dict[str, Any]]:
+    """One cell of the time per edge walked (experiments/tree_steps.py says
+    why): B searches of S simulations on a free synthetic tree
+    (`HashedProblem`, A actions), ours (alphazero_policy) against mctx
+    (muzero_policy: identical visit counts) in interleaved rounds. Per side:
+    the edges its searches walked (E, the visits of every non-root node, read
+    from an untimed call), mean_depth (E / (B x S)), ns_per_edge (median,
+    range), us_per_simulation, and for ours the per-round ratio of edges per
+    second ours / mctx. A side `skip(side)` gives a reason for is a row
+    saying it."""
     from mcts_jax.synthetic import HashedProblem, random_root_codes
     import mcts_jax
-    problem = HashedProblem(num_actions=sizes.tree_steps_actions)
-    batch_size = sizes.tree_steps_batch
-    root, _ = problem.root(random_root_codes(batch_size, batch_size))
-    key = jax.random.key(0)
+    problem = HashedProblem(num_actions=num_actions)
+    root, _ = problem.root(random_root_codes(seed + batch_size, batch_size))
+    policies = {"ours": (lambda key, root: mcts_jax.alphazero_policy(
+        None, key, root, problem.recurrent_fn, num_simulations, dirichlet_fraction=0.0), root)}
     try:
         import mctx
+        their_fn = harness.mctx_recurrent_fn(problem.recurrent_fn, mctx)
+        policies["mctx"] = (lambda key, root: mctx.muzero_policy(
+            None, key, root, their_fn, num_simulations, dirichlet_fraction=0.0),
+            harness.mctx_root(mctx, root))
     except ImportError:
-        mctx = None
+        pass
+    base = dict(simulations=num_simulations, B=batch_size, A=num_actions)
+    rows, runs, edges = [], {}, {}
+    for name, (policy, side_root) in policies.items():
+        why = skip(name)
+        if why:
+            rows.append(dict(base, side=name, skipped=why))
+            continue
+        args = (jax.random.key(seed), side_root)
+        runs[name] = functools.partial(jax.jit(lambda k, r, p=policy: p(k, r).action_weights),
+                                       *args)
+        # node 0 is the root in both trees; every other node's visits count
+        # the simulations that walked the edge into it
+        edges[name] = int(jax.jit(lambda k, r, p=policy: p(k, r).search_tree
+                                  .node_visits[:, 1:].sum())(*args))
+    if not runs:
+        return rows
+    result = harness.interleaved_rounds(runs, rounds, [("ours", "mctx")], edges,
+                                        deadline=deadline)
+    for name, side in result["sides"].items():
+        ratio = result["ratios"].get(f"{name}/mctx")
+        rows.append(dict(base, side=name, edges_walked=edges[name],
+                         mean_depth=edges[name] / (batch_size * num_simulations),
+                         **{f"ns_per_edge{end}": 1e9 * side[f"{at}_s"] / edges[name]
+                            for end, at in (("", "median"), ("_min", "min"), ("_max", "max"))},
+                         us_per_simulation=1e6 * side["median_s"] / num_simulations,
+                         compile_s=side["compile_s"], seconds=side["seconds"],
+                         rounds=result["rounds"], **harness.ratio_fields(ratio),
+                         **({"ours/mctx edges per s": harness.ratio_text(ratio)} if ratio else {})))
+    return rows
+
+
+def tree_steps(sizes: Sizes, deadline: float, costs: CostModel,
+               log=print) -> List[Dict[str, Any]]:
+    """`tree_step_rows` per S of `sizes`, a side skipped where its estimated
+    call is too long or the part's time is short."""
+    batch_size = sizes.tree_steps_batch
     rows = []
     for num_simulations in sizes.tree_steps_simulations:
-        def ours(key, root, s=num_simulations):
-            out = mcts_jax.alphazero_policy(None, key, root, problem.recurrent_fn, s,
-                                            dirichlet_fraction=0.0)
-            return out.action_weights, out.search_tree.node_visits[:, 1:].sum()
-
-        sides = {"ours": (ours, root)}
-        if mctx is not None:
-            their_fn = harness.mctx_recurrent_fn(problem.recurrent_fn, mctx)
-
-            def theirs(key, root, s=num_simulations):
-                out = mctx.muzero_policy(None, key, root, their_fn, s, dirichlet_fraction=0.0)
-                return out.action_weights, out.search_tree.node_visits[:, 1:].sum()
-
-            sides["mctx"] = (theirs, harness.mctx_root(mctx, root))
-        runnable, skipped = {}, {}
-        for name, (fn, side_root) in sides.items():
-            estimate = costs.call_s("tree_steps", name, batch_size, num_simulations)
+        def skip(name, s=num_simulations):
+            estimate = costs.call_s("tree_steps", name, batch_size, s)
             left = deadline - time.perf_counter()
             if estimate > sizes.max_call_s:
-                skipped[name] = f"estimated {estimate:.1f} s per call > {sizes.max_call_s} s"
-            elif costs.cell_s("tree_steps", name, batch_size, num_simulations, 1) > left:
-                skipped[name] = f"budget: {left:.0f} s left"
-            else:
-                jitted = jax.jit(fn)
-                runnable[name] = functools.partial(jitted, key, side_root)
-        for name, why in skipped.items():
-            rows.append(dict(simulations=num_simulations, side=name, B=batch_size,
-                             A=sizes.tree_steps_actions, skipped=why))
-            log(f"tree_steps S={num_simulations} {name}: skipped ({why})")
-        if not runnable:
-            continue
-        edges, compile_s = {}, {}
-        for name, fn in runnable.items():  # the first call compiles
-            start = time.perf_counter()
-            edges[name] = int(fn()[1])
-            compile_s[name] = time.perf_counter() - start
-        result = harness.interleaved_rounds(runnable, sizes.rounds, [("ours", "mctx")], edges,
-                                            deadline=deadline)
-        for name, side in result["sides"].items():
-            costs.record("tree_steps", name, batch_size, num_simulations, side["median_s"],
-                         compile_s[name])
-            row = dict(simulations=num_simulations, side=name, B=batch_size,
-                       A=sizes.tree_steps_actions, edges_walked=edges[name],
-                       mean_depth=edges[name] / (batch_size * num_simulations),
-                       ns_per_edge=1e9 * side["median_s"] / edges[name],
-                       ns_per_edge_min=1e9 * side["min_s"] / edges[name],
-                       ns_per_edge_max=1e9 * side["max_s"] / edges[name],
-                       us_per_simulation_step=1e6 * side["median_s"] / num_simulations,
-                       compile_s=compile_s[name], seconds=side["seconds"],
-                       rounds=result["rounds"])
-            row.update(harness.ratio_fields(result["ratios"].get(f"{name}/mctx")))
+                return f"estimated {estimate:.1f} s per call > {sizes.max_call_s} s"
+            if costs.cell_s("tree_steps", name, batch_size, s, 1) > left:
+                return f"budget: {left:.0f} s left"
+            return None
+
+        for row in tree_step_rows(batch_size, sizes.tree_steps_actions, num_simulations,
+                                  sizes.rounds, deadline=deadline, skip=skip):
             rows.append(row)
-            log(f"tree_steps S={num_simulations} {name}: {row['ns_per_edge']:.1f} ns/edge, "
-                f"depth {row['mean_depth']:.1f}, {row['us_per_simulation_step']:.0f} us/step")
+            if "skipped" in row:
+                log(f"tree_steps S={num_simulations} {row['side']}: skipped ({row['skipped']})")
+                continue
+            costs.record("tree_steps", row["side"], batch_size, num_simulations,
+                         row["us_per_simulation"] * num_simulations / 1e6, row["compile_s"])
+            log(f"tree_steps S={num_simulations} {row['side']}: {row['ns_per_edge']:.1f} ns/edge, "
+                f"depth {row['mean_depth']:.1f}, {row['us_per_simulation']:.0f} us/step")
     return rows
 
 
@@ -759,7 +769,7 @@ REPORT_COLUMNS = {
                   ("ours/mctx step", "step_ratio"), ("ours/mctx search", "search_ratio"),
                   ("note", "note")],
     "tree_steps": [("sims", "simulations"), ("side", "side"), ("ns per edge", "ns_per_edge"),
-                   ("mean depth", "mean_depth"), ("us per step", "us_per_simulation_step"),
+                   ("mean depth", "mean_depth"), ("us per step", "us_per_simulation"),
                    ("ours/mctx", "ratio"), ("note", "note")],
     "parallel": [("side", "side"), ("sims/s", "sims_per_s"), ("ms a search", "call_ms"),
                  ("speed-up over P=1", "speedup_vs_P1"), ("ours/mctx", "ratio"),

@@ -12,13 +12,8 @@ commands. Then the report is rebuilt from every section file of that mode and
 device: `results/report-<mode>-<device>.md`, `results/plots/<mode>-<device>-*.png`,
 and the block of that mode and device in `benchmarks/README.md`.
 
-Timing (`harness.interleaved_rounds`): in a cell, every runner (ours,
-mctx, OpenSpiel, ...) is compiled (timed separately) and warmed up once, then
-timed in rounds (3 quick, 5 full), each round calling every runner once, the
-order reversed every other round; a figure is the median over the rounds,
-with its range, and a ratio ours / peer is formed within each round (median
-and range). Every section file names the commit, whether the tree was dirty,
-the command line and the seed (`harness.provenance`).
+Timing: `harness.interleaved_rounds` (3 rounds quick, 5 full); provenance
+(commit, tree state, command line, seed): `harness.provenance`.
 """
 
 from __future__ import annotations

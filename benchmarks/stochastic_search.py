@@ -17,11 +17,7 @@ embeddings. Two problems:
   both sides do the same simulator work and the ratio shows what is left of
   the search's own cost beside it. Roots are fresh 2048 boards.
 
-Each round times ours and mctx once per cell, the order reversed every other
-round (interleaved); the report gives the median over rounds of each and the
-median and spread (min-max) of the per-round ratio.
-
-Results: results/stochastic_search-<device>.json with commit and command.
+Timed by `harness.interleaved_rounds`; results: results/stochastic_search-<device>.json with commit and command.
 """
 
 from __future__ import annotations

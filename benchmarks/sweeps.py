@@ -24,10 +24,8 @@ below the root):
 Runners (`RUNNERS`): ours `uct`, `alphazero` (no root noise) and `gumbel`;
 mctx `muzero` (the counterpart of alphazero: identical visit counts) and
 `gumbel_muzero`. A cell is one jitted search of B roots; its figure is
-B x num_simulations / the median wall time of a call over interleaved
-rounds (`harness.interleaved_rounds`: every runner of the cell once per
-round, the order reversed every other round), and the ratio ours / mctx is
-formed within each round (median and range reported).
+B x num_simulations / the median seconds of a call, its runners timed in
+the same rounds (`harness.interleaved_rounds`), ours / mctx per round.
 """
 
 from __future__ import annotations
