@@ -753,7 +753,7 @@ def _cell(row: Dict[str, Any], key: str) -> Any:
         return row.get("skipped") or row.get("error") or row.get("run_error") or ""
     if key.endswith("ratio"):
         return report_lib._ratio_text(row, key)
-    return row.get(key, "")
+    return "" if row.get(key) is None else row[key]
 
 
 _THROUGHPUT_COLUMNS = [("problem", "problem"), ("policy", "family"), ("B", "B"),
