@@ -23,7 +23,6 @@ range of the ratio formed within each round.
 
 from __future__ import annotations
 
-import argparse
 import functools
 
 import jax
@@ -31,7 +30,7 @@ import jax.numpy as jnp
 
 import envs
 import mcts_jax
-from benchmarks import harness
+from benchmarks import harness, memory
 from mcts_jax import evaluators
 
 NUM_ACTIONS = 4672
@@ -74,22 +73,6 @@ def synthetic_recurrent_fn(params, rng_key, action, code):
     return mcts_jax.RecurrentFnOutput(
         reward=jnp.zeros_like(value), discount=-jnp.ones_like(value), prior_logits=logits,
         value=value, invalid_actions=illegal), code
-
-
-def mctx_chess_recurrent_fn(mctx, game):
-    """pgx chess for mctx: full pgx states as embeddings, illegal moves masked
-    in the logits (mctx has no invalid_actions below the root)."""
-    def recurrent_fn(params, rng_key, action, states):
-        del params, rng_key
-        mover = states.current_player
-        states = game.step(states, action)
-        terminal = game.is_terminal(states)
-        logits = jnp.where(states.legal_action_mask, 0.0, jnp.finfo(jnp.float32).min)
-        return mctx.RecurrentFnOutput(
-            reward=game.reward_for(states, mover),
-            discount=jnp.where(terminal, 0.0, -1.0),
-            prior_logits=logits, value=jnp.zeros_like(mover, jnp.float32)), states
-    return recurrent_fn
 
 
 def make_runners(problem, batch_size, num_simulations, seed=0):
@@ -137,21 +120,17 @@ def make_runners(problem, batch_size, num_simulations, seed=0):
 
     runners["mctx_lean"] = theirs(harness.mctx_recurrent_fn(recurrent_fn, mctx), root.embedding)
     if problem == "pgx_chess":
-        runners["mctx_full"] = theirs(mctx_chess_recurrent_fn(mctx, game), states)
+        runners["mctx_full"] = theirs(memory.mctx_pgx_recurrent_fn(mctx, game), states)
     return runners
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = harness.parser(__doc__, rounds=harness.ROUNDS["full"], seed=True)
     parser.add_argument("--problems", nargs="+", default=["synthetic", "pgx_chess"],
                         choices=["synthetic", "pgx_chess"])
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[64])
     parser.add_argument("--simulations", type=int, nargs="+", default=[128])
-    parser.add_argument("--rounds", type=int, default=harness.ROUNDS["full"],
-                        help="interleaved rounds per cell")
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-dense", action="store_true", help="skip our dense layout")
-    parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
 
     rows, factors = [], []
@@ -166,18 +145,14 @@ def main(argv=None):
                 cell = dict(problem=problem, B=batch_size, simulations=num_simulations)
                 work = batch_size * num_simulations
                 for name, side in result["sides"].items():
-                    rows.append(dict(cell, side=name, sims_per_s=work / side["median_s"],
-                                     sims_per_s_min=work / side["max_s"],
-                                     sims_per_s_max=work / side["min_s"],
-                                     compile_s=side["compile_s"], seconds=side["seconds"],
+                    rows.append(dict(cell, side=name, **harness.throughput_fields(side, work),
                                      rounds=args.rounds, stores=SIDES[name]))
                     print(harness.markdown_table(COLUMNS, rows[-1:]).splitlines()[-1],
                           flush=True)
                 for factor, a, b in FACTORS:
                     ratio = result["ratios"].get(f"{a}/{b}")
                     if ratio is not None:
-                        factors.append(dict(cell, factor=factor, ratio=ratio["median"],
-                                            ratio_min=ratio["min"], ratio_max=ratio["max"],
+                        factors.append(dict(cell, factor=factor, **harness.ratio_fields(ratio),
                                             ratios=ratio["values"]))
     print("\nThe comparison as factors: ours / peer simulations per second, per round")
     print(harness.markdown_table(FACTOR_COLUMNS, factors))

@@ -14,14 +14,10 @@ ratios formed within each round (`harness.interleaved_rounds`).
 
 from __future__ import annotations
 
-import argparse
-
 import jax
 
-import envs
 import mcts_jax
-from benchmarks import harness
-from mcts_jax import evaluators
+from benchmarks import harness, sweeps
 from mcts_jax.synthetic import HashedProblem, random_root_codes
 
 
@@ -32,11 +28,8 @@ def synthetic_setup(batch_size):
 
 
 def tictactoe_setup(batch_size):
-    game = envs.make("tic_tac_toe")
-    evaluator = evaluators.Uniform()
-    states = game.init(jax.random.key(0), batch_size)
-    root, invalid = game.root(None, jax.random.key(1), states, evaluator)
-    return root, invalid, game.recurrent_fn(evaluator)
+    setup = sweeps.problem_setup("tic_tac_toe", batch_size)  # pgx, uniform priors, value 0
+    return setup["root"], setup["invalid"], setup["recurrent_fn"]
 
 
 COLUMNS = ["problem", "B", "simulations", "plain_sims_per_s", "solver_sims_per_s",
@@ -85,12 +78,9 @@ def measure(batch_sizes, simulations, rounds, problems=tuple(SETUPS), log=print)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = harness.parser(__doc__, rounds=harness.ROUNDS["full"])
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[64, 1024])
     parser.add_argument("--simulations", type=int, default=256)
-    parser.add_argument("--rounds", type=int, default=harness.ROUNDS["full"],
-                        help="interleaved rounds per cell")
-    parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
     rows = measure(args.batch_sizes, args.simulations, args.rounds)
     harness.report("feature_costs",

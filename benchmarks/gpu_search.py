@@ -29,12 +29,9 @@ which cells it skipped, and why):
 7. `profile`: where a simulation step's time goes: the compiled program's
    loops, the kernels in each loop body, host round trips.
 
-Timing follows `harness.interleaved_rounds` (compile timed apart, one
-warm-up, rounds alternating the order of the sides, the ratio ours / mctx
-formed within each round), with two changes for the lease: a side whose
-estimated call (scaled from its last smaller cell) is longer than
-`max_call_s` is skipped for that cell, and a cell gets as many rounds as fit
-its part's remaining time (at least one; `rounds` says how many it got).
+Timing: `harness.interleaved_rounds` under the part's deadline (a cell gets
+the rounds that fit, at least one; `rounds` says how many); a side whose
+estimated call (`CostModel`) is longer than `max_call_s` is skipped.
 
     python -m benchmarks.gpu_search                   # on the GPU, about 7 minutes
     python -m benchmarks.gpu_search --budget-s 300 --parts throughput self_play
@@ -53,19 +50,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
-import glob
-import json
 import os
 import re
-import statistics
 import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import jax
-import jax.numpy as jnp
 
 from benchmarks import harness, sweeps
+from benchmarks import report as report_lib
 
 PARTS = ("throughput", "self_play", "chess", "tree_steps", "parallel", "largest_chess", "profile")
 # Each part's share of the budget; time a part leaves unused goes to the later ones.
@@ -164,52 +158,6 @@ class Budget:
         return time.perf_counter() + slice_s
 
 
-def _block(x):
-    return harness.block(x)
-
-
-def measure_sides(sides: Dict[str, Callable[[], Any]], rounds: int, deadline: float,
-                  work: Dict[str, float], pairs: Sequence[Tuple[str, str]] = (),
-                  calls_per_round: int = 1) -> Dict[str, Any]:
-    """`harness.interleaved_rounds` under a deadline: every side compiled
-    (timed) and warmed up once, then up to `rounds` interleaved rounds while
-    the next round fits before `deadline` (one round at least). Ratios are
-    ours / peer in work per second, formed within each round."""
-    compile_s, seconds = {}, {name: [] for name in sides}
-    for name, fn in sides.items():
-        start = time.perf_counter()
-        _block(fn())
-        compile_s[name] = time.perf_counter() - start
-        _block(fn())
-    names = list(sides)
-    last_round_s = 0.0
-    for index in range(rounds):
-        if index > 0 and time.perf_counter() + last_round_s > deadline:
-            break
-        round_start = time.perf_counter()
-        for name in (names if index % 2 == 0 else names[::-1]):
-            times = []
-            for _ in range(calls_per_round):
-                start = time.perf_counter()
-                _block(sides[name]())
-                times.append(time.perf_counter() - start)
-            seconds[name].append(statistics.median(times))
-        last_round_s = time.perf_counter() - round_start
-    out = dict(sides={}, ratios={}, rounds=len(seconds[names[0]]))
-    for name in names:
-        out["sides"][name] = dict(compile_s=compile_s[name], seconds=seconds[name],
-                                  median_s=statistics.median(seconds[name]),
-                                  min_s=min(seconds[name]), max_s=max(seconds[name]))
-    for ours, peer in pairs:
-        if ours in sides and peer in sides:
-            values = [(work[ours] / a) / (work[peer] / b)
-                      for a, b in zip(seconds[ours], seconds[peer])]
-            out["ratios"][f"{ours}/{peer}"] = dict(median=statistics.median(values),
-                                                   min=min(values), max=max(values),
-                                                   values=values)
-    return out
-
-
 class CostModel:
     """Estimates of a side's compile and call seconds from its measured cells
     of the same problem: the largest one no larger than the asked cell in B
@@ -248,15 +196,13 @@ class CostModel:
 # ---- 1 and 3: throughput cells ------------------------------------------------------------
 def throughput_cells(cells, sizes: Sizes, deadline: float, costs: CostModel,
                      log=print) -> List[Dict[str, Any]]:
-    """One row per (cell, side): sims_per_s (median, range), us_per_sim,
-    compile_s, and on ours the per-round ratio ours / mctx; skipped sides
-    and cells name why."""
+    """`sweeps.measure_cell`'s rows (per cell and runner: sims_per_s with its
+    range, us_per_sim, compile_s, the per-round ratio ours / mctx) with the
+    cell's policy `family`; skipped runners and failed cells name why."""
     rows = []
-    have_mctx = bool(sweeps.available_runners(["mctx_muzero"]))
     for problem, family, batch_size, num_simulations in cells:
-        ours, theirs = FAMILIES[family]
-        names = [ours] + ([theirs] if have_mctx else [])
         base = dict(problem=problem, family=family, B=batch_size, simulations=num_simulations)
+        names = sweeps.available_runners(FAMILIES[family])
         skipped = {}
         for name in list(names):
             estimate = costs.call_s(problem, name, batch_size, num_simulations)
@@ -271,40 +217,24 @@ def throughput_cells(cells, sizes: Sizes, deadline: float, costs: CostModel,
                             for name in names})
             names = []
         for name, why in skipped.items():
-            rows.append(dict(base, side=name, skipped=why))
+            rows.append(dict(base, runner=name, skipped=why))
             log(f"{problem} {family} B={batch_size} S={num_simulations} {name}: skipped ({why})")
         if not names:
             continue
         try:
-            setup = sweeps.problem_setup(problem, batch_size)
-            key = jax.random.key(3)
-            sides = {name: functools.partial(
-                sweeps.compiled_search(problem, name, num_simulations), setup["params"], key,
-                setup["root"], setup["invalid"]) for name in names}
-            work = batch_size * num_simulations
-            result = measure_sides(sides, sizes.rounds, deadline, {n: work for n in names},
-                                   [(ours, theirs)])
+            measured = sweeps.measure_cell(problem, names, batch_size, num_simulations,
+                                           sizes.rounds, deadline)
         except Exception as error:  # a cell that fails (out of memory, ...) is recorded
-            rows.append(dict(base, side="+".join(names), error=_error_text(error)))
+            rows.append(dict(base, runner="+".join(names), error=_error_text(error)))
             log(f"{problem} {family} B={batch_size} S={num_simulations}: error {error!r}")
             continue
-        for name in names:
-            side = result["sides"][name]
-            costs.record(problem, name, batch_size, num_simulations, side["median_s"],
-                         side["compile_s"])
-            row = dict(base, side=name, sims_per_s=work / side["median_s"],
-                       sims_per_s_min=work / side["max_s"], sims_per_s_max=work / side["min_s"],
-                       us_per_simulation_step=1e6 * side["median_s"] / num_simulations,
-                       compile_s=side["compile_s"], seconds=side["seconds"],
-                       rounds=result["rounds"])
-            ratio = result["ratios"].get(f"{name}/{theirs}")
-            if ratio is not None:
-                row.update(ratio=ratio["median"], ratio_min=ratio["min"],
-                           ratio_max=ratio["max"])
-            rows.append(row)
-            log(f"{problem} {family} B={batch_size} S={num_simulations} {name}: "
-                f"{row['sims_per_s']:,.0f} sims/s, {row['us_per_simulation_step']:.0f} us/step"
-                + (f", ours/mctx {harness.ratio_text(ratio)}" if ratio else ""))
+        for row in measured:
+            costs.record(problem, row["runner"], batch_size, num_simulations, row["median_s"],
+                         row["compile_s"])
+            rows.append(dict(base, **row))
+            log(f"{problem} {family} B={batch_size} S={num_simulations} {row['runner']}: "
+                f"{row['sims_per_s']:,.0f} sims/s, {row['us_per_sim']:.0f} us/step"
+                + (f", ours/mctx {row['ratio']:.3g}" if "ratio" in row else ""))
     return rows
 
 
@@ -322,10 +252,9 @@ def mctx_gumbel_policy(max_num_considered_actions: int):
     def policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions=None,
                tree=None):
         del tree
-        their_root = mctx.RootFnOutput(prior_logits=root.prior_logits, value=root.value,
-                                       embedding=root.embedding)
         return mctx.gumbel_muzero_policy(
-            params, rng_key, their_root, harness.mctx_recurrent_fn(recurrent_fn, mctx),
+            params, rng_key, harness.mctx_root(mctx, root),
+            harness.mctx_recurrent_fn(recurrent_fn, mctx),
             num_simulations, invalid_actions=invalid_actions,
             max_num_considered_actions=max_num_considered_actions)
     return policy
@@ -372,11 +301,11 @@ def self_play(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, Any]]:
                 lambda search, carry: search(variables, jax.random.key(4),
                                              carry["state"].states), search, carry)
         try:
-            work = {name: 1.0 for name in list(sides) + list(searches)}
-            result = measure_sides(dict(sides, **searches), sizes.rounds, deadline, work,
-                                   [("ours_gumbel step", "mctx_gumbel step"),
-                                    ("ours_gumbel search", "mctx_gumbel search")],
-                                   calls_per_round=3)
+            result = harness.interleaved_rounds(
+                dict(sides, **searches), sizes.rounds,
+                [("ours_gumbel step", "mctx_gumbel step"),
+                 ("ours_gumbel search", "mctx_gumbel search")], calls_per_round=3,
+                deadline=deadline)
         except Exception as error:
             rows.append(dict(B=num_games, error=_error_text(error)))
             log(f"self_play B={num_games}: error {error!r}")
@@ -393,10 +322,8 @@ def self_play(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, Any]]:
                        search_seconds=result["sides"][f"{name} search"]["seconds"],
                        rounds=result["rounds"])
             for kind in ("step", "search"):
-                ratio = result["ratios"].get(f"{name} {kind}/mctx_gumbel {kind}")
-                if ratio is not None:
-                    row.update({f"{kind}_ratio": ratio["median"], f"{kind}_ratio_min": ratio["min"],
-                                f"{kind}_ratio_max": ratio["max"]})
+                row.update(harness.ratio_fields(
+                    result["ratios"].get(f"{name} {kind}/mctx_gumbel {kind}"), f"{kind}_ratio"))
             rows.append(row)
             log(f"self_play B={num_games} {name}: step {1e3 * step_s:.1f} ms, search "
                 f"{1e3 * search_s:.1f} ms ({100 * row['search_share']:.0f}% of the step)"
@@ -406,81 +333,90 @@ def self_play(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, Any]]:
 
 
 # ---- 4: time per tree step as the tree grows ----------------------------------------------
-def tree_steps(sizes: Sizes, deadline: float, costs: CostModel,
-               log=print) -> List[Dict[str, Any]]:
-    """Per (S, side): ns per edge walked (call seconds / edges walked by the
-    B searches: the cost of one step down or up the tree), the mean depth,
-    us per simulation step, and ours / mctx in edges per second."""
+def tree_step_rows(batch_size: int, num_actions: int, num_simulations: int, rounds: int,
+                   seed: int = 0, deadline: Optional[float] = None,
+                   skip: Callable[[str], Optional[str]] = lambda side: None
+                   ) -> List[Dict[str, Any]]:
+    """One cell of the time per edge walked (experiments/tree_steps.py says
+    why): B searches of S simulations on a free synthetic tree
+    (`HashedProblem`, A actions), ours (alphazero_policy) against mctx
+    (muzero_policy: identical visit counts) in interleaved rounds. Per side:
+    the edges its searches walked (E, the visits of every non-root node, read
+    from an untimed call), mean_depth (E / (B x S)), ns_per_edge (median,
+    range), us_per_simulation, and for ours the per-round ratio of edges per
+    second ours / mctx. A side `skip(side)` gives a reason for is a row
+    saying it."""
     from mcts_jax.synthetic import HashedProblem, random_root_codes
     import mcts_jax
-    problem = HashedProblem(num_actions=sizes.tree_steps_actions)
-    batch_size = sizes.tree_steps_batch
-    root, _ = problem.root(random_root_codes(batch_size, batch_size))
-    key = jax.random.key(0)
+    problem = HashedProblem(num_actions=num_actions)
+    root, _ = problem.root(random_root_codes(seed + batch_size, batch_size))
+    policies = {"ours": (lambda key, root: mcts_jax.alphazero_policy(
+        None, key, root, problem.recurrent_fn, num_simulations, dirichlet_fraction=0.0), root)}
     try:
         import mctx
+        their_fn = harness.mctx_recurrent_fn(problem.recurrent_fn, mctx)
+        policies["mctx"] = (lambda key, root: mctx.muzero_policy(
+            None, key, root, their_fn, num_simulations, dirichlet_fraction=0.0),
+            harness.mctx_root(mctx, root))
     except ImportError:
-        mctx = None
+        pass
+    base = dict(simulations=num_simulations, B=batch_size, A=num_actions)
+    rows, runs, edges = [], {}, {}
+    for name, (policy, side_root) in policies.items():
+        why = skip(name)
+        if why:
+            rows.append(dict(base, side=name, skipped=why))
+            continue
+        args = (jax.random.key(seed), side_root)
+        runs[name] = functools.partial(jax.jit(lambda k, r, p=policy: p(k, r).action_weights),
+                                       *args)
+        # node 0 is the root in both trees; every other node's visits count
+        # the simulations that walked the edge into it
+        edges[name] = int(jax.jit(lambda k, r, p=policy: p(k, r).search_tree
+                                  .node_visits[:, 1:].sum())(*args))
+    if not runs:
+        return rows
+    result = harness.interleaved_rounds(runs, rounds, [("ours", "mctx")], edges,
+                                        deadline=deadline)
+    for name, side in result["sides"].items():
+        ratio = result["ratios"].get(f"{name}/mctx")
+        rows.append(dict(base, side=name, edges_walked=edges[name],
+                         mean_depth=edges[name] / (batch_size * num_simulations),
+                         **{f"ns_per_edge{end}": 1e9 * side[f"{at}_s"] / edges[name]
+                            for end, at in (("", "median"), ("_min", "min"), ("_max", "max"))},
+                         us_per_simulation=1e6 * side["median_s"] / num_simulations,
+                         compile_s=side["compile_s"], seconds=side["seconds"],
+                         rounds=result["rounds"], **harness.ratio_fields(ratio),
+                         **({"ours/mctx edges per s": harness.ratio_text(ratio)} if ratio else {})))
+    return rows
+
+
+def tree_steps(sizes: Sizes, deadline: float, costs: CostModel,
+               log=print) -> List[Dict[str, Any]]:
+    """`tree_step_rows` per S of `sizes`, a side skipped where its estimated
+    call is too long or the part's time is short."""
+    batch_size = sizes.tree_steps_batch
     rows = []
     for num_simulations in sizes.tree_steps_simulations:
-        def ours(key, root, s=num_simulations):
-            out = mcts_jax.alphazero_policy(None, key, root, problem.recurrent_fn, s,
-                                            dirichlet_fraction=0.0)
-            return out.action_weights, out.search_tree.node_visits[:, 1:].sum()
-
-        sides = {"ours": (ours, root)}
-        if mctx is not None:
-            their_fn = harness.mctx_recurrent_fn(problem.recurrent_fn, mctx)
-
-            def theirs(key, root, s=num_simulations):
-                out = mctx.muzero_policy(None, key, root, their_fn, s, dirichlet_fraction=0.0)
-                return out.action_weights, out.search_tree.node_visits[:, 1:].sum()
-
-            sides["mctx"] = (theirs, mctx.RootFnOutput(prior_logits=root.prior_logits,
-                                                       value=root.value,
-                                                       embedding=root.embedding))
-        runnable, skipped = {}, {}
-        for name, (fn, side_root) in sides.items():
-            estimate = costs.call_s("tree_steps", name, batch_size, num_simulations)
+        def skip(name, s=num_simulations):
+            estimate = costs.call_s("tree_steps", name, batch_size, s)
             left = deadline - time.perf_counter()
             if estimate > sizes.max_call_s:
-                skipped[name] = f"estimated {estimate:.1f} s per call > {sizes.max_call_s} s"
-            elif costs.cell_s("tree_steps", name, batch_size, num_simulations, 1) > left:
-                skipped[name] = f"budget: {left:.0f} s left"
-            else:
-                jitted = jax.jit(fn)
-                runnable[name] = functools.partial(jitted, key, side_root)
-        for name, why in skipped.items():
-            rows.append(dict(simulations=num_simulations, side=name, B=batch_size,
-                             A=sizes.tree_steps_actions, skipped=why))
-            log(f"tree_steps S={num_simulations} {name}: skipped ({why})")
-        if not runnable:
-            continue
-        edges, compile_s = {}, {}
-        for name, fn in runnable.items():  # the first call compiles
-            start = time.perf_counter()
-            edges[name] = int(fn()[1])
-            compile_s[name] = time.perf_counter() - start
-        result = measure_sides(runnable, sizes.rounds, deadline, edges,
-                               [("ours", "mctx")])
-        for name, side in result["sides"].items():
-            costs.record("tree_steps", name, batch_size, num_simulations, side["median_s"],
-                         compile_s[name])
-            row = dict(simulations=num_simulations, side=name, B=batch_size,
-                       A=sizes.tree_steps_actions, edges_walked=edges[name],
-                       mean_depth=edges[name] / (batch_size * num_simulations),
-                       ns_per_edge=1e9 * side["median_s"] / edges[name],
-                       ns_per_edge_min=1e9 * side["min_s"] / edges[name],
-                       ns_per_edge_max=1e9 * side["max_s"] / edges[name],
-                       us_per_simulation_step=1e6 * side["median_s"] / num_simulations,
-                       compile_s=compile_s[name], seconds=side["seconds"],
-                       rounds=result["rounds"])
-            ratio = result["ratios"].get(f"{name}/mctx")
-            if ratio is not None:
-                row.update(ratio=ratio["median"], ratio_min=ratio["min"], ratio_max=ratio["max"])
+                return f"estimated {estimate:.1f} s per call > {sizes.max_call_s} s"
+            if costs.cell_s("tree_steps", name, batch_size, s, 1) > left:
+                return f"budget: {left:.0f} s left"
+            return None
+
+        for row in tree_step_rows(batch_size, sizes.tree_steps_actions, num_simulations,
+                                  sizes.rounds, deadline=deadline, skip=skip):
             rows.append(row)
-            log(f"tree_steps S={num_simulations} {name}: {row['ns_per_edge']:.1f} ns/edge, "
-                f"depth {row['mean_depth']:.1f}, {row['us_per_simulation_step']:.0f} us/step")
+            if "skipped" in row:
+                log(f"tree_steps S={num_simulations} {row['side']}: skipped ({row['skipped']})")
+                continue
+            costs.record("tree_steps", row["side"], batch_size, num_simulations,
+                         row["us_per_simulation"] * num_simulations / 1e6, row["compile_s"])
+            log(f"tree_steps S={num_simulations} {row['side']}: {row['ns_per_edge']:.1f} ns/edge, "
+                f"depth {row['mean_depth']:.1f}, {row['us_per_simulation']:.0f} us/step")
     return rows
 
 
@@ -509,7 +445,7 @@ def parallel(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, Any]]:
     if time.perf_counter() > deadline:
         return [dict(problem=sizes.parallel_problem, skipped="budget")]
     pairs = [(name, "mctx_muzero") for name in sides if name.startswith("ours")]
-    result = measure_sides(sides, sizes.rounds, deadline, {n: float(s) for n in sides}, pairs)
+    result = harness.interleaved_rounds(sides, sizes.rounds, pairs, deadline=deadline)
     one = result["sides"][f"ours P={sizes.parallel_paths[0]}"]["median_s"]
     for name, side in result["sides"].items():
         row = dict(problem=sizes.parallel_problem, B=1, simulations=s, side=name,
@@ -517,8 +453,7 @@ def parallel(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, Any]]:
                    speedup_vs_P1=one / side["median_s"], compile_s=side["compile_s"],
                    seconds=side["seconds"], rounds=result["rounds"])
         ratio = result["ratios"].get(f"{name}/mctx_muzero")
-        if ratio is not None:
-            row.update(ratio=ratio["median"], ratio_min=ratio["min"], ratio_max=ratio["max"])
+        row.update(harness.ratio_fields(ratio))
         rows.append(row)
         log(f"parallel {name}: {row['sims_per_s']:,.0f} sims/s ({row['call_ms']:.1f} ms a search)"
             + (f", ours/mctx {harness.ratio_text(ratio)}" if ratio else ""))
@@ -571,9 +506,8 @@ def largest_chess(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, An
         import mctx
         their_fn = harness.mctx_recurrent_fn(recurrent_fn, mctx)
         return lambda root, invalid, key: mctx.muzero_policy(
-            None, key, mctx.RootFnOutput(prior_logits=root.prior_logits, value=root.value,
-                                         embedding=root.embedding),
-            their_fn, n - 1, invalid_actions=invalid, dirichlet_fraction=0.0).action
+            None, key, harness.mctx_root(mctx, root), their_fn, n - 1, invalid_actions=invalid,
+            dirichlet_fraction=0.0).action
 
     def shapes(batch_size):
         states = jax.eval_shape(lambda key: game.init(key, batch_size), jax.random.key(0))
@@ -623,7 +557,7 @@ def largest_chess(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, An
                     root_value, invalid_value = game.root(None, jax.random.key(1), states,
                                                           evaluator)
                     start = time.perf_counter()
-                    _block(compiled(root_value, invalid_value, jax.random.key(0)))
+                    harness.block(compiled(root_value, invalid_value, jax.random.key(0)))
                     row.update(ran=True, call_s=time.perf_counter() - start)
                     del states, root_value, invalid_value
                 except Exception as error:
@@ -721,13 +655,8 @@ def profile(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, Any]]:
         args = (setup["params"], jax.random.key(3), setup["root"], setup["invalid"])
         compiled = fn.lower(*args).compile()
         program = hlo_loops(compiled.as_text())
-        _block(compiled(*args))
-        times = []
-        for _ in range(5):
-            start = time.perf_counter()
-            _block(compiled(*args))
-            times.append(time.perf_counter() - start)
-        step_us = 1e6 * statistics.median(times) / num_simulations
+        timed = harness.interleaved_rounds({side: lambda: compiled(*args)}, 5)["sides"][side]
+        step_us = 1e6 * timed["median_s"] / num_simulations
         row = dict(problem=problem, family=family, B=batch_size, simulations=num_simulations,
                    side=side, us_per_simulation_step=step_us, **program)
         row["loop_summary"] = "; ".join(
@@ -814,79 +743,45 @@ def main(argv=None) -> int:
 
 # ---- the report -----------------------------------------------------------------------
 def load_parts(results_dir: str, device: str) -> Dict[str, Dict[str, Any]]:
-    out = {}
-    for part in PARTS:
-        path = part_path(results_dir, part, device)
-        if os.path.exists(path):
-            with open(path) as f:
-                out[part] = json.load(f)
-    return out
+    return harness.load_records({part: part_path(results_dir, part, device) for part in PARTS})
 
 
-def _fmt(value, digits=3):
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:,.{digits}g}" if abs(value) < 1000 else f"{value:,.0f}"
-    return str(value)
+def _cell(row: Dict[str, Any], key: str) -> Any:
+    """A row's `key` for the report: a ratio (`*ratio`) as "median (range)",
+    `note` as why the row has no figures, else the value ("" where absent)."""
+    if key == "note":
+        return row.get("skipped") or row.get("error") or row.get("run_error") or ""
+    if key.endswith("ratio"):
+        return report_lib._ratio_text(row, key)
+    return "" if row.get(key) is None else row[key]
 
 
-def _ratio(row, prefix="ratio"):
-    if row.get(prefix) is None:
-        return ""
-    return f"{row[prefix]:.3g} ({row[prefix + '_min']:.3g}-{row[prefix + '_max']:.3g})"
-
-
-def _value(key, scale=1.0):
-    """A column reading row[key] (times `scale`), formatted; empty where absent."""
-    return lambda row: ("" if row.get(key) is None
-                        else _fmt(row[key] if scale == 1.0 else row[key] * scale))
-
-
-def _raw(key):
-    return lambda row: str(row.get(key, ""))
-
-
-def _note(row):
-    return row.get("skipped") or row.get("error") or row.get("run_error") or ""
-
-
-_THROUGHPUT_COLUMNS = [
-    ("problem", _raw("problem")), ("policy", _raw("family")), ("B", _raw("B")),
-    ("sims", _raw("simulations")), ("side", _raw("side")), ("sims/s", _value("sims_per_s")),
-    ("us per step", _value("us_per_simulation_step")), ("ours/mctx", _ratio),
-    ("rounds", _raw("rounds")), ("note", _note)]
-# Each part's table: (header, cell of a row) per column.
+_THROUGHPUT_COLUMNS = [("problem", "problem"), ("policy", "family"), ("B", "B"),
+                       ("sims", "simulations"), ("runner", "runner"), ("sims/s", "sims_per_s"),
+                       ("us per step", "us_per_sim"), ("ours/mctx", "ratio"),
+                       ("rounds", "rounds"), ("note", "note")]
+# Each part's table: (header, key of `_cell`) per column.
 REPORT_COLUMNS = {
     "throughput": _THROUGHPUT_COLUMNS,
     "chess": _THROUGHPUT_COLUMNS,
-    "self_play": [
-        ("B", _raw("B")), ("side", _raw("side")), ("step ms", _value("step_s", 1e3)),
-        ("search ms", _value("search_s", 1e3)), ("search share", _value("search_share")),
-        ("game moves/s", _value("games_moves_per_s")),
-        ("ours/mctx step", lambda row: _ratio(row, "step_ratio")),
-        ("ours/mctx search", lambda row: _ratio(row, "search_ratio")), ("note", _note)],
-    "tree_steps": [
-        ("sims", _raw("simulations")), ("side", _raw("side")),
-        ("ns per edge", _value("ns_per_edge")), ("mean depth", _value("mean_depth")),
-        ("us per step", _value("us_per_simulation_step")), ("ours/mctx", _ratio),
-        ("note", _raw("skipped"))],
-    "parallel": [
-        ("side", _raw("side")), ("sims/s", _value("sims_per_s")),
-        ("ms a search", _value("call_ms")), ("speed-up over P=1", _value("speedup_vs_P1")),
-        ("ours/mctx", _ratio), ("note", _raw("skipped"))],
-    "largest_chess": [
-        ("side", _raw("side")), ("bytes per node", _value("bytes_per_node")),
-        ("N", _raw("max_nodes")), ("B (trees alone)", _raw("tree_only_B")),
-        ("B analysed", _raw("B")), ("B x N", _value("nodes")), ("XLA GiB", _value("xla_GiB")),
-        ("fits", _raw("fits")), ("ran", _raw("ran")), ("call s", _value("call_s")),
-        ("note", _note)],
-    "profile": [
-        ("side", _raw("side")), ("B", _raw("B")), ("sims", _raw("simulations")),
-        ("kernels (whole program)", _raw("kernels")),
-        ("loops: kernels per body x trips", _raw("loop_summary")),
-        ("host transfers", _raw("host_transfers")),
-        ("us per step", _value("us_per_simulation_step"))],
+    "self_play": [("B", "B"), ("side", "side"), ("step s", "step_s"), ("search s", "search_s"),
+                  ("search share", "search_share"), ("game moves/s", "games_moves_per_s"),
+                  ("ours/mctx step", "step_ratio"), ("ours/mctx search", "search_ratio"),
+                  ("note", "note")],
+    "tree_steps": [("sims", "simulations"), ("side", "side"), ("ns per edge", "ns_per_edge"),
+                   ("mean depth", "mean_depth"), ("us per step", "us_per_simulation"),
+                   ("ours/mctx", "ratio"), ("note", "note")],
+    "parallel": [("side", "side"), ("sims/s", "sims_per_s"), ("ms a search", "call_ms"),
+                 ("speed-up over P=1", "speedup_vs_P1"), ("ours/mctx", "ratio"),
+                 ("note", "note")],
+    "largest_chess": [("side", "side"), ("bytes per node", "bytes_per_node"), ("N", "max_nodes"),
+                      ("B (trees alone)", "tree_only_B"), ("B analysed", "B"),
+                      ("B x N", "nodes"), ("XLA GiB", "xla_GiB"), ("fits", "fits"),
+                      ("ran", "ran"), ("call s", "call_s"), ("note", "note")],
+    "profile": [("side", "side"), ("B", "B"), ("sims", "simulations"),
+                ("kernels (whole program)", "kernels"),
+                ("loops: kernels per body x trips", "loop_summary"),
+                ("host transfers", "host_transfers"), ("us per step", "us_per_simulation_step")],
 }
 
 
@@ -895,14 +790,10 @@ def report_tables(parts: Dict[str, Dict[str, Any]]) -> str:
     first = next(iter(parts.values()), None)
     if first is None:
         return "no results"
-    machine = first["machine"]
-    lines = [f"# Search on {machine['device']} against mctx",
-             "",
-             f"{machine['device']} ({machine['backend']}), jax {machine['versions']['jax']}, "
-             f"mctx {machine['versions']['mctx']}, pgx {machine['versions']['pgx']}, "
-             f"{machine['date']}. Every figure: median over interleaved rounds (range in "
-             "brackets); ours/mctx formed within each round. Generated by "
-             "`python -m benchmarks.gpu_search --report-only`.", ""]
+    lines = [f"# Search on {first['machine']['device']} against mctx", "",
+             report_lib.machine_line(first["machine"]) + " Every figure: median over "
+             "interleaved rounds (range in brackets); ours/mctx formed within each round. "
+             "Generated by `python -m benchmarks.gpu_search --report-only`.", ""]
     for part, record in parts.items():
         settings = record["settings"]
         lines += [f"## {part}", "", harness.provenance_line(settings) +
@@ -911,57 +802,32 @@ def report_tables(parts: Dict[str, Dict[str, Any]]) -> str:
         if record.get("error"):
             lines += [f"The part failed: `{record['error']}`", ""]
         columns = REPORT_COLUMNS[part]
-        lines += ["| " + " | ".join(header for header, _ in columns) + " |",
-                  "|" + "---|" * len(columns)]
-        lines += ["| " + " | ".join(cell(row) for _, cell in columns) + " |"
-                  for row in record["rows"]]
-        lines.append("")
+        lines += [harness.markdown_table([header for header, _ in columns],
+                                    [[_cell(row, key) for _, key in columns]
+                                     for row in record["rows"]]), ""]
     return "\n".join(lines)
 
 
 def write_plots(parts: Dict[str, Dict[str, Any]], results_dir: str, device: str) -> List[str]:
-    """Throughput against B (per problem, policy and simulations) and ns per
-    edge against simulations; returns the paths written."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    paths = []
+    """Throughput against B (a panel per problem and simulations) and ns per
+    edge against simulations (`report.plot_throughput`); returns the paths."""
     folder = os.path.join(results_dir, "plots")
     os.makedirs(folder, exist_ok=True)
-    rows = [r for part in ("throughput", "chess") for r in parts.get(part, {}).get("rows", [])
+    rows = [dict(r, problem=f"{r['problem']}, {r['simulations']} simulations")
+            for part in ("throughput", "chess") for r in parts.get(part, {}).get("rows", [])
             if r.get("sims_per_s")]
-    if rows:
-        groups = sorted({(r["problem"], r["family"], r["simulations"]) for r in rows})
-        fig, axes = plt.subplots(1, len(groups), figsize=(3.2 * len(groups), 3.2), squeeze=False)
-        for ax, (problem, family, sims) in zip(axes[0], groups):
-            for side in sorted({r["side"] for r in rows}):
-                points = sorted((r["B"], r["sims_per_s"]) for r in rows if r["side"] == side and
-                                (r["problem"], r["family"], r["simulations"]) ==
-                                (problem, family, sims))
-                if points:
-                    ax.plot(*zip(*points), marker="o", label=side)
-            ax.set(xscale="log", yscale="log", xlabel="B", title=f"{problem}\n{family}, {sims} sims")
-            ax.legend(fontsize=7)
-        axes[0][0].set_ylabel("simulations per second")
-        fig.tight_layout()
-        path = os.path.join(folder, f"gpu_search-{device}-throughput.png")
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        paths.append(path)
-    steps = [r for r in parts.get("tree_steps", {}).get("rows", []) if r.get("ns_per_edge")]
-    if steps:
-        fig, ax = plt.subplots(figsize=(4.5, 3.2))
-        for side in sorted({r["side"] for r in steps}):
-            points = sorted((r["simulations"], r["ns_per_edge"]) for r in steps if r["side"] == side)
-            ax.plot(*zip(*points), marker="o", label=side)
-        ax.set(xscale="log", yscale="log", xlabel="simulations", ylabel="ns per edge walked",
-               title="time per tree step")
-        ax.legend()
-        fig.tight_layout()
-        path = os.path.join(folder, f"gpu_search-{device}-tree_steps.png")
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        paths.append(path)
+    # the tree steps as the runners they are (ours AlphaZero, mctx MuZero)
+    steps = [dict(r, problem="time per tree step", runner=("ours_alphazero" if r["side"] == "ours"
+                                                           else "mctx_muzero"))
+             for r in parts.get("tree_steps", {}).get("rows", []) if r.get("ns_per_edge")]
+    paths = []
+    for name, figure_rows, axis, y, ylabel in (
+            ("throughput", rows, "B", "sims_per_s", "simulations / s"),
+            ("tree_steps", steps, "simulations", "ns_per_edge", "ns per edge walked")):
+        if figure_rows:
+            paths.append(os.path.join(folder, f"gpu_search-{device}-{name}.png"))
+            report_lib.plot_throughput(figure_rows, axis, paths[-1], f"{name} on {device}",
+                                       y=y, ylabel=ylabel)
     return paths
 
 

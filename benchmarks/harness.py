@@ -1,15 +1,13 @@
 """Shared timing and reporting helpers for the benchmarks.
 
-Timing rule (`time_call`): the first call is timed separately as
-compilation; then one warm-up call; then `repeats` timed calls, each
-synchronised with `block_until_ready`, and the median is reported.
-
-Comparisons (`interleaved_rounds`): every side of a cell (ours, mctx,
-OpenSpiel, ...) is compiled and warmed up once, then timed in rounds; each
-round times every side once, the order reversed every other round, so a
-drift of the machine's speed hits all sides alike. The report gives each
-side's median and range over the rounds, and the median and range of the
-ratio formed within each round. Ratios are never formed across processes.
+Timing (`interleaved_rounds`, the one timing loop): every side of a cell
+(ours, mctx, OpenSpiel, ...; or one call alone) is compiled (timed apart)
+and warmed up once, then timed in rounds, each call synchronised with
+`block_until_ready`; each round times every side once, the order reversed
+every other round, so a drift of the machine's speed hits all sides alike.
+The report gives each side's median and range over the rounds, and the
+median and range of the ratio formed within each round. Ratios are never
+formed across processes.
 
 Provenance (`provenance`, `write_json`): every results file names the git
 commit of the working tree, whether it had uncommitted changes, the command
@@ -21,9 +19,11 @@ refuse a record without the first three, and add the source files of
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import hashlib
 import json
+import math
 import os
 import platform
 import re
@@ -67,20 +67,6 @@ ROUNDS = {"quick": 3, "full": 5}
 def block(tree: Any) -> Any:
     return jax.tree.map(lambda x: x.block_until_ready() if hasattr(x, "block_until_ready") else x,
                         tree)
-
-
-def time_call(fn: Callable[[], Any], repeats: int) -> Dict[str, float]:
-    """{'compile_s': first call, 'median_s': median of `repeats` warm calls}."""
-    start = time.perf_counter()
-    block(fn())
-    compile_s = time.perf_counter() - start
-    block(fn())
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        block(fn())
-        times.append(time.perf_counter() - start)
-    return dict(compile_s=compile_s, median_s=statistics.median(times), min_s=min(times))
 
 
 def _version(name: str) -> str:
@@ -261,16 +247,53 @@ def mctx_recurrent_fn(recurrent_fn: Callable, mctx) -> Callable:
     return wrapped
 
 
-def markdown_table(columns: Sequence[str], rows: List[Dict[str, Any]]) -> str:
-    def cell(value):
-        if isinstance(value, float):
-            return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
-        return str(value)
+def mctx_root(mctx, root) -> Any:
+    """Our RootFnOutput as mctx's (the same priors, value and embedding)."""
+    return mctx.RootFnOutput(prior_logits=root.prior_logits, value=root.value,
+                             embedding=root.embedding)
 
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+
+def parser(doc: str, rounds: Optional[int] = None, seed: bool = False) -> argparse.ArgumentParser:
+    """The command line every standalone runner shares: its description (the
+    first line of `doc`), `--no-save`, and where asked `--rounds` (default
+    `rounds`: interleaved rounds per cell) and `--seed` (default 0)."""
+    out = argparse.ArgumentParser(description=doc.split("\n")[0])
+    if rounds is not None:
+        out.add_argument("--rounds", type=int, default=rounds, help="interleaved rounds per cell")
+    if seed:
+        out.add_argument("--seed", type=int, default=0)
+    out.add_argument("--no-save", action="store_true", help="print, write no results file")
+    return out
+
+
+def fmt(value: Any) -> str:
+    """A table cell: integers with thousands separators, floats to 3
+    significant digits below 100 and whole above, anything else as text."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    if isinstance(value, float) and math.isfinite(value):
+        return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
+    return str(value)
+
+
+def markdown_table(columns: Sequence[str], rows: Sequence[Any]) -> str:
+    """A markdown table (right-aligned); a row is a dict read by `columns`
+    or a sequence of cells in their order."""
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---:|" * len(columns)]
     for row in rows:
-        lines.append("| " + " | ".join(cell(row.get(c, "")) for c in columns) + " |")
+        cells = [row.get(c, "") for c in columns] if isinstance(row, dict) else row
+        lines.append("| " + " | ".join(fmt(value) for value in cells) + " |")
     return "\n".join(lines)
+
+
+def load_records(paths: Dict[str, str]) -> Dict[str, Dict[str, Any]]:
+    """{name: the JSON at its path} for those of `paths` that exist."""
+    found = {}
+    for name, path in paths.items():
+        if os.path.exists(path):
+            with open(path) as f:
+                found[name] = json.load(f)
+    return found
 
 
 def save(name: str, rows: List[Dict[str, Any]], settings: Dict[str, Any],
@@ -302,14 +325,16 @@ def report(name: str, title: str, columns: Sequence[str], rows: List[Dict[str, A
 
 
 # ---- interleaved measurement of the sides of one cell -----------------------------
-def _spread(values: Sequence[float]) -> Dict[str, float]:
+def spread(values: Sequence[float]) -> Dict[str, float]:
+    """{median, min, max} of `values`: how every figure here gives its range."""
     return dict(median=statistics.median(values), min=min(values), max=max(values))
 
 
 def interleaved_rounds(sides: Dict[str, Callable[[], Any]], rounds: int,
                        pairs: Sequence[Tuple[str, str]] = (),
                        work: Optional[Dict[str, float]] = None, calls_per_round: int = 1,
-                       sequential: bool = False) -> Dict[str, Any]:
+                       sequential: bool = False,
+                       deadline: Optional[float] = None) -> Dict[str, Any]:
     """Times the sides of one cell against each other.
 
     sides: name -> a call running one side's whole work (e.g. one batched
@@ -322,9 +347,13 @@ def interleaved_rounds(sides: Dict[str, Callable[[], Any]], rounds: int,
       (the old way, to show what interleaving changes).
     pairs: (ours, peer) names; for each, the per-round ratio of throughputs
       ours / peer = (work[ours] / t_ours) / (work[peer] / t_peer), so > 1
-      means ours does more work per second.
+      means ours does more work per second (pairs naming an absent side are
+      left out).
     work: name -> units of work per call (e.g. B x simulations); default 1
       for every side (then the ratio is t_peer / t_ours).
+    deadline: a `time.perf_counter()` time: after the first round, a round
+      runs only if one more as long as the last ends before it (interleaved
+      only; `rounds` in the result says how many ran).
 
     Returns {"sides": {name: {compile_s, seconds: [rounds], median_s, min_s,
     max_s}}, "ratios": {"ours/peer": {median, min, max, values: [rounds]}},
@@ -355,22 +384,45 @@ def interleaved_rounds(sides: Dict[str, Callable[[], Any]], rounds: int,
             for _ in range(rounds):
                 one_round(name)
     else:
+        last_round_s = 0.0
         for index in range(rounds):
+            if index and deadline is not None and time.perf_counter() + last_round_s > deadline:
+                break
+            round_start = time.perf_counter()
             for name in (names if index % 2 == 0 else names[::-1]):
                 one_round(name)
+            last_round_s = time.perf_counter() - round_start
     out_sides = {}
     for name in names:
-        spread = _spread(seconds[name])
+        times = spread(seconds[name])
         out_sides[name] = dict(compile_s=compile_s[name], seconds=seconds[name],
-                               median_s=spread["median"], min_s=spread["min"],
-                               max_s=spread["max"])
+                               median_s=times["median"], min_s=times["min"],
+                               max_s=times["max"])
     ratios = {}
     for ours, peer in pairs:
-        values = [(work.get(ours, 1.0) / a) / (work.get(peer, 1.0) / b)
-                  for a, b in zip(seconds[ours], seconds[peer])]
-        ratios[f"{ours}/{peer}"] = dict(_spread(values), values=values)
-    return dict(sides=out_sides, ratios=ratios, rounds=rounds,
+        if ours in sides and peer in sides:
+            values = [(work.get(ours, 1.0) / a) / (work.get(peer, 1.0) / b)
+                      for a, b in zip(seconds[ours], seconds[peer])]
+            ratios[f"{ours}/{peer}"] = dict(spread(values), values=values)
+    return dict(sides=out_sides, ratios=ratios, rounds=len(seconds[names[0]]) if names else 0,
                 order="sequential" if sequential else "interleaved")
+
+
+def throughput_fields(side: Dict[str, Any], work: float) -> Dict[str, Any]:
+    """A side of `interleaved_rounds` as a row's figures: sims_per_s (work
+    per median second) with its range, compile_s and the per-round seconds."""
+    return dict(sims_per_s=work / side["median_s"], sims_per_s_min=work / side["max_s"],
+                sims_per_s_max=work / side["min_s"], compile_s=side["compile_s"],
+                seconds=side["seconds"])
+
+
+def ratio_fields(ratio: Optional[Dict[str, float]], prefix: str = "ratio") -> Dict[str, float]:
+    """A ratio of `interleaved_rounds` as a row's {prefix, prefix_min,
+    prefix_max} ({} for None: no peer measured)."""
+    if ratio is None:
+        return {}
+    return {prefix: ratio["median"], f"{prefix}_min": ratio["min"],
+            f"{prefix}_max": ratio["max"]}
 
 
 def ratio_text(ratio: Dict[str, float]) -> str:

@@ -7,11 +7,11 @@ Plots use matplotlib's object API (no pyplot, no global backend).
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any, Dict, List, Sequence
 
 from benchmarks import harness
+from benchmarks.harness import fmt as _fmt
 
 RUNNER_STYLE = {  # colour, line style: ours solid, mctx dashed, same colour per rule
     "ours_uct": ("tab:green", "-"),
@@ -44,34 +44,12 @@ def _figure(rows, key, column="sims_per_s"):
     return ""
 
 
-def _fmt(value) -> str:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return str(value)
-        return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
-    return str(value)
-
-
-def _table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---:|" * len(columns)]
-    lines += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def _ratio_cell(rows, key, theirs: str) -> str:
-    """ours / `theirs` for the ours row matching `key`: the median of the
-    per-round ratios and their range, "4.42 (4.10-4.61)" (files without
-    per-round ratios: the ratio of the medians)."""
+def _ratio_cell(rows, key) -> str:
+    """ours / its counterpart for the ours row matching `key`: the median of
+    the per-round ratios and their range, "4.42 (4.10-4.61)"."""
     for row in rows:
         if all(row.get(k) == v for k, v in key.items()):
-            if "ratio" in row:
-                return (f"{_fmt(row['ratio'])} ({_fmt(row['ratio_min'])}-"
-                        f"{_fmt(row['ratio_max'])})")
-            b = _figure(rows, dict(key, runner=theirs))
-            if isinstance(row.get("sims_per_s"), float) and isinstance(b, float):
-                return _fmt(row["sims_per_s"] / b)
+            return _ratio_text(row, "ratio")
     return ""
 
 
@@ -101,8 +79,7 @@ def throughput_tables(rows: Sequence[Dict[str, Any]], axis: str) -> str:
         for value in values:
             key = {"problem": problem, axis: value}
             cells = [_figure(mine, dict(key, runner=name)) for name in runners]
-            ratios = [_ratio_cell(mine, dict(key, runner=ours), theirs)
-                      for ours, theirs in pairs]
+            ratios = [_ratio_cell(mine, dict(key, runner=ours)) for ours, _ in pairs]
             if layout:
                 compact = [r for r in mine if r["runner"] == "ours_alphazero" and r[axis] == value]
                 ratios.append(_ratio_text(compact[0], "layout_ratio") if compact else "")
@@ -111,7 +88,7 @@ def throughput_tables(rows: Sequence[Dict[str, Any]], axis: str) -> str:
         if layout:
             columns.append("alphazero compact/dense")
         out.append(f"**{PROBLEM_TITLES.get(problem, problem)}**, {fixed} = {fixed_value}; "
-                   f"simulations per second:\n\n" + _table(columns, body))
+                   f"simulations per second:\n\n" + harness.markdown_table(columns, body))
         if _rounds_note(mine):
             out.append(_rounds_note(mine))
         compile_s = [f"{name} {_figure(mine, dict(problem=problem, runner=name, **{axis: values[-1]}), 'compile_s'):.1f} s"
@@ -165,7 +142,7 @@ def quality_tables(rows) -> str:
         out.append(f"**depth {depth}, branching {branching}** ({mine[0]['roots']} roots; a "
                    f"random move is optimal {random_fraction:.3f} of the time): fraction of "
                    f"searches choosing a minimax-optimal root move\n\n"
-                   + _table(["simulations"] + runners, body))
+                   + harness.markdown_table(["simulations"] + runners, body))
     return "\n\n".join(out)
 
 
@@ -174,10 +151,6 @@ def _ratio_text(row, key: str) -> str:
     if key not in row:
         return ""
     return f"{_fmt(row[key])} ({_fmt(row[key + '_min'])}-{_fmt(row[key + '_max'])})"
-
-
-def simple_table(rows, columns) -> str:
-    return _table(columns, [[row.get(c, "") for c in columns] for row in rows])
 
 
 def provenance_lines(sections: Dict[str, Dict[str, Any]]) -> str:
@@ -228,18 +201,18 @@ def markdown(sections: Dict[str, Dict[str, Any]], tag: str, image_prefix: str = 
         from benchmarks.memory import factor_rows
         rows = sections["memory"]["rows"]
         parts += ["### Memory per node (exact, B=1024 searches of 801 nodes)", image("memory"),
-                  simple_table(rows, ["game", "layout", "stores", "bytes_per_node",
-                                      "embedding_bytes_per_node", "GiB_for_B1024_N801"])]
+                  harness.markdown_table(["game", "layout", "stores", "bytes_per_node",
+                                          "embedding_bytes_per_node", "GiB_for_B1024_N801"], rows)]
         if all("stores" in row for row in rows):
             parts += ["The comparison as separate factors (bytes per node, first over second):",
-                      simple_table(factor_rows(rows), ["game", "factor", "ratio"])]
+                      harness.markdown_table(["game", "factor", "ratio"], factor_rows(rows))]
     if "features" in sections:
         from benchmarks.feature_costs import COLUMNS
         rows = [dict(row, **{key: _ratio_text(row, key) for key in
                              ("solver/plain time", "get_subtree/search") if key + "_min" in row})
                 for row in sections["features"]["rows"]]
         parts += ["### Cost of the solver and of subtree reuse (alphazero_policy)",
-                  simple_table(rows, COLUMNS)]
+                  harness.markdown_table(COLUMNS, rows)]
         if _rounds_note(rows):
             parts.append(_rounds_note(rows).replace("runner", "call"))
     if "baselines" in sections:
@@ -249,7 +222,7 @@ def markdown(sections: Dict[str, Dict[str, Any]], tag: str, image_prefix: str = 
             rows = [dict(row, vs_openspiel=_ratio_text(row, "ratio_vs_openspiel")) for row in rows]
             columns.append("vs_openspiel")
         parts += ["### What people use without us: UCT with random playouts on tic-tac-toe",
-                  image("baselines"), simple_table(rows, columns)]
+                  image("baselines"), harness.markdown_table(columns, rows)]
         if _rounds_note(rows):
             parts.append(_rounds_note(rows).replace("runner", "side"))
     if "stochastic" in sections:
@@ -259,8 +232,8 @@ def markdown(sections: Dict[str, Dict[str, Any]], tag: str, image_prefix: str = 
                             f"{_fmt(row['ratio_max'])})" if "ours/mctx" in row else ""))
                 for row in sections["stochastic"]["rows"]]
         parts += ["### Chance nodes: stochastic_muzero_policy, ours vs mctx on identical inputs",
-                  simple_table(rows, ["problem", "B", "simulations", "ours_sims_per_s",
-                                      "mctx_sims_per_s", "ratio"])]
+                  harness.markdown_table(["problem", "B", "simulations", "ours_sims_per_s",
+                                          "mctx_sims_per_s", "ratio"], rows)]
     return "\n\n".join(parts) + "\n"
 
 
@@ -295,15 +268,18 @@ def _legend_and_save(figure, title: str, path: str) -> None:
     figure.savefig(path)
 
 
-def plot_throughput(rows, axis: str, path: str, title: str) -> None:
+def plot_throughput(rows, axis: str, path: str, title: str, y: str = "sims_per_s",
+                    ylabel: str = "simulations / s") -> None:
+    """A panel per problem: `y` against `axis` ("B" or "simulations"), a
+    line per runner, both axes logarithmic."""
     problems = list(dict.fromkeys(r["problem"] for r in rows))
     figure = _new_figure(len(problems), width=4.6 + 2.0 / len(problems))
     for index, problem in enumerate(problems):
         ax = figure.add_subplot(1, len(problems), index + 1)
         mine = [r for r in rows if r["problem"] == problem]
         for runner in _runners(mine):
-            points = sorted((r[axis], r["sims_per_s"]) for r in mine
-                            if r["runner"] == runner and isinstance(r.get("sims_per_s"), float))
+            points = sorted((r[axis], r[y]) for r in mine
+                            if r["runner"] == runner and isinstance(r.get(y), float))
             if points:
                 colour, style = RUNNER_STYLE[runner]
                 ax.plot(*zip(*points), style, color=colour, marker=_marker(runner),
@@ -311,7 +287,7 @@ def plot_throughput(rows, axis: str, path: str, title: str) -> None:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("batch size B (searches)" if axis == "B" else "num_simulations")
-        ax.set_ylabel("simulations / s")
+        ax.set_ylabel(ylabel)
         fixed = "simulations" if axis == "B" else "B"
         ax.set_title(f"{PROBLEM_TITLES.get(problem, problem)}\n{fixed} = {mine[0][fixed]}",
                      fontsize=9)

@@ -12,21 +12,14 @@ commands. Then the report is rebuilt from every section file of that mode and
 device: `results/report-<mode>-<device>.md`, `results/plots/<mode>-<device>-*.png`,
 and the block of that mode and device in `benchmarks/README.md`.
 
-Timing (`harness.interleaved_rounds`): in a cell, every runner (ours,
-mctx, OpenSpiel, ...) is compiled (timed separately) and warmed up once, then
-timed in rounds (3 quick, 5 full), each round calling every runner once, the
-order reversed every other round; a figure is the median over the rounds,
-with its range, and a ratio ours / peer is formed within each round (median
-and range). Every section file names the commit, whether the tree was dirty,
-the command line and the seed (`harness.provenance`).
+Timing: `harness.interleaved_rounds` (3 rounds quick, 5 full); provenance
+(commit, tree state, command line, seed): `harness.provenance`.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import glob
-import json
 import os
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -250,13 +243,8 @@ def run_sections(mode: str, config: Config, sections: Sequence[str], results_dir
 
 def load_sections(results_dir: str, tag: str) -> Dict[str, Dict[str, Any]]:
     """{section: its JSON} for every section file of `tag` in `results_dir`."""
-    found = {}
-    for section in SECTIONS:
-        path = section_path(results_dir, section, tag)
-        if os.path.exists(path):
-            with open(path) as f:
-                found[section] = json.load(f)
-    return found
+    return harness.load_records({section: section_path(results_dir, section, tag)
+                                 for section in SECTIONS})
 
 
 def update_readme(readme: str, tag: str, body: str) -> None:

@@ -17,18 +17,11 @@ embeddings. Two problems:
   both sides do the same simulator work and the ratio shows what is left of
   the search's own cost beside it. Roots are fresh 2048 boards.
 
-Each round times ours and mctx once per cell, the order reversed every other
-round (interleaved); the report gives the median over rounds of each and the
-median and spread (min-max) of the per-round ratio.
-
-Results: results/stochastic_search-<device>.json with commit and command.
+Timed by `harness.interleaved_rounds`; results: results/stochastic_search-<device>.json with commit and command.
 """
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import time
 from typing import Any, Dict, List
 
 import jax
@@ -67,32 +60,27 @@ def game_2048_problem(batch_size: int, seed: int = 0):
 
 
 def runners(num_simulations: int, root, invalid_actions, functions):
-    """{"ours": () -> None, "mctx": () -> None}, compiled."""
+    """{"ours": call, "mctx": call} (mctx where installed): one search each,
+    a fresh key every call."""
     counter = iter(range(10 ** 9))
-
-    ours = jax.jit(lambda key: mcts_jax.stochastic_muzero_policy(
+    searches = {"ours": lambda key: mcts_jax.stochastic_muzero_policy(
         None, key, root, *functions, num_simulations, invalid_actions=invalid_actions,
-        checks="off").action)
-    out = {"ours": ours}
+        checks="off").action}
     try:
         import mctx
+        searches["mctx"] = lambda key: mctx.stochastic_muzero_policy(
+            None, key, harness.mctx_root(mctx, root), *functions, num_simulations,
+            invalid_actions=invalid_actions).action
     except ImportError:
-        mctx = None
-    if mctx is not None:
-        mctx_root = mctx.RootFnOutput(prior_logits=root.prior_logits, value=root.value,
-                                      embedding=root.embedding)
-        out["mctx"] = jax.jit(lambda key: mctx.stochastic_muzero_policy(
-            None, key, mctx_root, *functions, num_simulations,
-            invalid_actions=invalid_actions).action)
-    for fn in out.values():
-        jax.block_until_ready(fn(jax.random.key(0)))  # compile
-    return {name: (lambda fn=fn: jax.block_until_ready(fn(jax.random.key(next(counter)))))
-            for name, fn in out.items()}
+        pass
+    return {name: (lambda fn=jax.jit(fn): fn(jax.random.key(next(counter))))
+            for name, fn in searches.items()}
 
 
 def measure(problem: str, batch_sizes, simulations, rounds: int, tree: ChanceTree,
             log=print) -> List[Dict[str, Any]]:
-    """One row per (simulations, B) of `problem` ("synthetic" or "2048")."""
+    """One row per (simulations, B) of `problem` ("synthetic" or "2048"):
+    ours and mctx in the same interleaved rounds (`harness.interleaved_rounds`)."""
     rows = []
     for num_simulations in simulations:
         for batch_size in batch_sizes:
@@ -100,32 +88,24 @@ def measure(problem: str, batch_sizes, simulations, rounds: int, tree: ChanceTre
                 inputs = synthetic_problem(batch_size, tree)
             else:
                 inputs = game_2048_problem(batch_size)
-            run = runners(num_simulations, *inputs)
-            seconds: Dict[str, List[float]] = {name: [] for name in run}
-            for round_index in range(rounds):
-                # interleaved: ours, mctx; then mctx, ours; ...
-                order = list(run) if round_index % 2 == 0 else list(run)[::-1]
-                for name in order:
-                    start = time.perf_counter()
-                    run[name]()
-                    seconds[name].append(time.perf_counter() - start)
+            result = harness.interleaved_rounds(runners(num_simulations, *inputs), rounds,
+                                                [("ours", "mctx")])
             work = batch_size * num_simulations
-            row = dict(problem=problem, B=batch_size, simulations=num_simulations,
-                       ours_sims_per_s=round(work / statistics.median(seconds["ours"])),
-                       rounds=rounds)
-            if "mctx" in seconds:
-                ratios = [m / o for o, m in zip(seconds["ours"], seconds["mctx"])]
-                row.update(mctx_sims_per_s=round(work / statistics.median(seconds["mctx"])),
-                           **{"ours/mctx": round(statistics.median(ratios), 2),
-                              "ratio_min": round(min(ratios), 2),
-                              "ratio_max": round(max(ratios), 2)})
+            row = dict(problem=problem, B=batch_size, simulations=num_simulations, rounds=rounds,
+                       **{f"{name}_sims_per_s": round(work / side["median_s"])
+                          for name, side in result["sides"].items()})
+            if "ours/mctx" in result["ratios"]:
+                ratio = {k: round(v, 2) for k, v in result["ratios"]["ours/mctx"].items()
+                         if k != "values"}
+                row.update({"ours/mctx": ratio["median"], "ratio_min": ratio["min"],
+                            "ratio_max": ratio["max"]})
             rows.append(row)
             log(row)
     return rows
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = harness.parser(__doc__, rounds=5)
     parser.add_argument("--problems", nargs="+", choices=["synthetic", "2048"],
                         default=["synthetic", "2048"])
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 16, 128, 1024])
@@ -133,11 +113,9 @@ def main(argv=None) -> None:
                         help="synthetic problem's budgets")
     parser.add_argument("--simulations-2048", type=int, nargs="+", default=[64],
                         help="2048's budgets (pgx is stepped twice a simulation)")
-    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--depth", type=int, default=12)
     parser.add_argument("--branching", type=int, default=4)
     parser.add_argument("--outcomes", type=int, default=6)
-    parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
     tree = ChanceTree(depth=args.depth, branching=args.branching, outcomes=args.outcomes,
                       informed=True)

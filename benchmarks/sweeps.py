@@ -24,19 +24,16 @@ below the root):
 Runners (`RUNNERS`): ours `uct`, `alphazero` (no root noise) and `gumbel`;
 mctx `muzero` (the counterpart of alphazero: identical visit counts) and
 `gumbel_muzero`. A cell is one jitted search of B roots; its figure is
-B x num_simulations / the median wall time of a call over interleaved
-rounds (`harness.interleaved_rounds`: every runner of the cell once per
-round, the order reversed every other round), and the ratio ours / mctx is
-formed within each round (median and range reported).
+B x num_simulations / the median seconds of a call, its runners timed in
+the same rounds (`harness.interleaved_rounds`), ours / mctx per round.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Dict, List, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import jax
-import jax.numpy as jnp
 
 import envs
 import mcts_jax
@@ -113,9 +110,7 @@ def compiled_search(problem: str, runner: str, num_simulations: int) -> Callable
               "mctx_gumbel": mctx.gumbel_muzero_policy}[runner]
 
     def their_search(params, key, root, invalid):
-        their_root = mctx.RootFnOutput(prior_logits=root.prior_logits, value=root.value,
-                                       embedding=root.embedding)
-        return policy(params, key, their_root, their_fn, num_simulations,
+        return policy(params, key, harness.mctx_root(mctx, root), their_fn, num_simulations,
                       invalid_actions=invalid).action
     return jax.jit(their_search)
 
@@ -130,38 +125,33 @@ def available_runners(runners: Sequence[str]) -> List[str]:
 
 
 def measure_cell(problem: str, runners: Sequence[str], batch_size: int, num_simulations: int,
-                 rounds: int) -> List[Dict[str, Any]]:
+                 rounds: int, deadline: Optional[float] = None) -> List[Dict[str, Any]]:
     """One row per runner for one cell, all runners timed in the same
-    interleaved rounds (`harness.interleaved_rounds`): sims_per_s (median
-    over rounds) and its range, us_per_sim (per batch), compile_s, the
-    per-round seconds, and for ours with a counterpart in `runners` the
-    per-round ratio ours / mctx (`ratio`, `ratio_min`, `ratio_max`)."""
+    interleaved rounds (`harness.interleaved_rounds`, up to `rounds`, fewer
+    where `deadline` comes first): sims_per_s (median over rounds) and its
+    range, us_per_sim (per batch), compile_s, the per-round seconds, and for
+    ours with a counterpart in `runners` the per-round ratio ours / mctx
+    (`ratio`, `ratio_min`, `ratio_max`)."""
     setup = problem_setup(problem, batch_size)
     key = jax.random.key(3)
     sides = {runner: functools.partial(compiled_search(problem, runner, num_simulations),
                                        setup["params"], key, setup["root"], setup["invalid"])
              for runner in runners}
-    pairs = [(ours, theirs) for ours, theirs in list(COUNTERPARTS.items())
-             + list(LAYOUT_PAIRS.items()) if ours in runners and theirs in runners]
-    result = harness.interleaved_rounds(sides, rounds, pairs)
+    pairs = list(COUNTERPARTS.items()) + list(LAYOUT_PAIRS.items())
+    result = harness.interleaved_rounds(sides, rounds, pairs, deadline=deadline)
     work = batch_size * num_simulations
     rows = []
     for runner in runners:
         side = result["sides"][runner]
         row = dict(problem=problem, runner=runner, B=batch_size, simulations=num_simulations,
-                   sims_per_s=work / side["median_s"], sims_per_s_min=work / side["max_s"],
-                   sims_per_s_max=work / side["min_s"],
+                   **harness.throughput_fields(side, work),
                    us_per_sim=1e6 * side["median_s"] / num_simulations,
-                   compile_s=side["compile_s"], median_s=side["median_s"],
-                   seconds=side["seconds"], rounds=rounds)
+                   median_s=side["median_s"], rounds=result["rounds"])
         ratio = result["ratios"].get(f"{runner}/{COUNTERPARTS.get(runner)}")
         if ratio is not None:
-            row.update(ratio_vs=COUNTERPARTS[runner], ratio=ratio["median"],
-                       ratio_min=ratio["min"], ratio_max=ratio["max"])
-        layout = result["ratios"].get(f"{runner}/{LAYOUT_PAIRS.get(runner)}")
-        if layout is not None:
-            row.update(layout_ratio=layout["median"], layout_ratio_min=layout["min"],
-                       layout_ratio_max=layout["max"])
+            row.update(ratio_vs=COUNTERPARTS[runner], **harness.ratio_fields(ratio))
+        row.update(harness.ratio_fields(
+            result["ratios"].get(f"{runner}/{LAYOUT_PAIRS.get(runner)}"), "layout_ratio"))
         rows.append(row)
     return rows
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tarfile
@@ -93,10 +92,6 @@ def extract(revision: str, folder: str) -> str:
     return folder
 
 
-def spread(values):
-    return dict(median=statistics.median(values), low=min(values), high=max(values))
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--before", default=None, help="also an earlier commit's mcts_jax")
@@ -128,12 +123,12 @@ def main(argv=None) -> int:
     for side in sides:
         row = dict(side=side)
         for part in ("lower_s", "compile_s"):
-            row[part] = spread([t[part] for t in times[side]])
-        row["total_s"] = spread([t["lower_s"] + t["compile_s"] for t in times[side]])
+            row[part] = harness.spread([t[part] for t in times[side]])
+        row["total_s"] = harness.spread([t["lower_s"] + t["compile_s"] for t in times[side]])
         if side != "ours":
             ratios = [(a["lower_s"] + a["compile_s"]) / (b["lower_s"] + b["compile_s"])
                       for a, b in zip(times["ours"], times[side])]
-            row["ours_over_this"] = spread(ratios)
+            row["ours_over_this"] = harness.spread(ratios)
         rows.append(row)
     print(f"\nB = {args.batch_size}, A = {args.actions}, {args.simulations} simulations, "
           f"{args.rounds} rounds (fresh process each), median (range):")
@@ -141,9 +136,9 @@ def main(argv=None) -> int:
         ratio = row.get("ours_over_this")
         print(f"  {row['side']:7s} trace+lower {row['lower_s']['median']:.2f} s, XLA compile "
               f"{row['compile_s']['median']:.2f} s, total {row['total_s']['median']:.2f} s "
-              f"({row['total_s']['low']:.2f}-{row['total_s']['high']:.2f})"
+              f"({row['total_s']['min']:.2f}-{row['total_s']['max']:.2f})"
               + (f"; ours / {row['side']} {ratio['median']:.3f} "
-                 f"({ratio['low']:.3f}-{ratio['high']:.3f})" if ratio else ""))
+                 f"({ratio['min']:.3f}-{ratio['max']:.3f})" if ratio else ""))
     if not args.no_save:
         settings = dict(harness.provenance(), batch_size=args.batch_size, actions=args.actions,
                         simulations=args.simulations, rounds=args.rounds, before=args.before)

@@ -69,9 +69,12 @@ MOVED_MODULES = dict(
         "checkpoint_write", "connect_four_agent", "connect_four_positions",
         "connect_four_recipe", "equal_time", "graph_search", "learned_models",
         "mate_in_two_positions", "parallel_leaves", "search_parts", "search_throughput",
-        "self_play_devices", "simulator_throughput", "stochastic_games", "tree_steps")},
+        "self_play_devices", "simulator_throughput", "stochastic_games", "tree_steps",
+        "engines_judged")},
     **{f"benchmarks.{name}": f"devtools.{name}" for name in (
         "before_after", "call_path", "equivalence", "staleness")})
+# Parts of a module that moved out alone: (old module, its option) -> new module.
+MOVED_PARTS = {("benchmarks.memory", "--runs"): "experiments.memory_runs"}
 # How many changed files the table names.
 SHOWN_CHANGES = 3
 # Longest command the table shows whole (--json and --commands give all).
@@ -97,6 +100,9 @@ def runnable(command: str) -> str:
     if words and re.fullmatch(r"(.*/)?python[0-9.]*", words[0]):
         words[0] = "python"
     words = [MOVED_MODULES.get(word, word) for word in words]
+    for (module, option), new_module in MOVED_PARTS.items():
+        if module in words and option in words:
+            words[words.index(module)] = new_module
     if "--note" in words:
         at = words.index("--note") + 1
         words = words[:at] + [" ".join(words[at:])]

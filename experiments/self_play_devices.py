@@ -59,7 +59,7 @@ def measure(devices: int, num_games: int, simulations: int, repeats: int,
         state = state.replace(self_play=games, buffer=buffer)
         return stats
 
-    timing = harness.time_call(one_move, repeats)
+    timing = harness.interleaved_rounds({"move": one_move}, repeats)["sides"]["move"]
     return dict(devices=devices, games_per_device=num_games // devices,
                 moves_per_s=num_games / timing["median_s"],
                 simulations_per_s=num_games * simulations / timing["median_s"],

@@ -27,11 +27,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, Callable, Dict, List, Sequence
 
-import jax
-
-import mcts_jax
-from benchmarks import harness
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from benchmarks import gpu_search, harness
 
 FULL_SIMULATIONS = (32, 64, 128, 256, 512, 1024, 2048, 4096)
 QUICK_SIMULATIONS = (32, 128, 512)
@@ -39,72 +35,16 @@ COLUMNS = ["simulations", "side", "mean_depth", "ns_per_edge", "ns_per_edge_min"
            "ns_per_edge_max", "us_per_simulation", "ours/mctx edges per s", "compile_s"]
 
 
-def searches(batch_size: int, num_actions: int, num_simulations: int,
-             seed: int = 0) -> Dict[str, Dict[str, Callable[[], Any]]]:
-    """{side: {"run": one batched search (timed), "edges": the number of
-    edges its B searches walked in all (untimed)}} for "ours" and, when
-    installed, "mctx"."""
-    problem = HashedProblem(num_actions=num_actions)
-    root, _ = problem.root(random_root_codes(seed + batch_size, batch_size))
-    key = jax.random.key(seed)
-
-    def ours(key, root):
-        return mcts_jax.alphazero_policy(None, key, root, problem.recurrent_fn, num_simulations,
-                                         dirichlet_fraction=0.0)
-
-    sides = {"ours": (ours, root)}
-    try:
-        import mctx
-    except ImportError:
-        mctx = None
-    if mctx is not None:
-        their_fn = harness.mctx_recurrent_fn(problem.recurrent_fn, mctx)
-
-        def theirs(key, root):
-            return mctx.muzero_policy(None, key, root, their_fn, num_simulations,
-                                      dirichlet_fraction=0.0)
-
-        sides["mctx"] = (theirs, mctx.RootFnOutput(prior_logits=root.prior_logits,
-                                                   value=root.value, embedding=root.embedding))
-    out = {}
-    for name, (policy, side_root) in sides.items():
-        run = jax.jit(lambda k, r, policy=policy: policy(k, r).action_weights)
-        # node 0 is the root in both trees; every other node's visits count
-        # the simulations that walked the edge into it
-        edges = jax.jit(lambda k, r, policy=policy: policy(k, r).search_tree
-                        .node_visits[:, 1:].sum())
-        out[name] = dict(run=lambda run=run, r=side_root: run(key, r),
-                         edges=lambda edges=edges, r=side_root: int(edges(key, r)))
-    return out
-
-
 def measure(batch_size: int, num_actions: int, simulations: Sequence[int], rounds: int,
             seed: int = 0, log: Callable[[str], None] = print) -> List[Dict[str, Any]]:
-    """One row per (simulations, side): mean_depth (edges walked / simulations,
-    over the B searches), ns_per_edge (median over the rounds, and its range),
-    us_per_simulation (call seconds / simulations), and for ours the ratio of
-    edges walked per second ours / mctx (median and range over the rounds)."""
+    """One row per (simulations, side) of `benchmarks.gpu_search.tree_step_rows`
+    (the GPU run's part 4 measures the same cells): mean_depth, ns_per_edge
+    (median and range over the rounds), us_per_simulation, and for ours the
+    ratio of edges walked per second ours / mctx (median and range)."""
     rows = []
     for num_simulations in simulations:
-        sides = searches(batch_size, num_actions, num_simulations, seed)
-        edges = {name: side["edges"]() for name, side in sides.items()}
-        pairs = [("ours", "mctx")] if "mctx" in sides else []
-        result = harness.interleaved_rounds({name: side["run"] for name, side in sides.items()},
-                                            rounds, pairs, work=edges)
-        for name, side in result["sides"].items():
-            row = dict(simulations=num_simulations, side=name, B=batch_size, A=num_actions,
-                       edges_walked=edges[name],
-                       mean_depth=edges[name] / (batch_size * num_simulations),
-                       ns_per_edge=1e9 * side["median_s"] / edges[name],
-                       ns_per_edge_min=1e9 * side["min_s"] / edges[name],
-                       ns_per_edge_max=1e9 * side["max_s"] / edges[name],
-                       us_per_simulation=1e6 * side["median_s"] / num_simulations,
-                       compile_s=side["compile_s"], seconds=side["seconds"], rounds=rounds)
-            ratio = result["ratios"].get(f"{name}/mctx")
-            if ratio is not None:
-                row.update({"ours/mctx edges per s": harness.ratio_text(ratio),
-                            "ratio": ratio["median"], "ratio_min": ratio["min"],
-                            "ratio_max": ratio["max"]})
+        for row in gpu_search.tree_step_rows(batch_size, num_actions, num_simulations, rounds,
+                                             seed):
             rows.append(row)
             log(harness.markdown_table(COLUMNS, [row]).splitlines()[-1])
     return rows

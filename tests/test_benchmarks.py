@@ -227,7 +227,7 @@ def test_stochastic_search_2048_row_steps_pgx_on_both_sides():
 
 
 def test_memory_runs_fit_describes_the_measured_points():
-    from benchmarks import memory
+    from experiments import memory_runs as memory
     runs = [dict(B=b, simulations=s, peak_rss_GiB=1.0 + b / 1024) for b in (1024, 4096)
             for s in (32, 800)] + [dict(B=5120, simulations=32, error="killed")]
     fits = {fit["simulations"]: fit for fit in memory.fit_rows(runs)}

@@ -52,11 +52,11 @@ def test_every_part_writes_its_figures_with_provenance(tiny_run):
         assert rows, part
         assert not [row for row in rows if "error" in row or "skipped" in row], (part, rows)
         if part in ("throughput", "chess"):
-            sides = {row["side"] for row in rows}
-            assert {"ours_alphazero", "mctx_muzero"} <= sides
+            runners = {row["runner"] for row in rows}
+            assert {"ours_alphazero", "mctx_muzero"} <= runners
             for row in rows:
                 assert _positive(row["sims_per_s"]) and row["rounds"] >= 1
-                if row["side"].startswith("ours"):
+                if row["runner"].startswith("ours"):
                     assert row["ratio_min"] <= row["ratio"] <= row["ratio_max"]
         if part == "self_play":
             for row in rows:

@@ -153,6 +153,12 @@ def test_moved_modules_run_from_their_new_place():
     for old, new in staleness.MOVED_MODULES.items():
         assert importlib.util.find_spec(old) is None, old
         assert importlib.util.find_spec(new) is not None, new
+    # a part that left a module which stayed: only its own commands move
+    assert staleness.runnable("python -m benchmarks.memory --runs 1024x32 4096x32") \
+        == "python -m experiments.memory_runs --runs 1024x32 4096x32"
+    assert staleness.runnable("python -m benchmarks.memory") == "python -m benchmarks.memory"
+    for (old, _), new in staleness.MOVED_PARTS.items():
+        assert importlib.util.find_spec(old) is not None and importlib.util.find_spec(new), new
 
 
 def test_every_results_file_of_the_repository_is_reported():

@@ -14,13 +14,12 @@ Parts (`--parts`):
 - "gnugo": UCT with random playouts (`--go-simulations`, one position per
   search) against GNU Go `--gnugo-level` on 9x9, in the arena.
 
-    python -m benchmarks.engines_judged --parts puzzles --simulations 32 128
-    python -m benchmarks.engines_judged --parts gnugo --games 4
+    python -m experiments.engines_judged --parts puzzles --simulations 32 128
+    python -m experiments.engines_judged --parts gnugo --games 4
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -166,7 +165,7 @@ def run_gnugo(args, rows):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = harness.parser(__doc__, seed=True)
     parser.add_argument("--parts", nargs="+", default=["puzzles"],
                         choices=["puzzles", "stockfish", "gnugo"])
     parser.add_argument("--recipes", nargs="+", default=list(RECIPES), choices=list(RECIPES))
@@ -181,9 +180,7 @@ def main(argv=None):
     parser.add_argument("--gnugo-level", type=int, default=0)
     parser.add_argument("--games", type=int, default=2)
     parser.add_argument("--opening-moves", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--name", default="engines_judged")
-    parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
     settings = dict(harness.provenance(seed=args.seed), **vars(args))
     puzzles, matches = [], []
