@@ -29,6 +29,10 @@ Problems and judges:
   benchmarks/data/mate_in_two.json (the move is a verified mating first
   move); evaluator `Minimax(depth=1)`, `max_children=218`.
 
+The sizes (`FULL_LIMITS`, `FULL_SIMULATIONS`) fit the shared 2-core CPU
+machine: Connect Four's first 300 positions, chess's first 8 (mates in one)
+at N 16 and 32 only; `--limit`, `--simulations` ask for more.
+
     python -m benchmarks.anytime_savings            # the measurement
     python -m benchmarks.anytime_savings --quick    # tiny shapes, a smoke run
 """
@@ -54,7 +58,11 @@ PROBLEMS = ("tictactoe", "connect_four", "chess_mates")
 # 300 of Connect Four's 1000 (the file is shuffled, so a prefix mixes every
 # stage): 1000 x 800 simulations of random playouts take minutes per call on
 # the 2-core machine, and each side is called rounds + 2 times.
-FULL_LIMITS = dict(tictactoe=0, connect_four=300, chess_mates=0)
+# Chess is slower still: Minimax(depth=1) steps pgx chess for every child of
+# every leaf (about 0.5 s per simulation for 4 boards on that machine), so
+# the full run searches the first 8 positions (mates in one) at N 16 and 32.
+FULL_LIMITS = dict(tictactoe=0, connect_four=300, chess_mates=8)
+FULL_SIMULATIONS = dict(tictactoe=[200, 800], connect_four=[200, 800], chess_mates=[16, 32])
 QUICK_LIMITS = dict(tictactoe=24, connect_four=24, chess_mates=4)
 COLUMNS = ["problem", "N", "B", "positions", "sims_mean", "sims_median", "saved_pct",
            "same_move_pct", "accuracy_full", "accuracy_stopped", "full_s", "stopped_s",
@@ -186,7 +194,7 @@ def measure(args) -> List[Dict[str, Any]]:
         sample = np.random.default_rng(args.seed).choice(count, min(args.sample, count),
                                                          replace=False)
         sample_states = jax.tree.map(lambda x: x[np.sort(sample)], problem["states"])
-        for num_simulations in args.simulations:
+        for num_simulations in args.simulations or FULL_SIMULATIONS[name]:
             rows.append(cell(name, problem, problem["states"], num_simulations, args.rounds,
                              problem["judge"]))
             rows.append(cell(name, problem, sample_states, num_simulations, args.rounds, None))
@@ -210,7 +218,8 @@ def main(argv=None):
                         help="tiny shapes (QUICK_LIMITS positions), N 16 and 48, a sample "
                              "of 3, 2 rounds")
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=PROBLEMS)
-    parser.add_argument("--simulations", nargs="+", type=int, default=None)
+    parser.add_argument("--simulations", nargs="+", type=int, default=None,
+                        help="budgets N for every problem (default: FULL_SIMULATIONS)")
     parser.add_argument("--limit", nargs="+", default=None, metavar="PROBLEM=COUNT",
                         help="the first COUNT positions of a problem's set (0: all)")
     parser.add_argument("--sample", type=int, default=None,
@@ -221,11 +230,13 @@ def main(argv=None):
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
     quick = dict(simulations=[16, 48], limit=QUICK_LIMITS, sample=3, rounds=2)
-    full = dict(simulations=[200, 800], limit=FULL_LIMITS, sample=16,
+    full = dict(simulations=None, limit=FULL_LIMITS, sample=16,
                 rounds=harness.ROUNDS["quick"])
     for key, value in (quick if args.quick else full).items():
         if getattr(args, key) is None:
             setattr(args, key, value)
+    if args.simulations and min(args.simulations) < 1:
+        raise SystemExit(f"--simulations: every budget must be >= 1, got {args.simulations}")
     if isinstance(args.limit, list):
         args.limit = parse_limits(args.limit)
     args.name = args.name or ("anytime_savings-quick" if args.quick else "anytime_savings")
