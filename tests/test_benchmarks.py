@@ -249,6 +249,30 @@ def test_checkpoint_write_times_both_sides_of_a_random_state(tmp_path):
     assert not os.path.exists(tmp_path / "tic_tac_toe_default")  # its checkpoints removed
 
 
+def test_anytime_savings_quick_keeps_every_move_and_spends_at_most_n():
+    """The --quick path of benchmarks/anytime_savings.py at tiny shapes (Connect
+    Four, where random playouts decide rows early): the VisitGap search plays
+    the full search's move on every row, at the batch and one row per call,
+    and spends no more than N."""
+    from benchmarks import anytime_savings
+    rows = anytime_savings.main(["--quick", "--problems", "connect_four", "--simulations",
+                                 "24", "--rounds", "1", "--limit", "connect_four=12",
+                                 "--sample", "2", "--no-save"])
+    assert [(row["N"], row["B"]) for row in rows] == [(24, 12), (24, 1)]
+    for row in rows:
+        assert row["same_move_pct"] == 100.0
+        assert 0 < row["sims_median"] <= 24 and 0 < row["sims_mean"] <= 24
+        assert row["saved_pct"] == round(100 * (1 - row["sims_mean"] / 24), 1)
+        assert sum(row["spent_histogram"]) == row["positions"]
+        assert set(row["timing"]["sides"]) == {"full", "stopped"}
+    batch = rows[0]
+    assert batch["accuracy_full"] == batch["accuracy_stopped"]  # equal moves, equal judge
+    assert 0.0 <= batch["accuracy_full"] <= 1.0
+    assert any(row["saved_pct"] > 0 for row in rows)  # the rule does stop rows
+    with pytest.raises(SystemExit, match="--limit: expected PROBLEM=COUNT"):
+        anytime_savings.main(["--quick", "--limit", "go=3", "--no-save"])
+
+
 def test_readme_block_is_replaced_not_duplicated(tmp_path):
     from benchmarks import run
     readme = tmp_path / "README.md"
