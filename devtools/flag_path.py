@@ -12,7 +12,9 @@ application (train.py and training/) does with the value on the way:
 
   handed on  the functions that returned it (the parsed flags, the settings
              dict, the config, a record), in the order they returned;
-  on stack   the frames on the stack at its use, outermost first.
+  on stack   the frames on the stack at its use, outermost first, each with
+             the types of its arguments that hold the value (the whole
+             TrainConfig, a record, the number itself).
 
 A call counts once (its file and function); the files are those of the
 counted calls. It prints; it writes no results file (a property of the code:
@@ -73,6 +75,16 @@ def _application(path: str, name: str = "") -> bool:
             and not name.endswith(("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>")))
 
 
+def _carriers(frame, field: str, marker: float) -> str:
+    """The types of the frame's arguments that hold the marker ("self"'s
+    included): what the call was given to reach the value through."""
+    code = frame.f_code
+    count = code.co_argcount + code.co_kwonlyargcount
+    count += bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)  # *args, **kwargs
+    values = [frame.f_locals.get(name) for name in code.co_varnames[:count]]
+    return ", ".join(sorted({type(v).__name__ for v in values if carries(v, field, marker)}))
+
+
 def flag_path(field: str, marker: float, train_args: List[str]):
     """(handed_on, on_stack, use): lists of (file, function) and the use's
     (file, function) in the core."""
@@ -94,9 +106,11 @@ def flag_path(field: str, marker: float, train_args: List[str]):
             if any(carries(v, field, marker) for k, v in arguments.items() if k != "self"):
                 stack, outer = [], frame.f_back
                 while outer is not None:
-                    stack.append(_where(outer))
+                    where = _where(outer)
+                    if _application(*where):
+                        stack.append(where + (_carriers(outer, field, marker),))
                     outer = outer.f_back
-                found.append(([w for w in stack[::-1] if _application(*w)], (path, name)))
+                found.append((stack[::-1], (path, name)))
                 raise _Reached
 
     with tempfile.TemporaryDirectory() as folder:
@@ -112,7 +126,7 @@ def flag_path(field: str, marker: float, train_args: List[str]):
     if not found:
         raise SystemExit(f"the marker {marker} of --{field} never reached mcts_jax")
     on_stack, use = found[0]
-    handed_on = [w for w in handed_on if w not in on_stack]
+    handed_on = [w for w in handed_on if w not in [frame[:2] for frame in on_stack]]
     return handed_on, on_stack, use
 
 
@@ -133,16 +147,16 @@ def main(argv=None) -> int:
         ROOT = os.path.realpath(args.checkout)
     train_args = args.train_args or ["--game", "tic_tac_toe", "--policy", "alphazero"]
     handed_on, on_stack, use = flag_path(args.flag, args.value, train_args)
-    calls = handed_on + on_stack
+    calls = handed_on + [frame[:2] for frame in on_stack]
     files = sorted({path for path, _ in calls})
     print(f"--{args.flag.replace('_', '-')} ({' '.join(train_args)}): {len(calls)} calls in "
           f"{len(files)} files to its use, {use[0]}:{use[1]}")
     print("  handed on (returned it):")
     for path, name in handed_on:
         print(f"    {path}: {name}")
-    print("  on the stack at its use:")
-    for path, name in on_stack:
-        print(f"    {path}: {name}")
+    print("  on the stack at its use (the arguments that hold it):")
+    for path, name, carriers in on_stack:
+        print(f"    {path}: {name} ({carriers or 'none: a local it made'})")
     print(f"  files: {', '.join(files)}")
     return 0
 
