@@ -114,7 +114,9 @@ class TrainConfig:
     Each field carries its --help text, its check and whether it fixes array
     shapes (`setting`); `validate` and the command line read them from here.
     Field names follow the library's keyword arguments (`num_simulations`,
-    `max_num_considered_actions`, ...).
+    `max_num_considered_actions`, ...). The fields stay flat (flags,
+    `TrainConfig(field=...)`, config.json); `records` groups them by concern
+    for the parts of a run (`Records`).
     """
 
     game: str = setting("tic_tac_toe", "game to train (see envs.GAMES and docs/games.md)",
@@ -371,7 +373,8 @@ def algorithm_kind(name: str) -> AlgorithmKind:
 
 @dataclasses.dataclass(frozen=True)
 class GameConfig:
-    """The game record: what `make_game` reads (3 fields).
+    """The game record: what `make_game` reads, and the games' length limit
+    that self-play plays by (3 fields).
 
     game: its name. max_game_length: plies before a game counts as a draw
     (0: the rules'). discount: a one-player game's one-move discount.
