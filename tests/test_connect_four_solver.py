@@ -365,7 +365,7 @@ def test_tiny_training_run_writes_the_solver_metrics(tmp_path, monkeypatch):
     assert os.path.getsize(os.path.join(run_dir, "plots", "solver.png")) > 1000
     summary = dict(summary, final_vs_solver_first_wins=3, final_vs_solver_first_draws=1,
                    final_vs_solver_first_losses=0)
-    described = reporting.describe_summary(config, summary, "gumbel")
+    described = reporting.describe_summary(config.records.evaluation, summary, "gumbel")
     assert any("moving first vs the perfect solver (bitbully): 3 wins, 1 draws, 0 losses in 4 "
                "games" in line for line in described)
     assert any(f"first move from the empty board: column {summary['final_first_move']}" in line

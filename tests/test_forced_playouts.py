@@ -8,6 +8,7 @@ import jax
 import numpy as np
 import pytest
 
+import envs
 import mcts_jax
 from mcts_jax import selection
 from mcts_jax import tree as tree_lib
@@ -118,7 +119,7 @@ def test_training_uses_forced_playouts_in_self_play_only():
     config = config_lib.resolve(dict(game="tic_tac_toe", policy="alphazero",
                                      forced_playouts=2.0))
     config_lib.validate(config)
-    assert config_lib.self_play_policy(config, 9).forced_playouts == 2.0
+    assert config_lib.self_play_policy(config.records.search, envs.make("tic_tac_toe")).forced_playouts == 2.0
     evaluation = policies.policy_from_name("alphazero", num_actions=9, root_noise=False,
                                            forced_playouts=2.0)
     assert evaluation.forced_playouts == 0.0

@@ -179,10 +179,10 @@ def test_augmentation_maps_a_whole_window_through_one_symmetry(game):
                                      num_unroll_steps=3))
     _, _, _, learner = loop.build(config)
     assert learner.symmetries == game
-    tables = config_lib.make_game(config).symmetry_tables()
+    tables = config_lib.make_game(config.records.game).symmetry_tables()
     count, num_actions = tables["action"].shape
     n, steps = 64, 4
-    shape = config_lib.make_game(config).observation_shape
+    shape = config_lib.make_game(config.records.game).observation_shape
     observation = jax.random.normal(jax.random.key(0), (n, steps) + shape)
     actions = jax.random.randint(jax.random.key(1), (n, steps - 1), 0, num_actions)
     policy = jax.nn.one_hot(jnp.concatenate([actions, actions[:, :1]], axis=1), num_actions)

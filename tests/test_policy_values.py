@@ -146,7 +146,7 @@ def test_train_searches_with_a_user_policy_value(tmp_path):
     assert isinstance(player.policy, custom_rules.FlattenedRootPolicy)
     assert player.policy.options.max_nodes == config.search_max_nodes
     with pytest.raises(TypeError, match="policy value"):
-        config_lib.self_play_policy(config, 9, "alphazero")
+        config_lib.self_play_policy(config.records.search, player.game, "alphazero")
 
 
 def test_mctx_family_defaults_and_several_paths_per_step_from_a_name():

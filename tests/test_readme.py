@@ -69,7 +69,8 @@ def test_training_command_says_what_it_trains():
     from training import config as config_lib
     config = config_lib.resolve({})
     assert config.game == "tic_tac_toe"
-    policy = config_lib.self_play_policy(config, num_actions=9)
+    policy = config_lib.self_play_policy(config.records.search,
+                                         config_lib.make_game(config.records.game))
     assert isinstance(policy, mcts_jax.GumbelPolicy), type(policy).__name__
     text = " ".join(readme().split())
     assert "train an AlphaZero agent" not in text

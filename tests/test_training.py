@@ -252,12 +252,13 @@ def test_one_player_games_are_made_with_the_config_discount():
     """`--discount` reaches the true game of a one-player run (its search
     and, through `SelfPlay.credit`, its value targets); a two-player game
     keeps its -1 between players and ignores it."""
-    game = config_lib.make_game(config_lib.resolve({"game": "2048", "discount": 0.95}))
+    game = config_lib.make_game(config_lib.resolve({"game": "2048", "discount": 0.95}).records.game)
     assert game.discount == 0.95 and game is envs.make("2048", discount=0.95)
     preset_discount = presets.for_game("2048").defaults["discount"]
     assert preset_discount < 1.0  # 2048's AlphaZero discounts its returns
-    assert config_lib.make_game(config_lib.resolve({"game": "2048"})).discount == preset_discount
-    board = config_lib.make_game(config_lib.resolve({"game": "tic_tac_toe", "discount": 0.95}))
+    assert config_lib.make_game(config_lib.resolve({"game": "2048"}).records.game).discount == preset_discount
+    board = config_lib.make_game(
+        config_lib.resolve({"game": "tic_tac_toe", "discount": 0.95}).records.game)
     assert board is GAME and board.discount == 1.0
     with pytest.raises(ValueError, match=r"discount must be in \(0, 1\]"):
         config_lib.resolve({"game": "2048", "discount": 0.0})
@@ -368,7 +369,7 @@ def test_the_build_step_chooses_the_algorithm_once(algorithm):
     config = config_lib.resolve(dict(game=game, preset="tiny", algorithm=algorithm))
     parts = build.build(config)
     expected = build.AlphaZero if algorithm == "alphazero" else build.MuZeroFamily
-    assert type(parts.algorithm) is expected and parts.algorithm.config == config
+    assert type(parts.algorithm) is expected and parts.algorithm.records == config.records
     assert build.build(config) is parts  # cached: compiled steps are shared
     assert parts.self_play.policy.takes_chance_nodes == (game == "2048")
     agent = Agent(config=config, game=parts.game, model=parts.model, variables=None,
@@ -413,7 +414,7 @@ def test_graph_self_play_keeps_one_node_per_position(tiny_setup):
     model, variables = tiny_setup
     config = config_lib.resolve({"transpositions": True, "reuse_tree": True,
                                  "num_simulations": 24})
-    policy = config_lib.self_play_policy(config, GAME.num_actions)
+    policy = config_lib.self_play_policy(config.records.search, GAME)
     assert policy.options.transpositions and policy.options.position_key == GAME.position_key
     with pytest.raises(ValueError, match="--transpositions needs --algorithm alphazero"):
         config_lib.resolve({"transpositions": True, "algorithm": "muzero"})

@@ -20,8 +20,8 @@ def test_stochastic_games_resolve_and_refuse_what_they_cannot_do():
     assert (config.policy, config.value_head, config.value_scale) == ("alphazero", "linear", 1000.0)
     assert config_lib.resolve({"game": "backgammon"}).value_scale == 3.0
     gumbel = config_lib.resolve({"game": "backgammon", "policy": "gumbel"})
-    assert config_lib.search_policy_name(gumbel) == "stochastic_gumbel"
-    assert config_lib.search_policy_name(config) == "stochastic"
+    assert config_lib.search_policy_name(gumbel.records.search) == "stochastic_gumbel"
+    assert config_lib.search_policy_name(config.records.search) == "stochastic"
     with pytest.raises(ValueError, match="--reuse-tree"):
         config_lib.resolve({"game": "2048", "reuse_tree": True})
     with pytest.raises(ValueError, match="--elo-every must be 0 for 2048"):

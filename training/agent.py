@@ -51,7 +51,7 @@ class Agent:
         parts = build_lib.build(config)
         like = jax.eval_shape(parts.model.init, jax.random.key(0))
         checkpointer = checkpoint_lib.Checkpointer(os.path.join(run_dir, "checkpoints"),
-                                                   keep=config.keep_checkpoints)
+                                                   keep=config.records.run.keep_checkpoints)
         try:
             variables, iteration = checkpointer.restore_variables(like, iteration)
             updates = checkpointer.read_meta(iteration).get("updates")
@@ -61,7 +61,7 @@ class Agent:
             warnings.warn(f"{run_dir}: checkpoint {int(iteration)} was taken after 0 learner "
                           f"updates, so its network is untrained (its initial random "
                           f"weights); train longer (more --iterations, or a --preset other "
-                          f"than {config.preset!r})", stacklevel=2)
+                          f"than {config.records.run.preset!r})", stacklevel=2)
         return cls(config=config, game=parts.game, model=parts.model, variables=variables,
                    iteration=int(iteration))
 
@@ -76,7 +76,7 @@ class Agent:
         algorithm's search at `num_simulations` (None: the run's
         final_simulations; 0: the raw policy network, AlphaZero only)."""
         if num_simulations is None:
-            num_simulations = self.config.final_simulations
+            num_simulations = self.config.records.evaluation.final_simulations
         return self.algorithm.agent(self.game, self.model, num_simulations, greedy,
                                     simulations_per_step)
 

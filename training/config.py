@@ -1,4 +1,21 @@
-"""Training configuration: one flat dataclass, defaults per game, presets, the CLI.
+"""Training configuration: one flat dataclass, its records by concern, defaults per
+game, presets, the CLI.
+
+`TrainConfig` is flat: the command line sets it field by field and a run
+folder's config.json saves it so (a run folder written before the records
+loads as it is). `config.records` regroups the fields by concern, once per
+config, and each part of a run is given its own record:
+
+    records.game           GameConfig          make_game
+    records.search         SearchConfig        self_play_policy, the algorithm's agent
+    records.network        networks.NetworkConfig   networks.make_model
+    records.learned_model  LearnedModelConfig  training.muzero.setup (the MuZero family)
+    records.self_play      SelfPlayConfig      SelfPlay / LearnedModelSelfPlay
+    records.replay         ReplayConfig        the replay ring and the loop's first update
+    records.optimizer      OptimizerConfig     learner.make_optimizer, the learners
+    records.evaluation     EvaluationConfig    training.evaluation, the evaluation schedule
+    records.run            RunConfig           the loop: iterations, seed, checkpoints,
+                                               devices; the algorithm (`AlgorithmKind`)
 
 Resolution order (later wins): `TrainConfig` defaults, the game's entry in
 `training.presets` (`presets.for_game(game)`: its default network, its
@@ -15,7 +32,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
+import typing
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import envs
@@ -40,7 +59,40 @@ def setting(default: Any, help: str, check: Optional[str] = None,
         help=help, check=check, choices=choices, shape=shape))
 
 
-ALGORITHMS = ("alphazero", "muzero", "gumbel_muzero", "stochastic_muzero")
+@dataclasses.dataclass(frozen=True)
+class AlgorithmKind:
+    """What sets one --algorithm apart, looked up once from its name
+    (`ALGORITHM_KINDS`; `records.run.algorithm`): the places that differ by
+    algorithm ask these attributes, or the algorithm value built from them
+    (`training.build.algorithm_for`), and never compare the name.
+
+    name: the --algorithm name. title: for reports.
+    learned_model: the search steps a learned model (the MuZero family),
+      not the game.
+    chance_codes: the model learns chance codes (Stochastic MuZero).
+    sampled_opening: self-play samples the first --temperature-moves plies
+      from the visit counts (MuZero's PUCT; AlphaZero decides by --policy).
+    policy: the search policy's name ("": --policy's, with chance nodes for
+      Stochastic MuZero).
+    """
+
+    name: str
+    title: str
+    learned_model: bool
+    chance_codes: bool = False
+    sampled_opening: bool = False
+    policy: str = ""
+
+
+ALGORITHM_KINDS: Dict[str, AlgorithmKind] = {kind.name: kind for kind in (
+    AlgorithmKind("alphazero", "AlphaZero", learned_model=False),
+    AlgorithmKind("muzero", "MuZero", learned_model=True, sampled_opening=True,
+                  policy="muzero"),
+    AlgorithmKind("gumbel_muzero", "Gumbel MuZero", learned_model=True, policy="gumbel_muzero"),
+    AlgorithmKind("stochastic_muzero", "Stochastic MuZero", learned_model=True,
+                  chance_codes=True),
+)}
+ALGORITHMS = tuple(ALGORITHM_KINDS)
 
 # check name -> (predicate, what the value must be)
 CHECKS: Dict[str, Tuple[Callable[[Any], bool], str]] = {
@@ -62,7 +114,9 @@ class TrainConfig:
     Each field carries its --help text, its check and whether it fixes array
     shapes (`setting`); `validate` and the command line read them from here.
     Field names follow the library's keyword arguments (`num_simulations`,
-    `max_num_considered_actions`, ...).
+    `max_num_considered_actions`, ...). The fields stay flat (flags,
+    `TrainConfig(field=...)`, config.json); `records` groups them by concern
+    for the parts of a run (`Records`).
     """
 
     game: str = setting("tic_tac_toe", "game to train (see envs.GAMES and docs/games.md)",
@@ -257,34 +311,40 @@ class TrainConfig:
                                "simulation) or local (each device alone, no communication, "
                                "its own random numbers)", choices=("exact", "local"))
 
-    # ---- derived -----------------------------------------------------------
+    # ---- the records: the settings by concern --------------------------------
+    @functools.cached_property
+    def records(self) -> "Records":
+        """The settings by concern (`Records`), built once per config, on
+        first use (`validate` reads them, so `resolve` and `resume_config`
+        build them). Each part of a run is given its own record. A record's
+        field is the TrainConfig field of its name, but for the derived ones
+        computed here (and the network's, `NETWORK_FIELDS`)."""
+        derived = dict(
+            max_nodes=self.max_nodes or (self.num_simulations + 1) * (4 if self.reuse_tree else 1),
+            chance_nodes=is_stochastic(self.game),
+            slots=max(1, -(-self.replay_size // self.num_games)),
+            total_updates=self.iterations * self.updates_per_iteration,
+            algorithm=algorithm_kind(self.algorithm))
+        made = {concern: record(**{
+            f.name: derived[f.name] if f.name in derived else getattr(self, f.name)
+            for f in dataclasses.fields(record)})
+            for concern, record in typing.get_type_hints(Records).items() if concern != "network"}
+        return Records(network=self.network_config(), **made)
+
     def network_config(self) -> networks.NetworkConfig:
-        return networks.NetworkConfig(kind=self.network, channels=self.channels,
-                                      num_blocks=self.blocks, hidden=self.hidden,
-                                      num_layers=self.layers, value_hidden=self.value_hidden,
-                                      value_head=self.value_head, value_scale=self.value_scale)
+        """The network record (`records.network`)."""
+        return networks.NetworkConfig(**{name: getattr(self, field)
+                                         for name, field in NETWORK_FIELDS.items()})
 
     @property
     def evaluation(self) -> "EvaluationConfig":
-        """The evaluation's settings (`training.evaluation.Evaluation` is
-        given these alone)."""
-        return EvaluationConfig(**{f.name: getattr(self, f.name)
-                                   for f in dataclasses.fields(EvaluationConfig)})
-
-    @property
-    def replay_slots(self) -> int:
-        """T, time slots of the [T, B] replay ring."""
-        return max(1, -(-self.replay_size // self.num_games))
+        """The evaluation record (`records.evaluation`)."""
+        return self.records.evaluation
 
     @property
     def search_max_nodes(self) -> int:
-        if self.max_nodes:
-            return self.max_nodes
-        return (self.num_simulations + 1) * (4 if self.reuse_tree else 1)
-
-    @property
-    def total_updates(self) -> int:
-        return self.iterations * self.updates_per_iteration
+        """The self-play tree's capacity (`records.search.max_nodes`)."""
+        return self.records.search.max_nodes
 
     def to_json(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)
@@ -295,12 +355,168 @@ class TrainConfig:
         return cls(**known_settings(data, "config.json"))
 
 
+# ---- the records -------------------------------------------------------------
+# TrainConfig stays flat: the command line sets it and config.json saves it,
+# field by field. `TrainConfig.records` regroups its fields by concern, once
+# per config; a record's field has its TrainConfig field's name and meaning
+# (its --help), except the few derived ones, marked "derived". Every
+# TrainConfig field is in exactly one record (max_game_length in two: the
+# game's rule, which the evaluation's matches play by too).
+
+
+def algorithm_kind(name: str) -> AlgorithmKind:
+    """The `AlgorithmKind` of an --algorithm name; ValueError naming the flag."""
+    if name not in ALGORITHM_KINDS:
+        raise ValueError(f"--algorithm must be one of {ALGORITHMS}, got {name!r}")
+    return ALGORITHM_KINDS[name]
+
+
+@dataclasses.dataclass(frozen=True)
+class GameConfig:
+    """The game record: what `make_game` reads, and the games' length limit
+    that self-play plays by (3 fields).
+
+    game: its name. max_game_length: plies before a game counts as a draw
+    (0: the rules'). discount: a one-player game's one-move discount.
+    """
+
+    game: str
+    max_game_length: int
+    discount: float
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchConfig:
+    """The search record: how self-play searches (`self_play_policy`,
+    `search_policy_name`; 12 fields).
+
+    policy, num_simulations, simulations_per_step, reuse_tree,
+    transpositions, dirichlet_fraction, dirichlet_alpha, forced_playouts,
+    max_num_considered_actions, search_mode: the flags'.
+    max_nodes (derived): the tree's capacity, --max-nodes or, for 0,
+      num_simulations + 1 (x 4 with --reuse-tree).
+    chance_nodes (derived): the game has chance nodes (backgammon, 2048):
+      the search with true rules is the stochastic one.
+    """
+
+    policy: str
+    num_simulations: int
+    simulations_per_step: int
+    max_nodes: int
+    reuse_tree: bool
+    transpositions: bool
+    dirichlet_fraction: float
+    dirichlet_alpha: float
+    forced_playouts: float
+    max_num_considered_actions: int
+    search_mode: str
+    chance_nodes: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class SelfPlayConfig:
+    """The self-play record: the games self-play plays (`SelfPlay`'s
+    settings beside its search; 9 fields).
+
+    num_games (B), moves_per_iteration, temperature_moves, the random
+    openings (random_opening_plies, random_opening_fraction,
+    random_opening_interleaved), playout cap randomisation
+    (fast_simulations, full_search_fraction) and search_value_weight (the
+    value targets' share of the root's value): the flags'.
+    """
+
+    num_games: int
+    moves_per_iteration: int
+    temperature_moves: int
+    random_opening_plies: int
+    random_opening_fraction: float
+    random_opening_interleaved: float
+    fast_simulations: int
+    full_search_fraction: float
+    search_value_weight: float
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayConfig:
+    """The replay record: the ring of samples (3 fields).
+
+    replay_size, min_replay: the flags'. slots (derived): T of the [T, B]
+    ring, replay_size / num_games rounded up.
+    """
+
+    replay_size: int
+    min_replay: int
+    slots: int
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizerConfig:
+    """The optimizer record: what the learner is given (the optimiser's
+    schedule, `learner.make_optimizer`, and its minibatches; 10 fields).
+
+    learning_rate, warmup_fraction, end_learning_rate_fraction, weight_decay,
+    clip_norm, train_batch_size, updates_per_iteration, value_weight,
+    augment: the flags'. total_updates (derived): iterations x
+    updates_per_iteration, the schedule's length.
+    """
+
+    learning_rate: float
+    warmup_fraction: float
+    end_learning_rate_fraction: float
+    weight_decay: float
+    clip_norm: float
+    train_batch_size: int
+    updates_per_iteration: int
+    value_weight: float
+    augment: bool
+    total_updates: int
+
+
+@dataclasses.dataclass(frozen=True)
+class LearnedModelConfig:
+    """The learned-model record: the MuZero family's model, targets and
+    losses (`training.muzero.setup`; 13 fields, the flags' marked "learned
+    model" or "stochastic_muzero" in --help)."""
+
+    latent_size: int
+    num_unroll_steps: int
+    value_targets: str
+    td_steps: int
+    support_bound: float
+    support_bins: int
+    support_transform: bool
+    chance_codes: int
+    commitment_weight: float
+    code_usage_weight: float
+    consistency_weight: float
+    reanalyse_fraction: float
+    reanalyse_simulations: int
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """The run record: what the loop itself reads (9 fields).
+
+    algorithm: the `AlgorithmKind` of --algorithm (chosen here, once).
+    preset, seed, iterations, max_training_s, overlap_phases,
+    checkpoint_every, keep_checkpoints, devices: the flags'.
+    """
+
+    algorithm: AlgorithmKind
+    preset: str
+    seed: int
+    iterations: int
+    max_training_s: float
+    overlap_phases: bool
+    checkpoint_every: int
+    keep_checkpoints: int
+    devices: int
+
+
 @dataclasses.dataclass(frozen=True)
 class EvaluationConfig:
-    """The settings of a run's evaluation: what `training.evaluation` reads
-    (`TrainConfig.evaluation`; each field's meaning is its TrainConfig
-    field's --help). The flat TrainConfig stays what the command line sets
-    and config.json saves.
+    """The evaluation record: what `training.evaluation` and the loop's
+    evaluation schedule read (15 fields).
 
     eval_every / elo_every: iterations between evaluations / Elo snapshots.
     eval_games, eval_simulations: the periodic matches (games per opponent,
@@ -329,6 +545,30 @@ class EvaluationConfig:
     solver_games: int
     final_solver_positions: int
     max_game_length: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Records:
+    """A TrainConfig's settings by concern (`TrainConfig.records`): game,
+    search, network (`networks.NetworkConfig`), learned_model, self_play,
+    replay, optimizer, evaluation, run."""
+
+    game: GameConfig
+    search: SearchConfig
+    network: networks.NetworkConfig
+    learned_model: LearnedModelConfig
+    self_play: SelfPlayConfig
+    replay: ReplayConfig
+    optimizer: OptimizerConfig
+    evaluation: EvaluationConfig
+    run: RunConfig
+
+
+# The TrainConfig field each NetworkConfig field comes from (its names are
+# the library's: num_blocks, num_layers, kind).
+NETWORK_FIELDS = dict(kind="network", channels="channels", num_blocks="blocks",
+                      hidden="hidden", num_layers="layers", value_hidden="value_hidden",
+                      value_head="value_head", value_scale="value_scale")
 
 
 def known_settings(settings: Dict[str, Any], source: str) -> Dict[str, Any]:
@@ -426,35 +666,39 @@ def is_stochastic(game: str) -> bool:
     return game in envs.CHANCE_GAMES
 
 
-def self_play_policy(config: TrainConfig, num_actions: int, policy: Any = None):
-    """The policy value self-play searches with.
+def self_play_policy(search: SearchConfig, game, policy: Any = None):
+    """The policy value self-play searches with, from the search record
+    alone (`game`: the `envs` game, its number of actions and position keys).
 
-    policy None: `--policy` by name (`training.policies`, "stochastic" for
-      the stochastic games), root noise on, the most visited move (or
-      Gumbel's choice), with the run's capacity and paths per step.
+    policy None: `--policy` by name (`training.policies`, with chance nodes
+      for the stochastic games: `search_policy_name`), root noise on, the
+      most visited move (or Gumbel's choice), with the run's capacity and
+      paths per step.
     policy a `mcts_jax.Policy` value (a user's own, say): used as it is,
       except that a policy which leaves `max_nodes` unset gets the run's
-      capacity (`search_max_nodes`, room for a reused subtree).
+      capacity (`search.max_nodes`, room for a reused subtree).
     """
+    if not isinstance(search, SearchConfig):
+        raise TypeError(f"self_play_policy: search must be a SearchConfig (a TrainConfig's "
+                        f"records.search), got {type(search).__name__}")
     if policy is not None:
         if isinstance(policy, str) or not hasattr(policy, "options"):
             raise TypeError(f"policy must be a policy value (mcts_jax.Policy), got "
                             f"{policy!r}; a name goes in the config: policy="
                             f"{sorted(policies.POLICIES)}")
         if policy.options.max_nodes is None:
-            policy = policy.replace(max_nodes=config.search_max_nodes)
+            policy = policy.replace(max_nodes=search.max_nodes)
         return policy
-    name = search_policy_name(config)
-    changes = dict(max_nodes=config.search_max_nodes)
-    if config.simulations_per_step > 1:
-        changes["simulations_per_step"] = config.simulations_per_step
-    if config.transpositions:
-        changes.update(transpositions=True, position_key=envs.make(config.game).position_key)
+    changes = dict(max_nodes=search.max_nodes)
+    if search.simulations_per_step > 1:
+        changes["simulations_per_step"] = search.simulations_per_step
+    if search.transpositions:
+        changes.update(transpositions=True, position_key=game.position_key)
     return policies.policy_from_name(
-        name, num_actions=num_actions, root_noise=True, sample_action=False,
-        max_num_considered_actions=config.max_num_considered_actions,
-        dirichlet_fraction=config.dirichlet_fraction, dirichlet_alpha=config.dirichlet_alpha,
-        forced_playouts=config.forced_playouts, **changes)
+        search_policy_name(search), num_actions=game.num_actions, root_noise=True,
+        sample_action=False, max_num_considered_actions=search.max_num_considered_actions,
+        dirichlet_fraction=search.dirichlet_fraction, dirichlet_alpha=search.dirichlet_alpha,
+        forced_playouts=search.forced_playouts, **changes)
 
 
 def resolve(explicit: Dict[str, Any]) -> TrainConfig:
@@ -532,40 +776,44 @@ def validate(config: TrainConfig) -> None:
     if config.max_nodes and config.max_nodes < config.num_simulations + 1:
         raise ValueError(f"--max-nodes must be 0 or >= --num-simulations + 1, got "
                          f"{config.max_nodes}")
-    if config.forced_playouts and (config.policy != "alphazero" or config.algorithm
-                                   != "alphazero" or is_stochastic(config.game)):
+    algorithm = config.records.run.algorithm
+    if config.forced_playouts and (config.policy != "alphazero" or algorithm.learned_model
+                                   or is_stochastic(config.game)):
         raise ValueError(f"--forced-playouts is for --policy alphazero self-play with the "
                          f"true rules (PUCT at the root; Gumbel's halving has its own "
                          f"target), got --policy {config.policy} --algorithm "
                          f"{config.algorithm} on {config.game}")
-    if config.transpositions and (config.algorithm != "alphazero" or is_stochastic(config.game)):
+    if config.transpositions and (algorithm.learned_model or is_stochastic(config.game)):
         raise ValueError(f"--transpositions needs --algorithm alphazero on a deterministic game "
                          f"(positions are the game's states, keyed by its rules; a learned "
                          f"model's states and chance nodes have no such keys), got "
                          f"--algorithm {config.algorithm} on {config.game}")
-    if config.algorithm != "alphazero":
+    if algorithm.learned_model:
         _validate_learned_model(config)
     elif is_stochastic(config.game):
         _validate_stochastic(config)
 
 
-def make_game(config: TrainConfig):
-    """The run's game (`envs.make`): a one-player game with the config's
-    discount, so that the true game's search and the replay's value targets
-    discount alike; a two-player game as it is."""
-    game = envs.make(config.game)
-    if game.num_players == 1:
-        return envs.make(config.game, discount=config.discount)
-    return game
+def make_game(game: GameConfig):
+    """The run's game from the game record (`envs.make`): a one-player game
+    with the record's discount, so that the true game's search and the
+    replay's value targets discount alike; a two-player game as it is."""
+    if not isinstance(game, GameConfig):
+        raise TypeError(f"make_game: game must be a GameConfig (a TrainConfig's "
+                        f"records.game), got {type(game).__name__}")
+    made = envs.make(game.game)
+    if made.num_players == 1:
+        return envs.make(game.game, discount=game.discount)
+    return made
 
 
-def search_policy_name(config: TrainConfig) -> str:
-    """The policy name an AlphaZero run searches its game with:
-    `config.policy`, with chance nodes for the stochastic games
-    ("stochastic": PUCT, "stochastic_gumbel": Gumbel)."""
-    if is_stochastic(config.game):
-        return stochastic_policy_name(config.policy)
-    return config.policy
+def search_policy_name(search: SearchConfig) -> str:
+    """The policy name an AlphaZero run searches its game with: `--policy`,
+    with chance nodes for the stochastic games ("stochastic": PUCT,
+    "stochastic_gumbel": Gumbel)."""
+    if search.chance_nodes:
+        return stochastic_policy_name(search.policy)
+    return search.policy
 
 
 def stochastic_policy_name(policy: str) -> str:
@@ -588,7 +836,7 @@ def _validate_learned_model(config: TrainConfig) -> None:
     if config.reuse_tree and is_stochastic(config.game):
         raise ValueError(f"--reuse-tree is not supported for {config.game}: pgx's step does not "
                          f"say which chance outcome happened")
-    if config.algorithm == "stochastic_muzero" and config.chance_codes < 2:
+    if config.records.run.algorithm.chance_codes and config.chance_codes < 2:
         raise ValueError(f"--chance-codes must be >= 2, got {config.chance_codes}")
     if getattr(spec, "num_players", 2) == 1 and config.elo_every:
         raise ValueError(f"--elo-every must be 0 for {config.game}: a one-player game has no "

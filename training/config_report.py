@@ -7,7 +7,8 @@ Reads the Python files of the repository (not tests/) with `ast`, nothing is
 run. A read is an attribute `<holder>.<field>` where `<field>` is a
 `TrainConfig` field and `<holder>` is a name or attribute called `config`
 (`config.num_games`, `run.config.num_games`); a receiver is a function with
-a parameter called `config`. The figures are what issue 65 measured the
+a parameter called `config`; a record read is `records.<concern>`
+(`config.records.search`: the concern's record, `TrainConfig.records`). The figures are what issue 65 measured the
 config's spread with: how many files read it, how many reads, and, for one
 field, which files and functions read it.
 """
@@ -36,15 +37,16 @@ def python_files(root: str = ROOT) -> Iterator[str]:
                 yield os.path.relpath(os.path.join(folder, name), root)
 
 
-def _holder_is_config(node: ast.expr) -> bool:
+def _holder_named(node: ast.expr, holder: str) -> bool:
+    """`node` is the name `holder` or an attribute called so (`run.config`)."""
     if isinstance(node, ast.Name):
-        return node.id == "config"
-    return isinstance(node, ast.Attribute) and node.attr == "config"
+        return node.id == holder
+    return isinstance(node, ast.Attribute) and node.attr == holder
 
 
-def config_reads(source: str, fields: frozenset) -> List[Tuple[str, str]]:
-    """[(function, field)] of every `config.<field>` read in `source`
-    (function "<module>" outside any function)."""
+def attribute_reads(source: str, holder: str, names: frozenset) -> List[Tuple[str, str]]:
+    """[(function, name)] of every `<holder>.<name>` in `source` with `name`
+    in `names` (function "<module>" outside any function)."""
     reads: List[Tuple[str, str]] = []
 
     def visit(node: ast.AST, function: str) -> None:
@@ -52,13 +54,26 @@ def config_reads(source: str, fields: frozenset) -> List[Tuple[str, str]]:
             name = function
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 name = child.name if function == "<module>" else f"{function}.{child.name}"
-            if (isinstance(child, ast.Attribute) and child.attr in fields
-                    and _holder_is_config(child.value)):
+            if (isinstance(child, ast.Attribute) and child.attr in names
+                    and _holder_named(child.value, holder)):
                 reads.append((function, child.attr))
             visit(child, name)
 
     visit(ast.parse(source), "<module>")
     return reads
+
+
+def config_reads(source: str, fields: frozenset) -> List[Tuple[str, str]]:
+    """[(function, field)] of every `config.<field>` read in `source`."""
+    return attribute_reads(source, "config", fields)
+
+
+def record_reads(source: str) -> List[Tuple[str, str]]:
+    """[(function, concern)] of every `records.<concern>` in `source` (the
+    config's records, `TrainConfig.records`: `config.records.search`,
+    `self.records.game`)."""
+    concerns = frozenset(f.name for f in dataclasses.fields(config_lib.Records))
+    return attribute_reads(source, "records", concerns)
 
 
 def config_receivers(source: str) -> List[Tuple[str, str]]:
@@ -76,16 +91,18 @@ def config_receivers(source: str) -> List[Tuple[str, str]]:
 
 
 def report(root: str = ROOT) -> Dict[str, Dict[str, object]]:
-    """{file: {"reads": [(function, field)], "receivers": [function]}} of the
-    files that read a config field or receive a config."""
+    """{file: {"reads": [(function, field)], "receivers": [(function,
+    annotation)], "records": [(function, concern)]}} of the files that read a
+    config field, receive a config or read its records."""
     fields = frozenset(f.name for f in dataclasses.fields(config_lib.TrainConfig))
     out: Dict[str, Dict[str, object]] = {}
     for path in python_files(root):
         with open(os.path.join(root, path)) as f:
             source = f.read()
         reads, receivers = config_reads(source, fields), config_receivers(source)
-        if reads or receivers:
-            out[path] = dict(reads=reads, receivers=receivers)
+        records = record_reads(source)
+        if reads or receivers or records:
+            out[path] = dict(reads=reads, receivers=receivers, records=records)
     return out
 
 
@@ -103,12 +120,15 @@ def main(argv=None) -> None:
     print(f"TrainConfig: {fields} fields; {total} reads in {len(reading)} files; "
           f"{sum(len(names) for names in whole.values())} functions in "
           f"{sum(1 for names in whole.values() if names)} files take the whole TrainConfig")
-    print(f"  {'file':<40} {'reads':>5} {'fields':>6}  config parameters (annotation)")
+    print(f"  {'file':<40} {'reads':>5} {'fields':>6}  config parameters (annotation); "
+          f"records read")
     for path, entry in found.items():
         kinds = collections.Counter(annotation or "?" for _, annotation in entry["receivers"])
+        concerns = sorted(set(concern for _, concern in entry["records"]))
         print(f"  {path:<40} {len(entry['reads']):>5} "
               f"{len(set(f for _, f in entry['reads'])):>6}  "
-              f"{', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}")
+              f"{', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}"
+              + (f"; records: {', '.join(concerns)}" if concerns else ""))
     if args.field:
         where = collections.Counter((path, function) for path, entry in found.items()
                                     for function, field in entry["reads"] if field == args.field)

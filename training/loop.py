@@ -33,7 +33,7 @@ checkpoint saves (state.py). The run folder holds:
     plots/           loss.png, elo.png, win_rates.png
     tensorboard/     if a TensorBoard writer is installed
 
-Devices (`config.devices`, see `mcts_jax.sharding` and docs/multi_device.md):
+Devices (`--devices`, `records.run.devices`, see `mcts_jax.sharding` and docs/multi_device.md):
 the B self-play games, the replay buffer's game rows and every minibatch are
 split over a 1-D "data" mesh; the network, optimiser state and keys are
 replicated; one compiled program per step, partitioned by XLA. Checkpoints
@@ -67,10 +67,13 @@ from training.state import TrainState
 
 
 def default_run_dir(config: TrainConfig) -> str:
-    """runs/<game>[_<algorithm>][_<preset>] (the algorithm when not alphazero)."""
-    suffix = "" if config.algorithm == "alphazero" else f"_{config.algorithm}"
-    suffix += "" if config.preset == "default" else f"_{config.preset}"
-    return os.path.join("runs", config.game + suffix)
+    """runs/<game>[_<algorithm>][_<preset>] (the algorithm when it learns a
+    model: AlphaZero's runs keep the plain name)."""
+    records = config.records
+    algorithm, preset = records.run.algorithm, records.run.preset
+    suffix = f"_{algorithm.name}" if algorithm.learned_model else ""
+    suffix += "" if preset == "default" else f"_{preset}"
+    return os.path.join("runs", records.game.game + suffix)
 
 
 def open_run(run_dir: Optional[str], explicit: Dict[str, Any], overwrite: bool = False,
@@ -116,13 +119,15 @@ def open_run(run_dir: Optional[str], explicit: Dict[str, Any], overwrite: bool =
 
 
 def make_mesh(config: TrainConfig) -> jax.sharding.Mesh:
-    """The 1-D "data" mesh of `config.devices` devices (0: every device).
+    """The 1-D "data" mesh of --devices devices (0: every device).
     Raises ValueError naming the flag when --num-games or --train-batch-size
     is not a multiple of the device count."""
-    mesh = sharding.make_mesh(config.devices or None)
+    records = config.records
+    mesh = sharding.make_mesh(records.run.devices or None)
     hint = f" (--devices {sharding.num_devices(mesh)})"
-    sharding.check_divisible("--num-games", config.num_games, mesh, hint)
-    sharding.check_divisible("--train-batch-size", config.train_batch_size, mesh, hint)
+    sharding.check_divisible("--num-games", records.self_play.num_games, mesh, hint)
+    sharding.check_divisible("--train-batch-size", records.optimizer.train_batch_size, mesh,
+                             hint)
     return mesh
 
 
@@ -152,7 +157,9 @@ def build(config: TrainConfig, mesh: Optional[jax.sharding.Mesh] = None, policy:
 
 def initial_state(config: TrainConfig, model, player, learner) -> TrainState:
     """The TrainState of a fresh run, on the default device (see `place`)."""
-    return state_lib.initial_state(config.seed, model, player, learner, config.replay_slots)
+    records = config.records
+    return state_lib.initial_state(records.run.seed, model, player, learner,
+                                   records.replay.slots)
 
 
 def checkpoint_identity(config: TrainConfig) -> Dict[str, Any]:
@@ -198,14 +205,20 @@ class Run:
         """Seconds trained so far, over every session of the run."""
         return self.elapsed_before + time.perf_counter() - self.started
 
+    @property
+    def records(self) -> config_lib.Records:
+        """The config's records: the loop reads these (`records.run` its own)."""
+        return self.config.records
+
     def out_of_time(self) -> bool:
         """The run has used its `max_training_s` (never, when 0)."""
-        return bool(self.config.max_training_s) and self.elapsed() >= self.config.max_training_s
+        limit = self.records.run.max_training_s
+        return bool(limit) and self.elapsed() >= limit
 
     def is_last(self, iteration: int) -> bool:
         """`iteration` ends the run: the configured last one, or the first to
         end past `max_training_s` (asked after its updates)."""
-        return iteration == self.config.iterations or self.out_of_time()
+        return iteration == self.records.run.iterations or self.out_of_time()
 
 
 def train(config: TrainConfig, run_dir: str, progress: bool = True,
@@ -221,7 +234,7 @@ def train(config: TrainConfig, run_dir: str, progress: bool = True,
     try:
         state, start = resume_state(run)
         run.iterations_done = start
-        for iteration in range(start + 1, config.iterations + 1):
+        for iteration in range(start + 1, run.records.run.iterations + 1):
             if run.out_of_time():  # a resumed run that had used its --max-training-s
                 break
             state = run_iteration(run, state, iteration)
@@ -242,16 +255,17 @@ def start_run(config: TrainConfig, run_dir: str, progress: bool,
     primary = sharding.is_primary()
     parts = build_lib.build(config, mesh, policy)
     algorithm = parts.algorithm
-    reporter = reporting.Reporter(config, run_dir, primary, progress, log,
+    reporter = reporting.Reporter(config.records, run_dir, primary, progress, log,
                                   search_label=algorithm.search_label)
     # One process: checkpoints are written by a background thread while the
     # next iteration runs (several processes write them together, in step).
     checkpoints = checkpoint_lib.Checkpointer(os.path.join(run_dir, "checkpoints"),
-                                              keep=config.keep_checkpoints,
+                                              keep=config.records.run.keep_checkpoints,
                                               identity=algorithm.identity(),
                                               background=jax.process_count() == 1)
-    suite = evaluation_lib.Evaluation(config.evaluation, parts.game, parts.model, agent=parts.agent,
-                                      final_agent=parts.final_agent, log=reporter.log)
+    suite = evaluation_lib.Evaluation(config.records.evaluation, parts.game, parts.model,
+                                      agent=parts.agent, final_agent=parts.final_agent,
+                                      log=reporter.log)
     reporter.log(f"mcts_jax {algorithm.title} training: {config.game}, run folder {run_dir}")
     reporter.log(config_lib.describe(config))
     if policy is not None:
@@ -289,7 +303,7 @@ def load_elo_pool(run: Run, start: int, variables) -> None:
     for stale in snapshots:
         if stale > start and run.primary:  # made after the checkpoint: redone
             shutil.rmtree(os.path.join(run.snapshot_dir, f"{stale:06d}"))
-    if not run.config.evaluation.elo_every:
+    if not run.records.evaluation.elo_every:
         return
     for iteration in snapshots:
         if iteration <= start:
@@ -307,7 +321,7 @@ def run_iteration(run: Run, state: TrainState, iteration: int) -> TrainState:
     key, play_key, update_key, eval_key = jax.random.split(state.key, 4)
     record: Dict[str, Any] = dict(iteration=iteration)
     state = state.replace(key=key)
-    if run.config.overlap_phases:
+    if run.records.run.overlap_phases:
         state, played, learned = overlapped_phases(run, state, play_key, update_key)
         record.update(played)
     else:
@@ -355,14 +369,15 @@ def self_play_phase(run: Run, state: TrainState, key: jax.Array,
     """`moves_per_iteration` self-play moves of all B games with the
     network's `variables` (None: the current ones); finished games' samples
     go to the replay buffer."""
-    config = run.config
+    games_setting, search = run.records.self_play, run.records.search
     variables = state.variables if variables is None else variables
     tick = time.perf_counter()
     totals = jnp.zeros((4,), jnp.int32)
     score = jnp.zeros((), jnp.float32)
     games_in_progress, buffer = state.self_play, state.buffer
-    move_keys = jax.random.split(key, config.moves_per_iteration)
-    for move in run.reporter.progress(range(config.moves_per_iteration), "self-play", "move"):
+    moves_per_iteration = games_setting.moves_per_iteration
+    move_keys = jax.random.split(key, moves_per_iteration)
+    for move in run.reporter.progress(range(moves_per_iteration), "self-play", "move"):
         games_in_progress, buffer, stats = run.player.step(
             variables, move_keys[move], games_in_progress, buffer)
         totals = totals + jnp.stack([stats.games, stats.plies, stats.draws,
@@ -370,9 +385,9 @@ def self_play_phase(run: Run, state: TrainState, key: jax.Array,
         score = score + stats.score
     games, plies, draws, full_steps = (int(x) for x in np.asarray(totals))  # waits
     seconds = time.perf_counter() - tick
-    fast_steps = config.moves_per_iteration - full_steps  # playout cap randomisation
-    simulations = config.num_games * (full_steps * config.num_simulations
-                                      + fast_steps * config.fast_simulations)
+    fast_steps = moves_per_iteration - full_steps  # playout cap randomisation
+    simulations = games_setting.num_games * (full_steps * search.num_simulations
+                                             + fast_steps * games_setting.fast_simulations)
     record = dict(games=games, mean_game_length=round(plies / max(games, 1), 2),
                   draw_rate=round(draws / max(games, 1), 4),
                   games_per_s=round(games / seconds, 1),
@@ -381,7 +396,7 @@ def self_play_phase(run: Run, state: TrainState, key: jax.Array,
     if getattr(run.game, "num_players", 2) == 1:  # 2048: the finished games' mean score, not draws
         del record["draw_rate"]
         record["mean_score"] = round(float(score) / max(games, 1), 1)
-    moves = config.moves_per_iteration * config.num_games
+    moves = moves_per_iteration * games_setting.num_games
     return state.replace(self_play=games_in_progress, buffer=buffer, games=state.games + games,
                          moves=state.moves + moves), record
 
@@ -392,20 +407,20 @@ def update_phase(run: Run, state: TrainState, key: jax.Array,
     buffer, once it holds `min_replay` ready samples; the record holds the
     mean of each loss metric. progress: show a progress bar (when the
     reporter shows them)."""
-    config = run.config
+    updates = run.records.optimizer.updates_per_iteration
     tick = time.perf_counter()
     ready = int(run.learner.num_ready(state.buffer))
     record: Dict[str, Any] = dict(replay_ready=ready)
     learner_state = state.learner
-    if ready >= max(config.min_replay, 1):
+    if ready >= max(run.records.replay.min_replay, 1):
         sums: Dict[str, Any] = {}
-        update_keys = jax.random.split(key, config.updates_per_iteration)
-        steps = range(config.updates_per_iteration)
+        update_keys = jax.random.split(key, updates)
+        steps = range(updates)
         for step in (run.reporter.progress(steps, "updates", "update") if progress else steps):
             learner_state, metrics = run.learner.update(learner_state, update_keys[step],
                                                         state.buffer)
             sums = metrics if not sums else jax.tree.map(jnp.add, sums, metrics)
-        record.update({name: round(float(v) / config.updates_per_iteration, 5)
+        record.update({name: round(float(v) / updates, 5)
                        for name, v in sums.items()})
     record["updates"] = int(learner_state.updates)
     record["update_s"] = round(time.perf_counter() - tick, 2)
@@ -417,9 +432,9 @@ def evaluate_phase(run: Run, state: TrainState, iteration: int, key: jax.Array,
     """Matches against the reference opponents every `eval_every` iterations,
     and an Elo snapshot with its matches every `elo_every` (both at the last
     iteration too; `last` None: the configured last)."""
-    config, evaluation = run.config, run.config.evaluation
+    evaluation = run.records.evaluation
     tick = time.perf_counter()
-    last = iteration == config.iterations if last is None else last
+    last = iteration == run.records.run.iterations if last is None else last
     record: Dict[str, Any] = {}
     evaluated = None
     if evaluation.eval_every and (iteration % evaluation.eval_every == 0 or last):
@@ -448,8 +463,8 @@ def checkpoint_phase(run: Run, state: TrainState, iteration: int, elapsed_s: flo
     last (`last` None: the configured last). Returns once the arrays are
     copied to host memory; with one process the files are written in the
     background while the next iteration runs (`Checkpointer`)."""
-    last = iteration == run.config.iterations if last is None else last
-    if iteration % run.config.checkpoint_every and not last:
+    last = iteration == run.records.run.iterations if last is None else last
+    if iteration % run.records.run.checkpoint_every and not last:
         return
     variables, arrays = _for_checkpoint(*state.saved_items())
     # `updates` in the meta lets Agent.load tell an untrained network.
@@ -459,10 +474,10 @@ def checkpoint_phase(run: Run, state: TrainState, iteration: int, elapsed_s: flo
 
 def finish_run(run: Run, state: TrainState) -> Dict[str, Any]:
     """The end-of-run evaluation and summary (final.json, plots, console)."""
-    config, records = run.config, run.reporter.records
+    settings, records = run.records.run, run.reporter.records
     # On the first device, as the periodic evaluation's key is: an uncommitted
     # key would compile every evaluation match again.
-    final_key = sharding.local_copy(jax.random.fold_in(jax.random.key(config.seed), 10 ** 6))
+    final_key = sharding.local_copy(jax.random.fold_in(jax.random.key(settings.seed), 10 ** 6))
     summary: Dict[str, Any] = dict(iterations=run.iterations_done, total_games=int(state.games),
                                    total_updates=int(state.learner.updates))
     tick = time.perf_counter()
@@ -483,7 +498,7 @@ def finish_run(run: Run, state: TrainState) -> Dict[str, Any]:
         run.reporter.log(f"warning: 0 learner updates ({games} finished self-play games): the "
                          f"network is untrained (more --iterations or --moves-per-iteration, "
                          f"or a lower --min-replay)")
-    elif config.preset == "tiny":
+    elif settings.preset == "tiny":
         run.reporter.log(f"--preset tiny is a smoke test of the pipeline at the smallest "
                          f"shapes ({games} games, {updates} updates): its agent is all but "
                          f"untrained")

@@ -2,7 +2,7 @@
 console (progress bars and evaluation lines), final.json, plots and the
 end-of-run summary.
 
-    reporter = Reporter(config, run_dir, primary=True, progress=True, log=print,
+    reporter = Reporter(config.records, run_dir, primary=True, progress=True, log=print,
                         search_label="gumbel")  # how the agent searches (the algorithm's)
     reporter.resume(start)            # metrics.jsonl cut back to the checkpoint;
                                       # sessions.jsonl: this session's commit and command
@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 
 from training import checkpoint as checkpoint_lib
 from training import plots
-from training.config import TrainConfig
+from training.config import EvaluationConfig, Records
 
 
 def write_json(path: str, data) -> None:
@@ -95,9 +95,9 @@ class Reporter:
         the Elo ratings and the plots).
     """
 
-    def __init__(self, config: TrainConfig, run_dir: str, primary: bool, progress: bool,
+    def __init__(self, settings: Records, run_dir: str, primary: bool, progress: bool,
                  log: Callable[[str], None], search_label: str):
-        self.config = config
+        self.settings = settings  # the run's records: the game, the run's length, the evaluation
         self.search_label = search_label  # how the agent searches (the summary's lines)
         self.run_dir = run_dir
         self.primary = primary
@@ -124,7 +124,8 @@ class Reporter:
                 provenance(), from_iteration=start, platform=platform.platform(),
                 cpu_count=os.cpu_count(), device=getattr(device, "device_kind", str(device)),
                 device_count=jax.device_count()))
-        self.bar = tqdm(total=self.config.iterations, initial=start, desc=self.config.game,
+        self.bar = tqdm(total=self.settings.run.iterations, initial=start,
+                        desc=self.settings.game.game,
                         unit="it", disable=not self.show_progress, dynamic_ncols=True)
 
     def progress(self, items: Iterable, description: str, unit: str) -> Iterable:
@@ -162,22 +163,23 @@ class Reporter:
             summary = dict(summary, sessions=checkpoint_lib.read_metrics(self.sessions_path))
             write_json(os.path.join(self.run_dir, "final.json"), summary)
             plots.write_plots(self.records, ratings, os.path.join(self.run_dir, "plots"),
-                              self.config.game, summary)
+                              self.settings.game.game, summary)
         self.log("final evaluation: " + json.dumps(summary))
-        for line in describe_summary(self.config, summary, self.search_label):
+        for line in describe_summary(self.settings.evaluation, summary, self.search_label):
             self.log(line)
 
 
-def describe_summary(config: TrainConfig, summary: Dict[str, Any],
+def describe_summary(evaluation: EvaluationConfig, summary: Dict[str, Any],
                      search_label: str) -> List[str]:
-    """Readable lines of the end-of-run figures; `search_label`: how the
-    agent searches (the algorithm's `search_label`)."""
+    """Readable lines of the end-of-run figures; `evaluation`: the run's
+    evaluation record; `search_label`: how the agent searches (the
+    algorithm's `search_label`)."""
     lines = [f"training: {summary['iterations']} iterations, {summary['total_games']} self-play "
              f"games, {summary.get('training_s')} s; self-play {summary.get('mean_games_per_s')} "
              f"games/s, {summary.get('mean_simulations_per_s')} simulations/s"]
     sims = summary.get("final_simulations")
     for name, label in (("perfect", "perfect play"),
-                        ("uct", f"UCT ({sims} simulations, {config.uct_playouts} random "
+                        ("uct", f"UCT ({sims} simulations, {evaluation.uct_playouts} random "
                                 f"playout(s) per leaf)"),
                         ("random", "a random player")):
         if f"final_vs_{name}_wins" in summary:
