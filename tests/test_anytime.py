@@ -154,8 +154,7 @@ def test_chunks_compile_once_and_answer_after_every_chunk():
 def test_chunks_end_when_every_row_is_decided():
     progress = list(anytime.search_in_chunks(POLICY, None, jax.random.key(5), ROOT,
                                              PROBLEM.recurrent_fn, chunk_simulations=8,
-                                             max_simulations=400, max_nodes=41,
-                                             invalid_actions=INVALID))
+                                             max_simulations=400, invalid_actions=INVALID))
     last = progress[-1]
     assert last.decided.all() and last.simulations < 400
     assert not progress[-2].decided.all()
