@@ -40,7 +40,10 @@ at N 16 and 32 only; `--limit`, `--simulations` ask for more.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import sys
 from typing import Any, Callable, Dict, List
 
 import jax
@@ -49,9 +52,10 @@ import numpy as np
 import envs
 import mcts_jax
 from benchmarks import harness
-from benchmarks.engines_judged import puzzle_sets
 from envs import chess_tools, connect_four_solver, perfect_play
 from mcts_jax import evaluators, stopping
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PROBLEMS = ("tictactoe", "connect_four", "chess_mates")
 # Positions per problem (0: the whole set). The full run searches the first
@@ -68,6 +72,19 @@ COLUMNS = ["problem", "N", "B", "positions", "sims_mean", "sims_median", "saved_
            "same_move_pct", "accuracy_full", "accuracy_stopped", "full_s", "stopped_s",
            "full/stopped"]
 
+
+
+def chess_puzzles():
+    """{"mate_in_one": [(fen, None)], "mate_in_two": [(fen, mating moves)]}:
+    the mates in one of tests/chess_positions.py (python-chess judges them)
+    and benchmarks/data/mate_in_two.json's verified mates in two."""
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from chess_positions import MATE_IN_ONE
+
+    with open(os.path.join(ROOT, "benchmarks", "data", "mate_in_two.json")) as f:
+        two = json.load(f)["positions"]
+    return {"mate_in_one": [(fen, None) for fen in MATE_IN_ONE],
+            "mate_in_two": [(p["fen"], set(p["mating_moves"])) for p in two]}
 
 def tictactoe(limit):
     states = perfect_play.reachable_states()
@@ -90,7 +107,7 @@ def connect_four(limit):
 def chess_mates(limit):
     import chess
 
-    fens = [item for items in puzzle_sets().values() for item in items]
+    fens = [item for items in chess_puzzles().values() for item in items]
     fens = fens[:limit] if limit else fens
     states = chess_tools.batch_from_fens([fen for fen, _ in fens])
 

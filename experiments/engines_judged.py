@@ -20,9 +20,6 @@ Parts (`--parts`):
 
 from __future__ import annotations
 
-import json
-import os
-import sys
 import time
 
 import jax
@@ -31,12 +28,12 @@ import numpy as np
 import envs
 import mcts_jax
 from benchmarks import harness
+from benchmarks.anytime_savings import chess_puzzles
 from engines.opponents import GtpPlayer, UciPlayer, close_all, elo_interval, find_binary
 from envs import chess_tools
 from mcts_jax import evaluators
 from training import arena
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # name -> (policy function, evaluator, search options); every recipe of
 # docs/chess_analysis.md and DESIGN.md's classic engine (UCT, expand-all,
 # minimax leaves), no network.
@@ -56,16 +53,6 @@ PUZZLE_COLUMNS = ["recipe", "set", "positions", "simulations", "solved", "solve_
                   "seconds"]
 MATCH_COLUMNS = ["ours", "opponent", "games", "wins", "draws", "losses", "elo", "elo_low",
                  "elo_high", "seconds"]
-
-
-def puzzle_sets():
-    sys.path.insert(0, os.path.join(ROOT, "tests"))
-    from chess_positions import MATE_IN_ONE
-
-    with open(os.path.join(ROOT, "benchmarks", "data", "mate_in_two.json")) as f:
-        two = json.load(f)["positions"]
-    return {"mate_in_one": [(fen, None) for fen in MATE_IN_ONE],
-            "mate_in_two": [(p["fen"], set(p["mating_moves"])) for p in two]}
 
 
 def solve(recipe, fens, simulations, seed):
@@ -96,7 +83,7 @@ def solve(recipe, fens, simulations, seed):
 
 
 def run_puzzles(args, rows):
-    for name, fens in puzzle_sets().items():
+    for name, fens in chess_puzzles().items():
         if name not in args.sets:
             continue
         for recipe in args.recipes:
