@@ -147,7 +147,8 @@ def spent(output) -> np.ndarray:
 
 
 def _time_text(side):
-    return f"{side['median_s']:.3g} ({side['min_s']:.3g}-{side['max_s']:.3g})"
+    """A side's seconds as "median (min-max)", written as ratios are."""
+    return harness.ratio_text({k: side[f"{k}_s"] for k in ("median", "min", "max")})
 
 
 def cell(name, problem, states, num_simulations, rounds, judged):

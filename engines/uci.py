@@ -27,6 +27,7 @@ from typing import Callable, List, Optional, TextIO, Tuple
 import jax
 
 import envs
+import mcts_jax
 from engines import analysis as analysis_lib
 from envs import chess_tools
 
@@ -293,8 +294,8 @@ class UciEngine:
                 done = limits.nodes is not None and analysis.nodes >= limits.nodes
                 done = done or (limits.deadline is not None and time.time() >= limits.deadline)
                 done = done or analysis.full or (analysis.nodes > 0 and self._root_proven())
-                done = done or (limits.depth is not None and analysis.nodes > 0
-                                and len(analysis.best_moves(1)[0].pv) >= limits.depth)
+                done = done or (limits.depth is not None and analysis.nodes > 0 and bool(
+                    mcts_jax.anytime.best_line(analysis.tree, limits.depth)[0, -1] >= 0))
                 if done and not limits.infinite:
                     break
                 if done:   # infinite: wait for stop

@@ -143,10 +143,8 @@ def search_in_chunks(policy: Any, params: base.Params, rng_key: chex.PRNGKey,
     elif max_nodes is not None and max_nodes != tree.max_nodes:
         raise ValueError(f"max_nodes={max_nodes} differs from the continued tree's capacity "
                          f"{tree.max_nodes}: a continued search keeps its tree's capacity")
-    options = getattr(policy, "options", None)
-    judges_gap = (stop_when_decided and stopping.final_choice_is_most_visited(policy)
-                  and not getattr(options, "solver", False)
-                  and not getattr(options, "expand_all", False))
+    judges_gap = stop_when_decided and stopping.visit_gap_refusal(
+        policy, getattr(policy, "options", None)) is None
     start, done, chunk, last_seconds = time.perf_counter(), 0, 0, 0.0
     root_visits = np.asarray(tree.node_visits[:, tree_lib.ROOT_INDEX])
     while max_simulations is None or done < max_simulations:
@@ -163,11 +161,8 @@ def search_in_chunks(policy: Any, params: base.Params, rng_key: chex.PRNGKey,
         if max_simulations is not None:
             left = max(max_simulations - done, 0)
         if remaining is not None and chunk > 1:  # the first chunk's time is compilation
-            rate = chunk_simulations / max(seconds - last_seconds, 1e-9)
-            estimate = remaining(rate)
+            estimate = remaining(chunk_simulations / max(seconds - last_seconds, 1e-9))
             left = estimate if left is None else min(left, estimate)
-        elif remaining is not None:
-            left = None
         decided = np.zeros(visits.shape, bool)
         if judges_gap and left is not None:
             decided = np.asarray(_decided(tree, jnp.full(visits.shape, left, jnp.int32)))

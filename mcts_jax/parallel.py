@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Optional
 
 import chex
 import jax
@@ -137,19 +136,17 @@ def add_visits(visits: chex.Array, rows: chex.Array, node: chex.Array, where: ch
 
 def select_paths(tree: tree_lib.Tree, rules: Rules, options: SearchOptions,
                  select_key: chex.PRNGKey, num_paths: chex.Array,
-                 visits: chex.Array, paths: graph.Path = None, first_stamp=0,
-                 plugins: Plugins = (), searching: Optional[chex.Array] = None):
+                 visits: chex.Array, searching: chex.Array, paths: graph.Path = None,
+                 first_stamp=0, plugins: Plugins = ()):
     """P descents in every row, path p steered by paths < p. `num_paths` []:
     how many of the P run this step; `searching` [B]: the rows that search
-    (None: `plugin.rows_searching`). A graph search passes its path buffers
+    (`plugin.rows_searching`). A graph search passes its path buffers
     ([B, P, L]) and the stamp of the step's first descent. Returns
     (LeafChoice [B, P] (its rule_failed [B]: on any path; a graph's paths
     [B, P, L] and depths [B, P]), enabled [B, P], virtual visits [B, N])."""
     batch_size, num_per_step = tree.batch_size, options.simulations_per_step
     path_keys = jax.random.split(select_key, (num_per_step, batch_size))
     empty = jnp.zeros((batch_size, num_per_step), jnp.int32)
-    if searching is None:
-        searching = plugin.rows_searching(plugins, tree, batch_size)
     enabled = jnp.broadcast_to(jnp.arange(num_per_step) < num_paths,
                                (batch_size, num_per_step))
     no_failure = (None if phases.rules_screen_their_slots(rules)
@@ -166,7 +163,7 @@ def select_paths(tree: tree_lib.Tree, rules: Rules, options: SearchOptions,
                            stamp=paths.stamp[:, p]),
                 first_stamp + p)
         leaf = phases.select_leaf(tree, rules, options.depth_limit, plugins,
-                                  path_keys[p], steering, visits, path, searching)
+                                  path_keys[p], searching, steering, visits, path)
         if paths is not None:
             paths = graph.Path(entries=paths.entries.at[:, p].set(leaf.path.entries),
                                marks=leaf.path.marks,
@@ -213,8 +210,8 @@ def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
     key, select_key, expand_key = jax.random.split(key, 3)
     num_paths = jnp.minimum(num_per_step, options.num_simulations - step_index * num_per_step)
     leaf, enabled, visits = select_paths(tree, rules, options, select_key, num_paths, visits,
-                                         paths, step_index * num_per_step + 1, plugins,
-                                         searching)
+                                         searching, paths, step_index * num_per_step + 1,
+                                         plugins)
     embedding = phases.leaf_embeddings(params, expand_key, tree, recurrent_fn, leaf.node,
                                        options.max_path_length)
     first = first_path_per_edge(leaf)

@@ -265,15 +265,14 @@ def rules_screen_their_slots(rules: Rules) -> bool:
 
 
 def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
-                plugins: Plugins, row_keys: chex.Array,
+                plugins: Plugins, row_keys: chex.Array, searching: chex.Array,
                 strategy: OnePathPerStep = ONE_PATH_PER_STEP,
-                in_flight: Any = None, path: Optional[graph.Path] = None,
-                searching: Optional[chex.Array] = None) -> LeafChoice:
+                in_flight: Any = None, path: Optional[graph.Path] = None) -> LeafChoice:
     """Descends every row from the root; O(depth x K) per row. The first step
     (at the root) scores with `rules.at_root`, every later one with
-    `rules.below_root`. The plug-ins say which rows search
-    (`searching` [B], by default `plugin.rows_searching`: the solver's
-    proven roots do not) and which
+    `rules.below_root`. `searching` [B] says which rows search
+    (`plugin.rows_searching`: the solver's proven roots do not, nor rows a
+    stop rule stopped); the plug-ins say which
     slots are open (the solver's proven children are not). `row_keys` [B]
     seed the per-step keys a rule may read
     (`stats.rng_key`); a rule that ignores them costs nothing (XLA drops the
@@ -285,13 +284,11 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
     at a child with more visits than its edge or one already on the path
     (graph.py)."""
     batch_size = tree.batch_size
-    active = (plugin.rows_searching(plugins, tree, batch_size) if searching is None
-              else searching)
     state = Descent(
         node=jnp.full((batch_size,), tree_lib.ROOT_INDEX, jnp.int32),
         slot=jnp.zeros((batch_size,), jnp.int32),
         depth=jnp.zeros((batch_size,), jnp.int32),
-        active=strategy.starts(active),
+        active=strategy.starts(searching),
         expand=jnp.zeros((batch_size,), jnp.bool_),
         keys=row_keys,
         in_flight=in_flight,
@@ -431,12 +428,13 @@ def slot_key(rng_key: chex.PRNGKey) -> chex.PRNGKey:
 
 
 def revisit(tree: tree_lib.Tree, node: chex.Array, plugins: Plugins,
-            runs: Optional[chex.Array] = None) -> Backup:
+            runs: chex.Array) -> Backup:
     """A simulation that created nothing re-evaluates `node` ([B], or [B, P]
     paths) with its stored value, with the visits the plug-ins count
     (`revisit_count`: the solver's proven nodes none). A path outside
-    `runs` (bool like `node`; None: every path runs) adds nothing."""
-    count = jnp.ones_like(node) if runs is None else runs.astype(node.dtype)
+    `runs` (bool like `node`: the rows that search, the paths that run)
+    adds nothing."""
+    count = runs.astype(node.dtype)
     count = plugin.revisit_count(plugins, tree, node, count)
     return Backup(start=node, count=count,
                   value=count * tree_lib.gather_nodes(tree.raw_values, node))
@@ -644,14 +642,13 @@ def edges_of_leaf(tree: tree_lib.Tree, leaf: LeafChoice, parent_embedding: Any,
 
 def backup_of_edges(tree: tree_lib.Tree, leaf: LeafChoice, new: NewNodes,
                     new_index: chex.Array, created: chex.Array, expand_all: bool,
-                    plugins: Plugins, searching: Optional[chex.Array] = None) -> Backup:
+                    plugins: Plugins, searching: chex.Array) -> Backup:
     """What a simulation backs up after `expand`: the new node's value from
     it (one edge), or the sum of the new children's returns from the leaf
     (`expand_all`, one visit per child); a row that created nothing
     re-evaluates its leaf (`revisit`). In a graph search, the path of the
     descent, ending at the node the edge now points to (created or found),
-    or at the leaf. A row outside `searching` [B] (None: every row) adds
-    nothing."""
+    or at the leaf. A row outside `searching` [B] adds nothing."""
     again = revisit(tree, leaf.node, plugins, runs=searching)
     if tree.is_graph:
         if expand_all:
@@ -825,8 +822,8 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
                                       options.num_simulations)
     key, select_key, expand_key = jax.random.split(key, 3)
     leaf = select_leaf(tree, rules, options.depth_limit, plugins,
-                       jax.random.split(select_key, tree.batch_size), path=path,
-                       searching=searching)
+                       jax.random.split(select_key, tree.batch_size), searching,
+                       path=path)
     embedding = leaf_embeddings(params, expand_key, tree, recurrent_fn, leaf.node,
                                 options.max_path_length)
     parent, slot, creates, embedding = edges_of_leaf(tree, leaf, embedding, options.expand_all)
@@ -873,7 +870,3 @@ def run_simulations(body, carry: tuple, num_steps: int, options: SearchOptions,
                                   lambda state: (state[0] + 1, body(state[0], state[1])),
                                   (jnp.zeros((), jnp.int32), carry))
     return carry[:-1]
-def spent_counter(plugins: Plugins, batch_size: int) -> Optional[chex.Array]:
-    """[B] int32 zeros, the simulations each row has spent, when a plug-in
-    may stop rows (`plugin.may_stop_rows`); None otherwise."""
-    return jnp.zeros((batch_size,), jnp.int32) if plugin.may_stop_rows(plugins) else None

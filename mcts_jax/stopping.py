@@ -43,7 +43,7 @@ Which rules keep the answer, per policy:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import chex
 import jax
@@ -78,9 +78,26 @@ def most_visited_cannot_change(tree: tree_lib.Tree, left: chex.Array,
     return gap.astype(jnp.float32) > margin * left.astype(jnp.float32)
 
 
-def final_choice_is_most_visited(policy: Any) -> bool:
-    """Whether `policy`'s move at temperature 0 is its most visited root action."""
-    return getattr(policy, "final_action", None) in ("most_visited", "sampled")
+def visit_gap_refusal(policy: Any, options: Any) -> Optional[str]:
+    """Why `VisitGap` does not apply to `policy` with `options` (its move is
+    not the most visited action, the solver may exclude the leader, one
+    simulation may add several visits), or None where it does: where the
+    most visited root action is the sure answer (anytime.py judges rows
+    decided there too)."""
+    if getattr(policy, "final_action", None) not in ("most_visited", "sampled"):
+        return (f"VisitGap stops when the most visited root action can no longer change, "
+                f"but {type(policy).__name__} does not play its most visited action "
+                f"(final_action={getattr(policy, 'final_action', None)!r}; Gumbel plays "
+                f"sequential halving's survivor). Use a visit-count policy, or a stop rule "
+                f"of your own (mcts_jax.stopping.StopWhen)")
+    if getattr(options, "solver", False):
+        return ("VisitGap with solver=True: a proven loss is not played whatever its visits, "
+                "so the most visited action can still change; the solver already stops a "
+                "row whose root is proven")
+    if getattr(options, "expand_all", False):
+        return ("VisitGap with expand_all=True: one simulation may add several visits to a "
+                "root action, so the simulations left do not bound the gap")
+    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,22 +118,9 @@ class VisitGap(SearchPlugin):
         return most_visited_cannot_change(tree, budget.left, self.margin)
 
     def check(self, policy, options):
-        name = type(policy).__name__
-        if not final_choice_is_most_visited(policy):
-            raise ValueError(
-                f"plugins: VisitGap stops when the most visited root action can no longer "
-                f"change, but {name} does not play its most visited action (final_action="
-                f"{getattr(policy, 'final_action', None)!r}; Gumbel plays sequential "
-                f"halving's survivor). Use a visit-count policy, or a stop rule of your own "
-                f"(mcts_jax.stopping.StopWhen)")
-        if options.solver:
-            raise ValueError("plugins: VisitGap with solver=True: a proven loss is not played "
-                             "whatever its visits, so the most visited action can still "
-                             "change; the solver already stops a row whose root is proven")
-        if options.expand_all:
-            raise ValueError("plugins: VisitGap with expand_all=True: one simulation may add "
-                             "several visits to a root action, so the simulations left do "
-                             "not bound the gap")
+        refusal = visit_gap_refusal(policy, options)
+        if refusal is not None:
+            raise ValueError(f"plugins: {refusal}")
 
 
 @dataclasses.dataclass(frozen=True)
