@@ -10,6 +10,7 @@ answer after every chunk is the continued tree's; bad input is refused by
 name."""
 
 import functools
+import types
 
 import jax
 import jax.numpy as jnp
@@ -160,12 +161,23 @@ def test_chunks_end_when_every_row_is_decided():
     assert not progress[-2].decided.all()
 
 
-def test_search_for_a_deadline_returns_the_last_answer():
+def test_search_for_a_deadline_returns_the_last_answer(monkeypatch):
+    # A clock that moves only when a chunk ends (one second per chunk): the
+    # deadline of 2.5 s passes in chunk 3 whatever the machine's speed or
+    # whether the chunk was compiled by an earlier test.
+    now = [0.0]
+    monkeypatch.setattr(anytime, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
     seen = []
+
+    def tick(progress):
+        seen.append(progress)
+        now[0] += 1.0
+
     last = anytime.search_for(POLICY, None, jax.random.key(5), ROOT, PROBLEM.recurrent_fn,
-                              seconds=0.01, chunk_simulations=8, max_nodes=41,
-                              invalid_actions=INVALID, on_chunk=seen.append)
-    assert seen and seen[-1] is last and last.chunks == 1  # the deadline passed in chunk 1
+                              seconds=2.5, chunk_simulations=2, max_nodes=41,
+                              invalid_actions=INVALID, on_chunk=tick)
+    assert seen[-1] is last and [p.chunks for p in seen] == [1, 2, 3]
+    assert last.simulations == 6
 
 
 @pytest.mark.parametrize("call, error, message", [
