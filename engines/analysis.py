@@ -232,50 +232,16 @@ class Analysis:
         score = np.where(proven & (proven_q > 0), 1e12 + proven_q, score)
         score = np.where(proven & (proven_q < 0) & legal, -1e12 + proven_q, score)
         order = np.argsort(-score, kind="stable")[:max(1, int(multipv))]
-        lines = []
-        arrays = jax.device_get((self.tree.children, self.tree.node_visits,
-                                 self.tree.children_actions, self.tree.solved,
-                                 self.tree.solved_values))
-        for action in order:
-            if not legal[action]:
-                break
-            lines.append(Line(action=int(action), visits=int(visits[action]),
-                              q=float(proven_q[action] if proven[action] else q[action]),
-                              proven=bool(proven[action]),
-                              proven_value=float(proven_q[action]),
-                              pv=[int(action)] + _pv_below(arrays, int(action), pv_length - 1)))
-        return lines
-
-
-def _slot_of(children_actions, node: int, action: int) -> Optional[int]:
-    if children_actions is None:
-        return action
-    slots = np.flatnonzero(np.asarray(children_actions[0, node]) == action)
-    return int(slots[0]) if slots.size else None
-
-
-def _pv_below(arrays, action: int, length: int) -> List[int]:
-    """The most visited line below the root's child `action` (proven wins
-    first), at most `length` actions."""
-    children, node_visits, children_actions, solved, solved_values = arrays
-    slot = _slot_of(children_actions, 0, action)
-    node = -1 if slot is None else int(children[0, 0, slot])
-    line: List[int] = []
-    while node >= 0 and len(line) < length:
-        kids = np.asarray(children[0, node])
-        expanded = kids >= 0
-        if not expanded.any():
-            break
-        visits = np.where(expanded, node_visits[0, np.maximum(kids, 0)], -1).astype(np.float64)
-        # A proven loss for the child's mover is a win for this node's mover.
-        won = expanded & solved[0, np.maximum(kids, 0)] & (solved_values[0, np.maximum(kids, 0)] < 0)
-        visits = np.where(won, 1e12, visits)
-        best = int(np.argmax(visits))
-        if visits[best] <= 0:
-            break
-        line.append(best if children_actions is None else int(children_actions[0, node, best]))
-        node = int(kids[best])
-    return line
+        order = [int(a) for a in order if legal[a]]
+        if not order:
+            return []
+        pvs = mcts_jax.anytime.best_line(self.tree, max(1, pv_length),
+                                         first_actions=np.asarray([order], np.int32))[0]
+        return [Line(action=action, visits=int(visits[action]),
+                     q=float(proven_q[action] if proven[action] else q[action]),
+                     proven=bool(proven[action]), proven_value=float(proven_q[action]),
+                     pv=[action] + [int(a) for a in pv[1:] if a >= 0])
+                for action, pv in zip(order, pvs)]
 
 
 def centipawns(q: float) -> int:

@@ -208,24 +208,65 @@ def search_for(policy: Any, params: base.Params, rng_key: chex.PRNGKey,
     return last
 
 
-def best_line(tree: tree_lib.Tree, length: int = 12) -> np.ndarray:
-    """[B, length] int32: each row's principal variation, the actions of the
-    most visited child from the root down (ties: the lower slot), -1 past
-    its end (a node with no visited child)."""
-    return np.asarray(_best_line(tree, length)).astype(np.int32)
+def best_line(tree: tree_lib.Tree, length: int = 12,
+              first_actions: Optional[Any] = None) -> np.ndarray:
+    """Each row's principal variation: from the root down, the child that is
+    a proven win for the player to move there (solver), else the most
+    visited one (ties: the lower slot); -1 past the line's end (a node with
+    no visited child).
+
+    Returns [B, length] int32; with `first_actions` [B, M] int (root actions,
+    e.g. an engine's MultiPV moves) [B, M, length]: line m of row b begins
+    with `first_actions[b, m]` and goes on below that move (all -1 where the
+    root has no visited child for it)."""
+    if first_actions is None:
+        return np.asarray(_best_line(tree, length)).astype(np.int32)
+    first = np.asarray(first_actions)
+    if first.ndim != 2 or first.shape[0] != tree.batch_size or first.dtype.kind not in "iu":
+        raise ValueError(f"first_actions must be [B, M] = [{tree.batch_size}, M] int root "
+                         f"actions, got {first.dtype} {first.shape}")
+    return np.asarray(_lines_below(tree, jnp.asarray(first, jnp.int32), length)).astype(np.int32)
+
+
+def _best_child(stats: tree_lib.ChildrenStats, rows: chex.Array):
+    """([B] slot, [B] visited): the proven win, else the most visited child."""
+    visits = jnp.where(stats.legal & (stats.index >= 0), stats.visits, 0)
+    won = stats.solved & (stats.solved_qvalues > 0)
+    slot = jnp.argmax(jnp.where(won, jnp.iinfo(jnp.int32).max, visits), axis=-1)
+    return slot, visits[rows, slot] > 0
+
+
+def _line_from(tree: tree_lib.Tree, node: chex.Array, alive: chex.Array,
+               length: int) -> chex.Array:
+    """[B, length]: the principal variation from `node` [B] where `alive`."""
+    rows = tree_lib.batch_rows(tree.batch_size)
+    line = [jnp.zeros((tree.batch_size, 0), jnp.int32)]
+    for _ in range(length):
+        stats = tree_lib.children_stats(tree, node)
+        slot, visited = _best_child(stats, rows)
+        alive = alive & visited
+        line.append(jnp.where(alive, stats.actions[rows, slot], -1).astype(jnp.int32)[:, None])
+        node = jnp.where(alive, stats.index[rows, slot].astype(jnp.int32), 0)
+    return jnp.concatenate(line, axis=1)
 
 
 @functools.partial(jax.jit, static_argnums=1)
 def _best_line(tree: tree_lib.Tree, length: int) -> chex.Array:
+    root = jnp.zeros((tree.batch_size,), jnp.int32)
+    return _line_from(tree, root, jnp.ones((tree.batch_size,), jnp.bool_), length)
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _lines_below(tree: tree_lib.Tree, first_actions: chex.Array, length: int) -> chex.Array:
     rows = tree_lib.batch_rows(tree.batch_size)
-    node = jnp.zeros((tree.batch_size,), jnp.int32)
-    alive = jnp.ones((tree.batch_size,), jnp.bool_)
-    line = []
-    for _ in range(length):
-        stats = tree_lib.children_stats(tree, node)
-        visits = jnp.where(stats.legal & (stats.index >= 0), stats.visits, 0)
-        slot = jnp.argmax(visits, axis=-1)
-        alive = alive & (visits[rows, slot] > 0)
-        line.append(jnp.where(alive, stats.actions[rows, slot], -1))
-        node = jnp.where(alive, stats.index[rows, slot].astype(jnp.int32), 0)
-    return jnp.stack(line, axis=1)
+    root = tree_lib.children_stats(tree, jnp.zeros((tree.batch_size,), jnp.int32))
+
+    def line_of(action):  # [B] -> [B, length]
+        match = (root.actions == action[:, None]) & root.legal & (root.index >= 0)
+        slot = jnp.argmax(match, axis=-1)
+        alive = match[rows, slot] & (root.visits[rows, slot] > 0)
+        child = jnp.where(alive, root.index[rows, slot].astype(jnp.int32), 0)
+        below = _line_from(tree, child, alive, length - 1)
+        return jnp.concatenate([jnp.where(alive, action, -1)[:, None], below], axis=1)
+
+    return jax.vmap(line_of, in_axes=1, out_axes=1)(first_actions)

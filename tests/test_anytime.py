@@ -152,6 +152,54 @@ def test_chunks_compile_once_and_answer_after_every_chunk():
     assert tree.max_nodes == 41
 
 
+def reference_line(tree, row, node, length):
+    """The principal variation by hand: below `node`, the proven win for the
+    player to move, else the most visited child (lower slot on ties)."""
+    children = np.asarray(tree.children)[row]
+    visits = np.asarray(tree.node_visits)[row]
+    solved, solved_values = np.asarray(tree.solved)[row], np.asarray(tree.solved_values)[row]
+    rewards, discounts = np.asarray(tree.rewards)[row], np.asarray(tree.discounts)[row]
+    line = []
+    while len(line) < length:
+        kids = children[node]
+        best, best_key = None, (False, 0)
+        for slot, kid in enumerate(kids):
+            if kid < 0 or visits[kid] == 0:
+                continue
+            won = bool(solved[kid]) and rewards[kid] + discounts[kid] * solved_values[kid] > 0
+            if best is None or (won, visits[kid]) > best_key:
+                best, best_key = slot, (won, visits[kid])
+        if best is None:
+            break
+        line.append(best)
+        node = kids[best]
+    return line + [-1] * (length - len(line))
+
+
+@pytest.mark.parametrize("solver", [False, True])
+def test_best_line_is_the_hand_walked_principal_variation(solver):
+    tree = search(POLICY.replace(solver=solver), 48).search_tree
+    lines = anytime.best_line(tree, 4)
+    below = anytime.best_line(tree, 3, first_actions=np.tile(np.arange(4), (BATCH, 1)))
+    children = np.asarray(tree.children)
+    assert lines.shape == (BATCH, 4) and below.shape == (BATCH, 4, 3)
+    for row in range(BATCH):
+        assert lines[row].tolist() == reference_line(tree, row, 0, 4)
+        for action in range(4):
+            child = children[row, 0, action]
+            expected = ([action] + reference_line(tree, row, child, 2)
+                        if child >= 0 and np.asarray(tree.node_visits)[row, child] > 0
+                        else [-1, -1, -1])
+            assert below[row, action].tolist() == expected, (row, action)
+    if solver:  # the proven win comes first where it is not the most visited move
+        summary = tree.summary()
+        won = np.asarray(summary.proven) & (np.asarray(summary.proven_qvalues) > 0)
+        most = np.argmax(np.asarray(summary.visit_counts), axis=1)
+        assert any(won[r].any() and not won[r, most[r]] for r in range(BATCH))
+    with pytest.raises(ValueError, match=r"first_actions must be \[B, M\]"):
+        anytime.best_line(tree, 3, first_actions=np.arange(4))
+
+
 def test_chunks_end_when_every_row_is_decided():
     progress = list(anytime.search_in_chunks(POLICY, None, jax.random.key(5), ROOT,
                                              PROBLEM.recurrent_fn, chunk_simulations=8,
