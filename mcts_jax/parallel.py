@@ -45,7 +45,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcts_jax import base, graph, phases, plugin
+from mcts_jax import base, graph, phases
 from mcts_jax import tree as tree_lib
 from mcts_jax.options import SearchOptions
 from mcts_jax.plugin import Plugins
@@ -140,7 +140,7 @@ def select_paths(tree: tree_lib.Tree, rules: Rules, options: SearchOptions,
                  first_stamp=0, plugins: Plugins = ()):
     """P descents in every row, path p steered by paths < p. `num_paths` []:
     how many of the P run this step; `searching` [B]: the rows that search
-    (`plugin.rows_searching`). A graph search passes its path buffers
+    (`phases.rows_at_step`). A graph search passes its path buffers
     ([B, P, L]) and the stamp of the step's first descent. Returns
     (LeafChoice [B, P] (its rule_failed [B]: on any path; a graph's paths
     [B, P, L] and depths [B, P]), enabled [B, P], virtual visits [B, N])."""
@@ -200,13 +200,11 @@ def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
     edge (capacity permitting; in a graph, one per distinct position) and
     back up every path, taking the virtual visits back. `carry`: (key,
     tree, virtual visits [B, N], rule_failed [B] or None, a graph's path
-    buffers [B, P, L] or None, the simulations each row has spent [B] or
-    None, as in `phases.simulate`). Keys: `key, select_key, expand_key =
+    buffers [B, P, L] or None, `budget_rows` as in `phases.simulate`). Keys: `key, select_key, expand_key =
     split(key, 3)`."""
-    key, tree, visits, rule_failed, paths, spent = carry
+    key, tree, visits, rule_failed, paths, budget_rows = carry
     num_per_step = options.simulations_per_step
-    searching = plugin.rows_searching(plugins, tree, tree.batch_size, spent,
-                                      options.num_simulations)
+    searching = phases.rows_at_step(plugins, tree, budget_rows)
     key, select_key, expand_key = jax.random.split(key, 3)
     num_paths = jnp.minimum(num_per_step, options.num_simulations - step_index * num_per_step)
     leaf, enabled, visits = select_paths(tree, rules, options, select_key, num_paths, visits,
@@ -243,9 +241,10 @@ def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
                                  visits)
     if rule_failed is not None:
         rule_failed = rule_failed | leaf.rule_failed
-    if spent is not None:
-        spent = spent + jnp.where(searching, num_paths, 0).astype(jnp.int32)
-    return key, tree, visits, rule_failed, update.path, spent
+    budget_rows = phases.count_step(plugins, tree, budget_rows,
+                                    jnp.where(searching, num_paths, 0).astype(jnp.int32),
+                                    options.num_simulations)
+    return key, tree, visits, rule_failed, update.path, budget_rows
 
 
 def run_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,

@@ -805,8 +805,7 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
     """One simulation on every row: select a leaf, expand, back up. The body
     of the search loop (`run_simulations`); `carry` is (key, tree,
     rule_failed [B] or None, the path buffers of a graph search
-    (`graph.Path` [B, L]) or None, the simulations each row has spent
-    [B] int32 when a plug-in may stop rows (`plugin.Budget`), else None).
+    (`graph.Path` [B, L]) or None, and `budget_rows` (`rows_at_step`)).
     A row the plug-ins take out (`plugin.rows_searching`) does nothing.
 
     Keys are split as mctx splits them: `key, select_key, expand_key =
@@ -815,11 +814,10 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
     (`stats.rng_key`). So equal keys give the two libraries equal random
     numbers, and the recurrent_fn keys do not depend on the batch size.
     """
-    key, tree, rule_failed, path, spent = carry
+    key, tree, rule_failed, path, budget_rows = carry
     if path is not None:
         path = graph.start_descent(path, simulation_index + 1)
-    searching = plugin.rows_searching(plugins, tree, tree.batch_size, spent,
-                                      options.num_simulations)
+    searching = rows_at_step(plugins, tree, budget_rows)
     key, select_key, expand_key = jax.random.split(key, 3)
     leaf = select_leaf(tree, rules, options.depth_limit, plugins,
                        jax.random.split(select_key, tree.batch_size), searching,
@@ -837,36 +835,54 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
     tree, _ = backup(tree, update, plugins)
     if rule_failed is not None:
         rule_failed = rule_failed | leaf.rule_failed
-    if spent is not None:
-        spent = spent + searching.astype(jnp.int32)
-    return key, tree, rule_failed, update.path, spent
+    budget_rows = count_step(plugins, tree, budget_rows, searching.astype(jnp.int32),
+                             options.num_simulations)
+    return key, tree, rule_failed, update.path, budget_rows
+
+
+def rows_at_step(plugins: Plugins, tree: tree_lib.Tree, budget_rows) -> chex.Array:
+    """[B] bool: the rows that search this step. Where the loop counts each
+    row's simulations, `budget_rows` is (spent [B] int32, searching [B]
+    bool), the plug-ins' answer at the end of the last step (`count_step`),
+    so they are asked once per step and the loop's condition reads the same
+    answer; else (None) the plug-ins' answer for `tree`."""
+    if budget_rows is None:
+        return plugin.rows_searching(plugins, tree, tree.batch_size)
+    return budget_rows[1]
+
+
+def count_step(plugins: Plugins, tree: tree_lib.Tree, budget_rows, spent_now: chex.Array,
+               total: int):
+    """`budget_rows` after a step that spent `spent_now` [B] simulations per
+    row (None stays None): the rows that search the next step."""
+    if budget_rows is None:
+        return None
+    spent = budget_rows[0] + spent_now
+    return spent, plugin.rows_searching(plugins, tree, tree.batch_size, spent, total)
 
 
 def run_simulations(body, carry: tuple, num_steps: int, options: SearchOptions,
                     plugins: Plugins) -> tuple:
-    """The search loop: `body(step, carry + (spent,))` for steps 0 ..
+    """The search loop: `body(step, carry + (budget_rows,))` for steps 0 ..
     num_steps - 1 (`simulate`, or `parallel.simulate_paths` with P paths
-    per step), by `options.loop_fn`; returns the last carry, `spent`
-    dropped. `spent` [B] int32 counts the simulations each row has run when
-    a plug-in may stop rows (`plugin.may_stop_rows`: the solver, a stop
-    rule), else it is None. With such a plug-in and the default `loop_fn`
-    the loop ends as soon as no row searches: a batch decided early costs
-    less time, and its trees are those of the whole loop (a stopped row
-    does nothing in a simulation)."""
+    per step), by `options.loop_fn`; returns the last carry, `budget_rows`
+    dropped. When a plug-in may stop rows (`plugin.may_stop_rows`: the
+    solver, a stop rule) `budget_rows` is (spent [B] int32: the simulations
+    each row has run, searching [B] bool: the rows that search the next
+    step; `rows_at_step`), else None. With such a plug-in and the default
+    `loop_fn` the loop ends as soon as no row searches: a batch decided
+    early costs less time, and its trees are those of the whole loop (a
+    stopped row does nothing in a simulation)."""
     if not plugin.may_stop_rows(plugins):
         return options.loop_fn(0, num_steps, body, carry + (None,))[:-1]
     tree = carry[1]
-    carry = carry + (jnp.zeros((tree.batch_size,), jnp.int32),)
+    spent = jnp.zeros((tree.batch_size,), jnp.int32)
+    carry = carry + ((spent, plugin.rows_searching(plugins, tree, tree.batch_size, spent,
+                                                   options.num_simulations)),)
     if options.loop_fn is not jax.lax.fori_loop:
         return options.loop_fn(0, num_steps, body, carry)[:-1]
-
-    def any_row_searches(state):
-        step, carry = state
-        rows = plugin.rows_searching(plugins, carry[1], tree.batch_size, carry[-1],
-                                     options.num_simulations)
-        return (step < num_steps) & jnp.any(rows)
-
-    _, carry = jax.lax.while_loop(any_row_searches,
-                                  lambda state: (state[0] + 1, body(state[0], state[1])),
-                                  (jnp.zeros((), jnp.int32), carry))
+    _, carry = jax.lax.while_loop(
+        lambda state: (state[0] < num_steps) & jnp.any(state[1][-1][1]),
+        lambda state: (state[0] + 1, body(state[0], state[1])),
+        (jnp.zeros((), jnp.int32), carry))
     return carry[:-1]
