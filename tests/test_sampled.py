@@ -278,3 +278,22 @@ def test_identity_hooks_leave_the_search_unchanged():
     for name in ("node_visits", "value_sums", "children", "priors"):
         np.testing.assert_array_equal(np.asarray(getattr(plain.search_tree, name)),
                                       np.asarray(getattr(hooked.search_tree, name)))
+
+
+def test_several_paths_per_step_expand_their_own_samples():
+    plugin = sampled.SampledActions(GAUSSIAN, 4)
+    policy = mcts_jax.AlphaZeroPolicy.make(plugins=(plugin,), simulations_per_step=2,
+                                           dirichlet_fraction=0.0, temperature=0.0)
+    root = mcts_jax.RootFnOutput(prior_logits=jnp.zeros((2, 2)), value=jnp.zeros(2),
+                                 embedding=jnp.zeros(2, jnp.int32))
+    out = policy(None, jax.random.PRNGKey(6), root, two_step_bandit, 16)
+    tree = out.search_tree
+    actions = np.asarray(sampled._record(tree).actions)  # [B, N, K, 1]
+    for row in range(2):
+        children = [int(c) for c in np.asarray(tree.children[row, 0]) if 0 < c < tree.max_nodes]
+        assert len(children) >= 2  # several root samples expanded
+        # Each child holds K draws of its own, and the edge it hangs from is a root sample.
+        for child in children:
+            assert not np.allclose(actions[row, child], actions[row, 0])
+            slot = int(tree.actions_from_parent[row, child])
+            assert 0 <= slot < 4
