@@ -262,6 +262,8 @@ class SearchOptions:
         not given, and fills the capacity's default."""
         batch_size, num_actions = validation.check_root(root, invalid_actions,
                                                         values=self.checks == "host")
+        for each in self.plugins:  # e.g. sampled nodes: K slots, whatever the root's [B, P]
+            num_actions = each.slots_per_node(num_actions)
         validation.check_tree_kind(tree, num_chance_outcomes)  # a Tree or None, of this kind
         max_nodes, max_children = self.max_nodes, self.max_children
         replay_embeddings = self.replay_embeddings

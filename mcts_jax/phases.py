@@ -341,6 +341,7 @@ class NewNodes:
     slots: tree_lib.ChildSlots  # S + [K]
     prior_logits: Optional[chex.Array] = None  # S + [K], where the tree keeps them
     solved: Optional[chex.Array] = None  # None: the terminal nodes (a graph's repetitions: not)
+    entry: Any = None  # a plug-in's own per-node arrays (`SearchPlugin.evaluated`), in new_nodes
 
 
 def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree,
@@ -425,6 +426,12 @@ def slot_key(rng_key: chex.PRNGKey) -> chex.PRNGKey:
     """The key that breaks prior ties when a compact node keeps K of more
     legal actions (derived so that recurrent_fn still gets `rng_key`)."""
     return jax.random.fold_in(rng_key, 0x51075)
+
+
+def plugin_key(rng_key: chex.PRNGKey) -> chex.PRNGKey:
+    """The key of the plug-ins' `evaluated` hooks (derived so that
+    recurrent_fn still gets `rng_key`)."""
+    return jax.random.fold_in(rng_key, 0x9106)
 
 
 def revisit(tree: tree_lib.Tree, node: chex.Array, plugins: Plugins,
@@ -554,15 +561,21 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     edge_shape = parent.shape
     size = math.prod(edge_shape)
     action = tree_lib.edge_actions(tree, parent, slot)
+    edge_action = action
+    if plugin.overridden(plugins, "edge_action"):  # e.g. a sampled node's stored action
+        edge_action = plugin.edge_action(plugins, tree, parent, slot, action)
     flat = lambda x: x.reshape((size,) + x.shape[len(edge_shape):])  # noqa: E731
     flat_embedding = jax.tree.map(flat, parent_embedding)
     output, embedding = validation.recurrent_result(
-        recurrent_fn(params, rng_key, flat(action), flat_embedding), flat_embedding)
+        recurrent_fn(params, rng_key, flat(edge_action), flat_embedding), flat_embedding)
+    entries = None
+    if plugin.overridden(plugins, "evaluated"):  # e.g. sampled.py draws the node's actions
+        output, entries = plugin.evaluated(plugins, plugin_key(rng_key), output)
     check_recurrent_output(output, size, tree.num_actions)
     keys = (graph.position_keys_of(options.key_of_position, embedding, size)
             if tree.is_graph else None)
     by_edge = lambda x: x.reshape(edge_shape + x.shape[1:])  # noqa: E731
-    output, embedding, keys = jax.tree.map(by_edge, (output, embedding, keys))
+    output, embedding, keys, entries = jax.tree.map(by_edge, (output, embedding, keys, entries))
     new = new_nodes_from_output(output, tree, slot_key(rng_key), options.stop_at_terminal)
 
     if tree.is_graph:
@@ -575,7 +588,7 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     write_at = jnp.where(created, new_index, max_nodes)
     tree = write_new_nodes(tree, write_at, parent, action, new, embedding, visits=new_visits,
                            keys=keys)
-    tree = plugin.new_nodes(plugins, tree, write_at, new)  # each plug-in's own arrays
+    tree = plugin.new_nodes(plugins, tree, write_at, new, entries)  # each plug-in's own arrays
     rows = tree_lib.batch_rows(tree.batch_size)[:, None]
     # Where the parent's slot points now: a created node, or in a graph a found one.
     points = creates & (new_index < max_nodes)

@@ -41,7 +41,18 @@ The hooks (B rows; `node` is [B], or [B, P] with P paths per step):
 - `back_up_node(tree, state, node, on_path) -> state`: the backup reaches
   `node` where `on_path` (leaf first, root last; `tree` is the tree as
   expanded, before this backup's visits);
-- `after_backup(tree, state) -> (tree, record)`: the backup is over.
+- `after_backup(tree, state) -> (tree, record)`: the backup is over;
+- `evaluated(rng_key, output) -> (output, entry)`: a network output (the
+  `RootFnOutput` before the policy's root setup, or a `RecurrentFnOutput`
+  at expansion, leading shape S) as the tree takes it, and the per-node
+  arrays S + [...] the plug-in keeps for those nodes (sampled.py draws a
+  node's actions here); the root's entry reaches `root_record(tree, record,
+  entry) -> record`, an expansion's reaches `new_nodes` as `new.entry`;
+- `edge_action(tree, record, parent, slot, action) -> action`: what
+  recurrent_fn gets for child slot `slot` of `parent` (default: the action
+  id the tree holds, `action`);
+- `slots_per_node(num_actions) -> int`: the child slots per node when the
+  root's `prior_logits` are [B, num_actions] (default: num_actions).
 
 `mcts_jax.solver.Solver` (the MCTS-solver) is the first built-in plug-in;
 docs/plugins.md writes a max backup as a user's plug-in.
@@ -54,6 +65,7 @@ import functools
 from typing import Any, Optional, Sequence
 
 import chex
+import jax
 import jax.numpy as jnp
 
 
@@ -129,6 +141,26 @@ class SearchPlugin:
         (default: the carried state is the record)."""
         return tree, state
 
+    def evaluated(self, rng_key: Any, output: Any) -> tuple:
+        """(the network output as the tree takes it, this plug-in's per-node
+        entry for those nodes or None); default: unchanged, None."""
+        return output, None
+
+    def root_record(self, tree: Any, record: Any, entry: Any) -> Any:
+        """The record of a fresh tree once the root's `evaluated` entry is known."""
+        return record
+
+    def slots_per_node(self, num_actions: int) -> int:
+        """The child slots per node of the tree searched from a root whose
+        `prior_logits` are [B, num_actions] (default: num_actions)."""
+        return num_actions
+
+    def edge_action(self, tree: Any, record: Any, parent: chex.Array, slot: chex.Array,
+                    action: chex.Array) -> chex.Array:
+        """What recurrent_fn gets for child slot `slot` of `parent` (default:
+        `action`, the action id the tree holds for that slot)."""
+        return action
+
 
 Plugins = Sequence[SearchPlugin]
 
@@ -161,6 +193,38 @@ def records_of(plugins: Plugins, tree: Any) -> tuple:
 def init_records(plugins: Plugins, tree: Any) -> tuple:
     """The records of a fresh tree, one per plug-in."""
     return tuple(each.init_record(tree) for each in plugins)
+
+
+def overridden(plugins: Plugins, hook: str) -> tuple:
+    """The plug-ins (with their position) whose class overrides `hook`."""
+    return tuple((index, each) for index, each in enumerate(plugins)
+                 if getattr(type(each), hook) is not getattr(SearchPlugin, hook))
+
+
+def evaluated(plugins: Plugins, rng_key: Any, output: Any) -> tuple:
+    """(output as every plug-in that converts outputs makes it, one entry per
+    plug-in, None where it keeps none). Each plug-in gets its own key."""
+    entries = [None] * len(plugins)
+    for index, each in overridden(plugins, "evaluated"):
+        output, entries[index] = each.evaluated(jax.random.fold_in(rng_key, index), output)
+    return output, tuple(entries)
+
+
+def root_records(plugins: Plugins, tree: Any, entries: tuple) -> Any:
+    """`tree` with each plug-in's record given the root's entry."""
+    if not overridden(plugins, "root_record"):
+        return tree
+    records = tuple(each.root_record(tree, record, entry) for each, record, entry
+                    in zip(plugins, records_of(plugins, tree), entries))
+    return tree.replace(plugin_records=records)
+
+
+def edge_action(plugins: Plugins, tree: Any, parent: chex.Array, slot: chex.Array,
+                action: chex.Array) -> chex.Array:
+    """What recurrent_fn gets for the edges (`parent`, `slot`)."""
+    for each, record in zip(plugins, records_of(plugins, tree)):
+        action = each.edge_action(tree, record, parent, slot, action)
+    return action
 
 
 def rows_searching(plugins: Plugins, tree: Any, batch_size: int,
@@ -205,12 +269,16 @@ def stats_seen(plugins: Plugins, tree: Any, node: chex.Array, stats: Any) -> Any
     return stats
 
 
-def new_nodes(plugins: Plugins, tree: Any, write_at: chex.Array, new: Any) -> Any:
-    """`tree` with every plug-in's record updated for the nodes written at `write_at`."""
+def new_nodes(plugins: Plugins, tree: Any, write_at: chex.Array, new: Any,
+              entries: Optional[tuple] = None) -> Any:
+    """`tree` with every plug-in's record updated for the nodes written at
+    `write_at`; a plug-in with an `evaluated` entry sees it as `new.entry`."""
     if not plugins:
         return tree
-    records = tuple(each.new_nodes(tree, record, write_at, new)
-                    for each, record in zip(plugins, records_of(plugins, tree)))
+    entries = entries or (None,) * len(plugins)
+    records = tuple(each.new_nodes(tree, record, write_at,
+                                   new if entry is None else new.replace(entry=entry))
+                    for each, record, entry in zip(plugins, records_of(plugins, tree), entries))
     return tree.replace(plugin_records=records)
 
 

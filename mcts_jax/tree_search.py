@@ -41,7 +41,7 @@ from mcts_jax.recompiles import caller_stacklevel, check_recompiles
 
 def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
                options: SearchOptions, tree: Optional[tree_lib.Tree],
-               extra_data: Any = None) -> tree_lib.Tree:
+               extra_data: Any = None, root_entries: Optional[tuple] = None) -> tree_lib.Tree:
     """The tree a search starts from: a fresh root per row, or, where `tree`
     has a non-empty row, that row continued.
 
@@ -66,6 +66,8 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
     fresh = fresh.replace(extra_data=extra_data,
                           num_chance_outcomes=options.num_chance_outcomes)
     fresh = fresh.replace(plugin_records=plugin.init_records(search_plugins(options), fresh))
+    if root_entries is not None:  # the root's entries of the plug-ins' `evaluated`
+        fresh = plugin.root_records(search_plugins(options), fresh, root_entries)
     if options.transpositions:
         fresh = graph.start_graph(fresh, graph.position_keys_of(
             options.key_of_position, root.embedding, batch_size))
@@ -134,13 +136,16 @@ def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
     """
     recurrent_fn = recurrent_fn.fn
     setup_key, search_key, choice_key = policy.split_key(rng_key)
+    plugins = search_plugins(options)
+    root_entries = None
+    if plugin.overridden(plugins, "evaluated"):  # e.g. sampled.py draws the root's actions
+        root, root_entries = plugin.evaluated(plugins, phases.plugin_key(search_key), root)
     root, setup_data = policy.root_setup(setup_key, root, invalid_actions, tree, options)
     tree = start_tree(jax.random.fold_in(search_key, 0x7007), root, invalid_actions, options,
-                      tree, setup_data if extra_data is None else extra_data)
+                      tree, setup_data if extra_data is None else extra_data, root_entries)
     rules = policy.rules(options)
     rule_failed = (None if phases.rules_screen_their_slots(rules)
                    else jnp.zeros((tree.batch_size,), jnp.bool_))
-    plugins = search_plugins(options)
     if options.simulations_per_step > 1:  # P paths per step (parallel.py)
         tree, rule_failed = parallel.run_paths(params, search_key, tree, recurrent_fn, rules,
                                                options, rule_failed, plugins)

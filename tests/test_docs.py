@@ -36,6 +36,7 @@ TASK_PAGES = [
     "docs/graph_search.md",
     "docs/plugins.md",
     "docs/anytime.md",
+    "docs/sampled.md",
 ]
 
 
