@@ -10,7 +10,7 @@ are then the distribution's parameters [B, P], not K logits):
   node at expansion) it draws K actions from the proposal beta = pi with
   temperature `temperature` (pi: the distribution `dist` with the network's
   parameters) and keeps them in the plug-in's record (`SampledRecord`,
-  [B, N, K, *action_shape]);
+  `[B, N, K, *action_shape]`);
 - its K slot priors are the paper's corrected prior: slot i gets weight
   pi(a_i) / beta(a_i), normalised over the K slots. Summed over the slots
   holding one action a this is normalise(beta_hat(a) / beta(a) * pi(a)),
@@ -173,7 +173,7 @@ def corrected_log_priors(dist: Any, params: chex.Array, actions: chex.Array,
 
 @chex.dataclass(frozen=True)
 class SampledRecord:
-    """`SampledActions`' arrays: actions [B, N, K, *action_shape], node i's
+    """`SampledActions`' arrays: actions `[B, N, K, *action_shape]`, node i's
     K sampled actions (slot k of node i is action actions[:, i, k])."""
 
     actions: chex.Array
@@ -273,13 +273,13 @@ def _record(tree: tree_lib.Tree) -> SampledRecord:
 
 
 def root_actions(tree: tree_lib.Tree) -> chex.Array:
-    """[B, K, *action_shape]: each row's K sampled root actions (slot order,
+    """`[B, K, *action_shape]`: each row's K sampled root actions (slot order,
     the order of the search's `action_weights`)."""
     return _record(tree).actions[:, tree_lib.ROOT_INDEX]
 
 
 def chosen_action(tree: tree_lib.Tree, slot: chex.Array) -> chex.Array:
-    """[B, *action_shape]: the root action of `slot` [B] (the search's
+    """`[B, *action_shape]`: the root action of `slot` [B] (the search's
     `action`)."""
     actions = root_actions(tree)
     return actions[tree_lib.batch_rows(tree.batch_size), slot]
