@@ -310,6 +310,39 @@ def check_training_learned_model(workdir: str):
         _compare_training((v8, s8), (v1, s1), f"muzero iteration {iteration}")
 
 
+def check_sampled(mesh):
+    """Sampled search (continuous actions, `sampled.SampledActions`): the
+    sharded search and its continuation on the re-rooted subtrees equal the
+    one-device ones; each row's repeated bandit (no terminal: the tree
+    grows deep, so the subtrees keep visits) has its own optimum."""
+    from mcts_jax import sampled
+
+    targets = jnp.linspace(-0.8, 0.8, BATCH)
+
+    def recurrent_fn(params, rng_key, action, embedding):  # embedding: the row's target
+        n = action.shape[0]
+        return mcts_jax.RecurrentFnOutput(
+            reward=-jnp.sum((action - embedding[:, None]) ** 2, axis=-1), discount=jnp.ones(n),
+            prior_logits=jnp.zeros((n, 2)), value=jnp.zeros(n)), embedding
+
+    root = mcts_jax.RootFnOutput(prior_logits=jnp.zeros((BATCH, 2)), value=jnp.zeros(BATCH),
+                                 embedding=targets)
+    policy = mcts_jax.AlphaZeroPolicy.make(plugins=(sampled.SampledActions(
+        sampled.DiagonalGaussian(1, low=-1.0, high=1.0), num_samples=6),))
+    function = sharding.as_policy(policy, {})
+    tree = split_tree = None
+    for key in (jax.random.key(9), jax.random.key(10)):
+        single = function(None, key, root, recurrent_fn, SIMULATIONS, tree=tree)
+        split = sharding.search(mesh, policy, None, key, root, recurrent_fn, SIMULATIONS,
+                                tree=split_tree)
+        assert_split(split, 8, BATCH)
+        different = leaves_equal(single, split)
+        assert not different, f"sampled search differs in {different}"
+        tree = mcts_jax.get_subtree(single.search_tree, single.action)
+        split_tree = sharding.get_subtree(mesh, split.search_tree, split.action)
+    assert (np.asarray(tree.node_visits)[:, 0] > 0).any(), "reuse not exercised"
+
+
 def main(out_path: str) -> int:
     assert jax.device_count() == 8, jax.devices()
     mesh = sharding.make_mesh(8)
@@ -332,6 +365,7 @@ def main(out_path: str) -> int:
          lambda: check_search(mesh, mcts_jax.UCTPolicy(), simulations_per_step=4, reuse=True)),
         ("search_stochastic_compact_reuse", lambda: check_stochastic(mesh)),
         ("search_graph_reuse", lambda: check_graph(mesh)),
+        ("search_sampled_reuse", lambda: check_sampled(mesh)),
         ("search_user_policy_reuse",
          lambda: check_search(mesh, custom_rules.FlattenedRootPolicy.make(max_nodes=64),
                               reuse=True)),

@@ -28,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 EXPECTED = ["errors", "search_uct", "search_alphazero", "search_gumbel_compact_reuse",
             "search_custom_rule_reuse", "search_custom_qtransform_compact",
             "search_parallel_paths_reuse", "search_stochastic_compact_reuse",
-            "search_graph_reuse",
+            "search_graph_reuse", "search_sampled_reuse",
             "search_local_mode", "training", "training_learned_model"]
 
 
