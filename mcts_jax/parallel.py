@@ -200,8 +200,8 @@ def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
     edge (capacity permitting; in a graph, one per distinct position) and
     back up every path, taking the virtual visits back. `carry`: (key,
     tree, virtual visits [B, N], rule_failed [B] or None, a graph's path
-    buffers [B, P, L] or None, `budget_rows` as in `phases.simulate`). Keys: `key, select_key, expand_key =
-    split(key, 3)`."""
+    buffers [B, P, L] or None, `budget_rows` as in `phases.simulate`).
+    Keys: `key, select_key, expand_key = split(key, 3)`."""
     key, tree, visits, rule_failed, paths, budget_rows = carry
     num_per_step = options.simulations_per_step
     searching = phases.rows_at_step(plugins, tree, budget_rows)

@@ -250,8 +250,7 @@ def may_stop_rows(plugins: Plugins) -> bool:
     """Whether a plug-in may take rows out of the search (it overrides
     `searches` or `stops`): the loop then counts each row's simulations
     (`Budget`) and ends when no row searches."""
-    return any(type(each).searches is not SearchPlugin.searches
-               or type(each).stops is not SearchPlugin.stops for each in plugins)
+    return bool(overridden(plugins, "searches") or overridden(plugins, "stops"))
 
 
 def open_slots(plugins: Plugins, tree: Any, stats: Any) -> Optional[chex.Array]:

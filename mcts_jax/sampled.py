@@ -142,15 +142,17 @@ class Factored:
         moves = jax.random.categorical(key, logits, axis=-1)
         return self.joint_id(moves)
 
+    def _place_values(self) -> chex.Array:
+        """[N] int32: M^i, the weight of agent i's move in a joint id."""
+        return self.num_moves ** jnp.arange(self.num_agents, dtype=jnp.int32)
+
     def joint_id(self, moves: chex.Array) -> chex.Array:
         """[..., N] moves -> [...] int32 joint ids."""
-        powers = self.num_moves ** jnp.arange(self.num_agents, dtype=jnp.int32)
-        return jnp.sum(moves.astype(jnp.int32) * powers, axis=-1)
+        return jnp.sum(moves.astype(jnp.int32) * self._place_values(), axis=-1)
 
     def moves(self, joint: chex.Array) -> chex.Array:
         """[...] joint ids -> [..., N] int32 moves."""
-        powers = self.num_moves ** jnp.arange(self.num_agents, dtype=jnp.int32)
-        return (joint[..., None] // powers) % self.num_moves
+        return (joint[..., None] // self._place_values()) % self.num_moves
 
     def log_prob(self, params: chex.Array, actions: chex.Array) -> chex.Array:
         """log probability of joint ids `actions` [..., num] -> [..., num]."""
