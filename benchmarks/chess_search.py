@@ -24,6 +24,7 @@ range of the ratio formed within each round.
 from __future__ import annotations
 
 import functools
+import itertools
 
 import jax
 import jax.numpy as jnp
@@ -130,30 +131,25 @@ def main(argv=None):
                         choices=["synthetic", "pgx_chess"])
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[64])
     parser.add_argument("--simulations", type=int, nargs="+", default=[128])
-    parser.add_argument("--no-dense", action="store_true", help="skip our dense layout")
     args = parser.parse_args(argv)
 
     rows, factors = [], []
-    for problem in args.problems:
-        for batch_size in args.batch_sizes:
-            for num_simulations in args.simulations:
-                runners = make_runners(problem, batch_size, num_simulations, args.seed)
-                if args.no_dense:
-                    del runners["ours_dense"]
-                pairs = [(a, b) for _, a, b in FACTORS if a in runners and b in runners]
-                result = harness.interleaved_rounds(runners, args.rounds, pairs)
-                cell = dict(problem=problem, B=batch_size, simulations=num_simulations)
-                work = batch_size * num_simulations
-                for name, side in result["sides"].items():
-                    rows.append(dict(cell, side=name, **harness.throughput_fields(side, work),
-                                     rounds=args.rounds, stores=SIDES[name]))
-                    print(harness.markdown_table(COLUMNS, rows[-1:]).splitlines()[-1],
-                          flush=True)
-                for factor, a, b in FACTORS:
-                    ratio = result["ratios"].get(f"{a}/{b}")
-                    if ratio is not None:
-                        factors.append(dict(cell, factor=factor, **harness.ratio_fields(ratio),
-                                            ratios=ratio["values"]))
+    for problem, batch_size, num_simulations in itertools.product(
+            args.problems, args.batch_sizes, args.simulations):
+        runners = make_runners(problem, batch_size, num_simulations, args.seed)
+        result = harness.interleaved_rounds(runners, args.rounds,
+                                            [(a, b) for _, a, b in FACTORS])
+        cell = dict(problem=problem, B=batch_size, simulations=num_simulations)
+        work = batch_size * num_simulations
+        for name, side in result["sides"].items():
+            rows.append(dict(cell, side=name, **harness.throughput_fields(side, work),
+                             rounds=args.rounds, stores=SIDES[name]))
+            print(harness.markdown_table(COLUMNS, rows[-1:]).splitlines()[-1], flush=True)
+        for factor, a, b in FACTORS:
+            ratio = result["ratios"].get(f"{a}/{b}")
+            if ratio is not None:
+                factors.append(dict(cell, factor=factor, **harness.ratio_fields(ratio),
+                                    ratios=ratio["values"]))
     print("\nThe comparison as factors: ours / peer simulations per second, per round")
     print(harness.markdown_table(FACTOR_COLUMNS, factors))
     harness.report("chess_search", "Chess-sized search (A=4672): simulations per second "

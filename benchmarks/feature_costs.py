@@ -58,20 +58,16 @@ def measure(batch_sizes, simulations, rounds, problems=tuple(SETUPS), log=print)
             result = harness.interleaved_rounds(sides, rounds,
                                                 [("plain", "solver"), ("plain", "get_subtree")])
             timed = {name: side["median_s"] for name, side in result["sides"].items()}
-            solver_ratio = result["ratios"]["plain/solver"]
-            subtree_ratio = result["ratios"]["plain/get_subtree"]
             row = dict(problem=problem, B=batch_size, simulations=simulations,
                        plain_sims_per_s=batch_size * simulations / timed["plain"],
                        solver_sims_per_s=batch_size * simulations / timed["solver"],
                        plain_search_ms=1e3 * timed["plain"],
                        solver_search_ms=1e3 * timed["solver"],
                        get_subtree_ms=1e3 * timed["get_subtree"], rounds=rounds,
-                       **{"solver/plain time": solver_ratio["median"],
-                          "solver/plain time_min": solver_ratio["min"],
-                          "solver/plain time_max": solver_ratio["max"],
-                          "get_subtree/search": subtree_ratio["median"],
-                          "get_subtree/search_min": subtree_ratio["min"],
-                          "get_subtree/search_max": subtree_ratio["max"]})
+                       **harness.ratio_fields(result["ratios"]["plain/solver"],
+                                              "solver/plain time"),
+                       **harness.ratio_fields(result["ratios"]["plain/get_subtree"],
+                                              "get_subtree/search"))
             rows.append(row)
             log(str(row))
     return rows

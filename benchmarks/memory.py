@@ -40,8 +40,8 @@ STORES = {
 
 
 def mctx_pgx_recurrent_fn(mctx, game, embedding: str = "full"):
-    """The pgx `game` for mctx, storing `embedding` "full" (the pgx state, as
-    mctx's users do) or "lean" (our `game.lean_state`): uniform priors with
+    """The pgx `game` for mctx, storing `embedding` ("full": the pgx state,
+    as mctx's users do; "lean": our `game.lean_state`): uniform priors with
     illegal moves masked in the logits (mctx has no invalid_actions below
     the root), value 0."""
     store = (lambda states: states) if embedding == "full" else game.lean_state
@@ -94,13 +94,12 @@ def layout_rows(batch_size=1024, max_nodes=801, games=None):
         if games is not None and name not in games:
             continue
         game = envs.make(name)
-        max_children = game.max_legal_moves
-        layouts = [("ours dense", "ours dense", None, False),
-                   (f"ours compact K={max_children}", "ours compact", max_children, False),
-                   (f"ours compact K={max_children}, replay", "ours compact, replay",
-                    max_children, True)]
-        for label, stores, k, replay in layouts:
-            report = game.tree_memory(batch_size, max_nodes, k, replay)
+        k = game.max_legal_moves
+        for label, stores, max_children, replay in (
+                ("ours dense", "ours dense", None, False),
+                (f"ours compact K={k}", "ours compact", k, False),
+                (f"ours compact K={k}, replay", "ours compact, replay", k, True)):
+            report = game.tree_memory(batch_size, max_nodes, max_children, replay)
             add(name, label, stores, report.bytes_per_node, report.embedding_bytes_per_node)
         try:
             lean = mctx_bytes_per_node(game, 8, max_nodes - 1, "lean")

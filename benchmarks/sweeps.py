@@ -21,7 +21,7 @@ below the root):
   (alphazero_dense/muzero, same layout) and the layout factor (compact /
   dense, `layout_ratio`) are reported apart, not only their product.
 
-Runners (`RUNNERS`): ours `uct`, `alphazero` (no root noise) and `gumbel`;
+Runners (`policy_fn`): ours `uct`, `alphazero` (no root noise) and `gumbel`;
 mctx `muzero` (the counterpart of alphazero: identical visit counts) and
 `gumbel_muzero`. A cell is one jitted search of B roots; its figure is
 B x num_simulations / the median seconds of a call, its runners timed in
@@ -47,7 +47,6 @@ PROBLEMS = ("synthetic", "synthetic_82", "tic_tac_toe", "tic_tac_toe_net", "conn
 # A problem's pgx game, for the problems that step one.
 GAMES = {"tic_tac_toe": "tic_tac_toe", "tic_tac_toe_net": "tic_tac_toe",
          "connect_four_net": "connect_four", "chess": "chess"}
-RUNNERS = ("ours_uct", "ours_alphazero", "ours_gumbel", "mctx_muzero", "mctx_gumbel")
 # ours -> the mctx runner it is compared with (identical visit counts / rules).
 COUNTERPARTS = {"ours_alphazero": "mctx_muzero", "ours_gumbel": "mctx_gumbel",
                 "ours_alphazero_dense": "mctx_muzero"}
@@ -88,31 +87,40 @@ def problem_setup(problem: str, batch_size: int) -> Dict[str, Any]:
                 recurrent_fn=game.recurrent_fn(evaluator))
 
 
-@functools.lru_cache(maxsize=None)
-def compiled_search(problem: str, runner: str, num_simulations: int) -> Callable:
-    """A jitted fn(params, key, root, invalid) -> action [B] for one cell."""
-    recurrent_fn = problem_setup(problem, 1)["recurrent_fn"]
-    max_children = None if runner.endswith("_dense") else MAX_CHILDREN.get(problem)
-    if runner.startswith("ours_"):
-        common = dict(invalid_actions=None, max_children=max_children)
-        alphazero = functools.partial(mcts_jax.alphazero_policy, dirichlet_fraction=0.0)
-        policy = {"ours_uct": mcts_jax.uct_policy, "ours_alphazero": alphazero,
-                  "ours_alphazero_dense": alphazero,
-                  "ours_gumbel": mcts_jax.gumbel_policy}[runner]
+# Our runners' policies (the compact/dense layout is an option of the call).
+OURS = {"ours_uct": mcts_jax.uct_policy,
+        "ours_alphazero": functools.partial(mcts_jax.alphazero_policy, dirichlet_fraction=0.0),
+        "ours_alphazero_dense": functools.partial(mcts_jax.alphazero_policy,
+                                                  dirichlet_fraction=0.0),
+        "ours_gumbel": mcts_jax.gumbel_policy}
 
-        def search(params, key, root, invalid):
-            return policy(params, key, root, recurrent_fn, num_simulations,
-                          **dict(common, invalid_actions=invalid)).action
-        return jax.jit(search)
+
+def policy_fn(runner: str, recurrent_fn: Callable, num_simulations: int,
+              **options) -> Callable:
+    """fn(params, key, root, invalid) -> PolicyOutput of one runner (`OURS`,
+    `mctx_muzero` without root noise, `mctx_gumbel`), every side on the same
+    root and recurrent_fn (mctx through `harness.mctx_recurrent_fn` and
+    `harness.mctx_root`); `options`: further keywords of our policies (tree
+    options such as max_children), which mctx's runners ignore."""
+    if runner.startswith("ours_"):
+        return lambda params, key, root, invalid: OURS[runner](
+            params, key, root, recurrent_fn, num_simulations, invalid_actions=invalid, **options)
     import mctx
     their_fn = harness.mctx_recurrent_fn(recurrent_fn, mctx)
     policy = {"mctx_muzero": functools.partial(mctx.muzero_policy, dirichlet_fraction=0.0),
               "mctx_gumbel": mctx.gumbel_muzero_policy}[runner]
+    return lambda params, key, root, invalid: policy(
+        params, key, harness.mctx_root(mctx, root), their_fn, num_simulations,
+        invalid_actions=invalid)
 
-    def their_search(params, key, root, invalid):
-        return policy(params, key, harness.mctx_root(mctx, root), their_fn, num_simulations,
-                      invalid_actions=invalid).action
-    return jax.jit(their_search)
+
+@functools.lru_cache(maxsize=None)
+def compiled_search(problem: str, runner: str, num_simulations: int) -> Callable:
+    """A jitted fn(params, key, root, invalid) -> action [B] for one cell."""
+    max_children = None if runner.endswith("_dense") else MAX_CHILDREN.get(problem)
+    search = policy_fn(runner, problem_setup(problem, 1)["recurrent_fn"], num_simulations,
+                       max_children=max_children)
+    return jax.jit(lambda *args: search(*args).action)
 
 
 def available_runners(runners: Sequence[str]) -> List[str]:
