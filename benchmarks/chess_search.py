@@ -1,21 +1,15 @@
 """Search throughput on chess-sized problems, ours (compact and dense) against mctx.
 
-Two recurrent functions, both with A = 4672 action ids:
-- "synthetic": a hashed game tree costing almost nothing, with about 36 legal
-  moves per position (1/128 of the ids), so the figures measure the tree;
-  every side stores the same uint32 code per node;
-- "pgx_chess": the real pgx chess simulator with uniform priors and value 0.
-
-Sides (`SIDES` says what each computes and stores), all running
-alphazero_policy / mctx.muzero_policy (no root noise) on identical roots and
-keys, timed in the same interleaved rounds (`harness.interleaved_rounds`):
-ours compact (K = 218 child slots) and ours dense (A slots), mctx (dense)
-with the very embedding ours stores (our lean pgx state, our recurrent_fn
-through `harness.mctx_recurrent_fn`), and, for pgx_chess, mctx with the
-full pgx state as its users store it. The comparison is reported as
-separate factors (`FACTORS`: library at equal layout and embedding, our
-layout, mctx's embedding choice) and their products, each the median and
-range of the ratio formed within each round.
+Two recurrent functions with A = 4672 action ids: "synthetic", a hashed tree
+costing almost nothing with about 36 legal moves a position (every side
+stores the same uint32 code per node), and "pgx_chess", the pgx simulator
+with uniform priors and value 0. Sides (`SIDES`: what each stores), all
+alphazero_policy / mctx.muzero_policy without root noise on identical roots
+and keys, in the same interleaved rounds: ours compact (K = 218) and dense,
+mctx with our very embedding (through `harness.mctx_recurrent_fn`) and, on
+pgx_chess, mctx with the full pgx state its users store. Reported as
+separate factors (`FACTORS`: library, layout, embedding) and their
+products, each the median and range of the per-round ratios.
 
     python -m benchmarks.chess_search                   # B=64, 128 simulations
     python -m benchmarks.chess_search --batch-sizes 16 64 --simulations 32 128

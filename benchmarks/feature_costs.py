@@ -1,13 +1,9 @@
-"""What the search features cost: the MCTS-solver, subtree reuse and
-expand-all, measured against the plain search in the same process.
+"""What the MCTS-solver and subtree reuse cost against the plain search.
 
-- solver: simulations per second with `solver=False` and `solver=True` on
-  tic-tac-toe (pgx simulator, uniform priors) and on a synthetic tree.
-- get_subtree: the time of one `get_subtree` call against one search of the
-  same tree size (the call runs once per move).
-
-The three calls of a cell are timed in the same interleaved rounds and the
-ratios formed within each round (`harness.interleaved_rounds`).
+`solver=True` against `solver=False` (simulations per second, on
+tic-tac-toe with pgx and uniform priors and on a synthetic tree), and one
+`get_subtree` call (once per move) against one search, the three calls of
+a cell in the same interleaved rounds.
 
     python -m benchmarks.feature_costs
 """

@@ -1,37 +1,28 @@
 """Every search measurement that matters on an accelerator, in one prepared run.
 
-GPU time comes in short leases (plan for one run of at most 9 minutes), so
-this runner measures, in order of importance, each part inside its own slice
-of one wall-clock budget, and writes a results file per part as soon as the
-part ends (a part cut short by its budget keeps what it measured and says
-which cells it skipped, and why):
+GPU time comes in short leases, so the parts run in order of importance,
+each in its own slice of one wall-clock budget (`Budget`), and each writes
+its results file as soon as it ends (a part cut short keeps what it
+measured and names what it skipped, and why):
 
-1. `throughput`: ours against mctx, interleaved in one process on the same
-   inputs: a synthetic tree with 82 actions (Go 9x9's count; a
-   recurrent_fn that costs almost nothing) and pgx Connect Four with its
-   network, B = 1 ... 65536, 64 and 800 simulations, AlphaZero
-   (`alphazero_policy` / `mctx.muzero_policy`, identical visit counts) and
-   Gumbel (`gumbel_policy` / `mctx.gumbel_muzero_policy`);
-2. `self_play`: one self-play step of `train.py` (Connect Four, its network,
-   32 simulations, B = 1024 and 4096 games) with our Gumbel search against the
-   same step with mctx's `gumbel_muzero_policy` swapped in, and each
-   search alone: the share of the step the search takes;
-3. `chess`: pgx chess, ours with the compact layout (K = 218 slots) against
-   mctx with our lean state as its embedding (the same simulator work);
-4. `tree_steps`: time per edge walked from 32 to 2048 simulations (the
-   per-step cost as the tree grows), ours and mctx's;
-5. `parallel`: one search at a time (B = 1, the analysis use): our
-   parallel leaves P = 1 ... 64 against mctx at B = 1;
-6. `largest_chess`: the largest chess search (B x N, N = 801) each side fits
-   in the device's memory: exact tree bytes per node, then XLA's own memory
-   analysis of the compiled search at that B (and a real run of ours when
-   the budget allows);
-7. `profile`: where a simulation step's time goes: the compiled program's
-   loops, the kernels in each loop body, host round trips.
+1. `throughput`: ours against mctx on the same inputs (a free synthetic
+   tree with 82 actions, pgx Connect Four with its network), B = 1 ...
+   65536, 64 and 800 simulations, AlphaZero (`alphazero_policy` /
+   `mctx.muzero_policy`) and Gumbel (`gumbel_policy` / `gumbel_muzero_policy`);
+2. `self_play`: one self-play step of `train.py` with our Gumbel search
+   against the same step with mctx's, and each search alone (its share);
+3. `chess`: pgx chess, ours compact (K = 218) against mctx, both storing
+   our lean state;
+4. `tree_steps`: time per edge walked from 32 to 2048 simulations;
+5. `parallel`: B = 1, our parallel leaves P = 1 ... 64 against mctx;
+6. `largest_chess`: the largest chess search (B x N, N = 801) each side
+   fits in the device's memory (exact bytes per node, then XLA's memory
+   analysis of the compiled search, and a run of ours when time allows);
+7. `profile`: the compiled program's loops, kernels and host round trips.
 
-Timing: `harness.interleaved_rounds` under the part's deadline (a cell gets
-the rounds that fit, at least one; `rounds` says how many); a side whose
-estimated call (`CostModel`) is longer than `max_call_s` is skipped.
+Timing: `harness.interleaved_rounds` under the part's deadline (at least
+one round); a side whose estimated call (`CostModel`) exceeds `max_call_s`
+is skipped.
 
     python -m benchmarks.gpu_search                   # on the GPU, about 7 minutes
     python -m benchmarks.gpu_search --budget-s 300 --parts throughput self_play
@@ -39,10 +30,9 @@ estimated call (`CostModel`) is longer than `max_call_s` is skipped.
     python -m benchmarks.gpu_search --report-only --results-dir benchmarks/results \\
         --device nvidia-h200
 
-`benchmarks/gpu_search.sh` wraps it for the device machine (wheels, versions,
-a tarball of the results). Results: `<results-dir>/gpu_search_<part>-<device>.json`,
-the report `gpu_search-<device>.md` and `plots/gpu_search-<device>-*.png`,
-rebuilt from the part files by `--report-only`.
+`benchmarks/gpu_search.sh` wraps it for the device machine. Results:
+`<results-dir>/gpu_search_<part>-<device>.json`, the report
+`gpu_search-<device>.md` and `plots/gpu_search-<device>-*.png`.
 """
 
 from __future__ import annotations
@@ -72,18 +62,11 @@ FAMILIES = {"alphazero": ("ours_alphazero", "mctx_muzero"),
 
 @dataclasses.dataclass(frozen=True)
 class Sizes:
-    """What one run measures (the full run for a GPU, or `--tiny`).
-
-    throughput: (problem, family, B, simulations) cells, most important first.
-    chess: the same for the chess problem.
-    self_play_games / self_play_simulations: the self-play steps' B and S.
-    tree_steps_*: B, A and the simulation counts of the per-step cost.
-    parallel_*: the problem, simulations and P values of the B = 1 search.
-    largest_*: the chess game (or a stand-in) and N.
-    profile_cell: the (problem, family, B, simulations) whose program is read.
-    rounds: interleaved rounds per cell when time allows.
-    max_call_s: a side whose estimated call is longer is skipped.
-    """
+    """What one run measures (the full run for a GPU, or `--tiny`): the
+    throughput and chess (problem, family, B, simulations) cells, most
+    important first, and each later part's sizes by its prefix; the cell
+    whose program `profile` reads; interleaved rounds per cell when time
+    allows; `max_call_s`: a side whose estimated call is longer is skipped."""
 
     throughput: Tuple[Tuple[str, str, int, int], ...]
     chess: Tuple[Tuple[str, str, int, int], ...]

@@ -327,12 +327,10 @@ def interleaved_rounds(sides: Dict[str, Callable[[], Any]], rounds: int,
 
     sides: name -> a call running one side's whole work (e.g. one batched
       search); each is called twice first (compilation, timed as
-      `compile_s`, and a warm-up), then once per round, synchronised with
-      `block_until_ready`.
-    rounds: how many rounds (ROUNDS). Round r times every side
-      `calls_per_round` times back to back (its figure: their median), in
-      the order of `sides`, reversed when r is odd. With `sequential`, all
-      rounds of one side, then of the next (to show what interleaving changes).
+      `compile_s`, and a warm-up), then timed with `block_until_ready`.
+    rounds: how many rounds. Round r times every side `calls_per_round`
+      times back to back (its figure: their median), in the order of `sides`,
+      reversed when r is odd; `sequential`: all rounds of one side, then the next.
     pairs: (ours, peer) names (absent sides left out); for each, the
       per-round ratio ours / peer = (work[ours] / t_ours) / (work[peer] /
       t_peer), > 1 when ours does more work per second.

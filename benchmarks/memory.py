@@ -1,14 +1,11 @@
 """Memory per tree node: ours (dense, compact, compact with replayed states)
 against mctx, for chess, Go 9x9 and tic-tac-toe, with what each side stores.
 
-Tree sizes are exact and allocate nothing: ours from `mcts_jax.memory`
-(the shapes `init_tree` allocates), mctx's from `jax.eval_shape` of
-`mctx.muzero_policy` (its `search_tree`), once with our lean pgx state as
-its embedding (like for like) and once with the full pgx state (what an
-mctx user stores). `factor_rows` splits the comparison into its factors:
-library (ours dense vs mctx dense, same lean state), layout (ours compact
-vs ours dense), replay, and embedding (mctx full vs lean state), then their
-product (mctx full vs ours compact).
+Exact sizes that allocate nothing: ours from `mcts_jax.memory`, mctx's from
+`jax.eval_shape` of `mctx.muzero_policy`, with our lean pgx state (like for
+like) and with the full pgx state (what an mctx user stores); `factor_rows`
+splits the comparison into factors (library, layout, replay, embedding) and
+their product.
 
     python -m benchmarks.memory
 

@@ -1,14 +1,11 @@
 """Search quality at a fixed budget on random game trees with known minimax.
 
-For each `mcts_jax.game_trees.GameTree(depth, branching)` and budget, R
-random roots are searched once each (one batched call) by every runner, and
-the figure is the fraction of roots whose chosen action is minimax-optimal
-(exact, by brute force). The search knows only the rewards it has seen
-(uniform priors, value 0), so this measures how well each algorithm spends
-its simulations. Chosen action: the most visited root child for ours UCT,
-ours AlphaZero and mctx MuZero (ties to the lowest id), the sequential
-halving winner for the Gumbel policies. `random` is the fraction a uniformly
-random legal move would get.
+For each `GameTree(depth, branching)` and budget, R random roots are
+searched in one batched call by every runner, knowing only the rewards
+seen (uniform priors, value 0); the figure is the fraction of roots whose
+chosen action is minimax-optimal (exact, by brute force): the most visited
+root child for UCT, AlphaZero and mctx MuZero (ties to the lowest id), the
+sequential halving winner for Gumbel. `random`: a uniformly random move's.
 """
 
 from __future__ import annotations

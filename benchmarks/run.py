@@ -33,15 +33,10 @@ NEW_BLOCKS_ANCHOR = "<!-- suite:new blocks go here -->"
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """The sizes of one suite mode.
-
-    rounds: interleaved rounds per cell (`harness.interleaved_rounds`).
-    batch_*: throughput against batch size, at `batch_simulations` per search.
-    sims_*: throughput against num_simulations, at `sims_batch_size` searches.
-    chess_*: throughput against batch size on pgx chess (compact tree).
-    quality_*: search quality on GameTree(depth, branching) per `quality_trees`.
-    call_budget_s: a runner whose call took longer is skipped for larger cells.
-    """
+    """The sizes of one suite mode, each section's by its prefix (`sims_`:
+    throughput against num_simulations); `rounds`: interleaved rounds per
+    cell; `call_budget_s`: a runner whose call took longer is skipped for
+    larger cells."""
 
     rounds: int
     call_budget_s: float

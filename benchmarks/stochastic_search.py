@@ -3,21 +3,14 @@
     python -m benchmarks.stochastic_search                       # both problems, B = 1 .. 1024
     python -m benchmarks.stochastic_search --problems synthetic --batch-sizes 1 64 --rounds 3
 
-Both libraries run `stochastic_muzero_policy` with the same root, the same
-decision and chance functions, the same key and the same settings (mctx's
-defaults; the root's invalid actions given to both), and store the same
-embeddings. Two problems:
-
-- synthetic: `ChanceTree(informed=True)`, hashed priors, values, outcome
-  probabilities and rewards, so the functions cost almost nothing and the
-  figures measure the search itself;
-- 2048: pgx's 2048 stepped in the loop (`envs.make_chance_game("2048")`:
-  the slide as decision, the tile as chance outcome, lean stored states on
-  both sides) with uniform priors and value 0 (`evaluators.Uniform`), so
-  both sides do the same simulator work and the ratio shows what is left of
-  the search's own cost beside it. Roots are fresh 2048 boards.
-
-Timed by `harness.interleaved_rounds`; results: results/stochastic_search-<device>.json.
+Both libraries run `stochastic_muzero_policy` with the same root, decision
+and chance functions, key and settings (mctx's defaults), storing the same
+embeddings, timed in interleaved rounds. Problems: `synthetic` (`TREE`:
+hashed priors, values, outcome probabilities and rewards, so the figures
+measure the search itself) and `2048` (pgx stepped in the loop: the slide
+as decision, the tile as chance outcome, lean states on both sides,
+uniform priors and value 0, fresh boards as roots). Results:
+results/stochastic_search-<device>.json.
 """
 
 from __future__ import annotations

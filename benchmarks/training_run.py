@@ -50,10 +50,13 @@ def curve(records: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
 
 
 def timing(records: List[Dict[str, Any]]) -> Dict[str, Any]:
-    """Median seconds per iteration (wall, between consecutive records, over
-    iterations without an evaluation), of its self-play and of its updates,
-    once updates have started (the earlier ones have no updates and the
-    first ones compile)."""
+    """Over the iterations without an evaluation once updates have started
+    (the earlier ones compile and have no updates): the median seconds per
+    iteration (between consecutive records), of its self-play and of its
+    updates; the medians of self-play's games and simulations per second
+    (metrics.jsonl's `games_per_s`, `simulations_per_s`) and of updates per
+    second; and over the whole run, self-play games per second of training
+    (compilation, updates, evaluations and checkpoints included)."""
     plain = [(a, b) for a, b in zip(records, records[1:])
              if b.get("eval_s", 0) < 0.5 and b.get("updates", 0) > a.get("updates", 0) > 0]
     if not plain:
@@ -63,18 +66,6 @@ def timing(records: List[Dict[str, Any]]) -> Dict[str, Any]:
                    b["elapsed_s"] - a["elapsed_s"] for a, b in plain), 3),
                median_self_play_s=round(statistics.median(b["self_play_s"] for _, b in plain), 3),
                median_update_s=round(statistics.median(b["update_s"] for _, b in plain), 3))
-    out.update(rates(plain, records[-1]))
-    return out
-
-
-def rates(plain, last: Dict[str, Any]) -> Dict[str, Any]:
-    """Throughput over the iterations `plain` (pairs of consecutive records,
-    see `timing`): the medians of self-play's games and simulations per
-    second of its phase (metrics.jsonl's `games_per_s`, `simulations_per_s`)
-    and of updates per second of the update phase; and over the whole run
-    (`last`: its last record), self-play games per second of training
-    (compilation, updates, evaluations and checkpoints included)."""
-    out: Dict[str, Any] = {}
     for name in ("games_per_s", "simulations_per_s"):
         values = [b[name] for _, b in plain if name in b]
         if values:
@@ -83,6 +74,7 @@ def rates(plain, last: Dict[str, Any]) -> Dict[str, Any]:
                if b.get("update_s", 0) > 0]
     if updates:
         out["median_updates_per_s"] = round(statistics.median(updates), 1)
+    last = records[-1]
     if last.get("elapsed_s") and last.get("total_games") is not None:
         out["games_per_training_s"] = round(last["total_games"] / last["elapsed_s"], 1)
     return out
