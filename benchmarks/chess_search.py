@@ -1,21 +1,15 @@
 """Search throughput on chess-sized problems, ours (compact and dense) against mctx.
 
-Two recurrent functions, both with A = 4672 action ids:
-- "synthetic": a hashed game tree costing almost nothing, with about 36 legal
-  moves per position (1/128 of the ids), so the figures measure the tree;
-  every side stores the same uint32 code per node;
-- "pgx_chess": the real pgx chess simulator with uniform priors and value 0.
-
-Sides (`SIDES` says what each computes and stores), all running
-alphazero_policy / mctx.muzero_policy (no root noise) on identical roots and
-keys, timed in the same interleaved rounds (`harness.interleaved_rounds`):
-ours compact (K = 218 child slots) and ours dense (A slots), mctx (dense)
-with the very embedding ours stores (our lean pgx state, our recurrent_fn
-through `harness.mctx_recurrent_fn`), and, for pgx_chess, mctx with the
-full pgx state as its users store it. The comparison is reported as
-separate factors (`FACTORS`: library at equal layout and embedding, our
-layout, mctx's embedding choice) and their products, each the median and
-range of the ratio formed within each round.
+Two recurrent functions with A = 4672 action ids: "synthetic", a hashed tree
+costing almost nothing with about 36 legal moves a position (every side
+stores the same uint32 code per node), and "pgx_chess", the pgx simulator
+with uniform priors and value 0. Sides (`SIDES`: what each stores), all
+alphazero_policy / mctx.muzero_policy without root noise on identical roots
+and keys, in the same interleaved rounds: ours compact (K = 218) and dense,
+mctx with our very embedding (through `harness.mctx_recurrent_fn`) and, on
+pgx_chess, mctx with the full pgx state its users store. Reported as
+separate factors (`FACTORS`: library, layout, embedding) and their
+products, each the median and range of the per-round ratios.
 
     python -m benchmarks.chess_search                   # B=64, 128 simulations
     python -m benchmarks.chess_search --batch-sizes 16 64 --simulations 32 128
@@ -24,6 +18,7 @@ range of the ratio formed within each round.
 from __future__ import annotations
 
 import functools
+import itertools
 
 import jax
 import jax.numpy as jnp
@@ -130,30 +125,25 @@ def main(argv=None):
                         choices=["synthetic", "pgx_chess"])
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[64])
     parser.add_argument("--simulations", type=int, nargs="+", default=[128])
-    parser.add_argument("--no-dense", action="store_true", help="skip our dense layout")
     args = parser.parse_args(argv)
 
     rows, factors = [], []
-    for problem in args.problems:
-        for batch_size in args.batch_sizes:
-            for num_simulations in args.simulations:
-                runners = make_runners(problem, batch_size, num_simulations, args.seed)
-                if args.no_dense:
-                    del runners["ours_dense"]
-                pairs = [(a, b) for _, a, b in FACTORS if a in runners and b in runners]
-                result = harness.interleaved_rounds(runners, args.rounds, pairs)
-                cell = dict(problem=problem, B=batch_size, simulations=num_simulations)
-                work = batch_size * num_simulations
-                for name, side in result["sides"].items():
-                    rows.append(dict(cell, side=name, **harness.throughput_fields(side, work),
-                                     rounds=args.rounds, stores=SIDES[name]))
-                    print(harness.markdown_table(COLUMNS, rows[-1:]).splitlines()[-1],
-                          flush=True)
-                for factor, a, b in FACTORS:
-                    ratio = result["ratios"].get(f"{a}/{b}")
-                    if ratio is not None:
-                        factors.append(dict(cell, factor=factor, **harness.ratio_fields(ratio),
-                                            ratios=ratio["values"]))
+    for problem, batch_size, num_simulations in itertools.product(
+            args.problems, args.batch_sizes, args.simulations):
+        runners = make_runners(problem, batch_size, num_simulations, args.seed)
+        result = harness.interleaved_rounds(runners, args.rounds,
+                                            [(a, b) for _, a, b in FACTORS])
+        cell = dict(problem=problem, B=batch_size, simulations=num_simulations)
+        work = batch_size * num_simulations
+        for name, side in result["sides"].items():
+            rows.append(dict(cell, side=name, **harness.throughput_fields(side, work),
+                             rounds=args.rounds, stores=SIDES[name]))
+            print(harness.markdown_table(COLUMNS, rows[-1:]).splitlines()[-1], flush=True)
+        for factor, a, b in FACTORS:
+            ratio = result["ratios"].get(f"{a}/{b}")
+            if ratio is not None:
+                factors.append(dict(cell, factor=factor, **harness.ratio_fields(ratio),
+                                    ratios=ratio["values"]))
     print("\nThe comparison as factors: ours / peer simulations per second, per round")
     print(harness.markdown_table(FACTOR_COLUMNS, factors))
     harness.report("chess_search", "Chess-sized search (A=4672): simulations per second "

@@ -1,13 +1,9 @@
-"""What the search features cost: the MCTS-solver, subtree reuse and
-expand-all, measured against the plain search in the same process.
+"""What the MCTS-solver and subtree reuse cost against the plain search.
 
-- solver: simulations per second with `solver=False` and `solver=True` on
-  tic-tac-toe (pgx simulator, uniform priors) and on a synthetic tree.
-- get_subtree: the time of one `get_subtree` call against one search of the
-  same tree size (the call runs once per move).
-
-The three calls of a cell are timed in the same interleaved rounds and the
-ratios formed within each round (`harness.interleaved_rounds`).
+`solver=True` against `solver=False` (simulations per second, on
+tic-tac-toe with pgx and uniform priors and on a synthetic tree), and one
+`get_subtree` call (once per move) against one search, the three calls of
+a cell in the same interleaved rounds.
 
     python -m benchmarks.feature_costs
 """
@@ -58,20 +54,16 @@ def measure(batch_sizes, simulations, rounds, problems=tuple(SETUPS), log=print)
             result = harness.interleaved_rounds(sides, rounds,
                                                 [("plain", "solver"), ("plain", "get_subtree")])
             timed = {name: side["median_s"] for name, side in result["sides"].items()}
-            solver_ratio = result["ratios"]["plain/solver"]
-            subtree_ratio = result["ratios"]["plain/get_subtree"]
             row = dict(problem=problem, B=batch_size, simulations=simulations,
                        plain_sims_per_s=batch_size * simulations / timed["plain"],
                        solver_sims_per_s=batch_size * simulations / timed["solver"],
                        plain_search_ms=1e3 * timed["plain"],
                        solver_search_ms=1e3 * timed["solver"],
                        get_subtree_ms=1e3 * timed["get_subtree"], rounds=rounds,
-                       **{"solver/plain time": solver_ratio["median"],
-                          "solver/plain time_min": solver_ratio["min"],
-                          "solver/plain time_max": solver_ratio["max"],
-                          "get_subtree/search": subtree_ratio["median"],
-                          "get_subtree/search_min": subtree_ratio["min"],
-                          "get_subtree/search_max": subtree_ratio["max"]})
+                       **harness.ratio_fields(result["ratios"]["plain/solver"],
+                                              "solver/plain time"),
+                       **harness.ratio_fields(result["ratios"]["plain/get_subtree"],
+                                              "get_subtree/search"))
             rows.append(row)
             log(str(row))
     return rows

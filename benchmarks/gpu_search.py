@@ -1,37 +1,28 @@
 """Every search measurement that matters on an accelerator, in one prepared run.
 
-GPU time comes in short leases (plan for one run of at most 9 minutes), so
-this runner measures, in order of importance, each part inside its own slice
-of one wall-clock budget, and writes a results file per part as soon as the
-part ends (a part cut short by its budget keeps what it measured and says
-which cells it skipped, and why):
+GPU time comes in short leases, so the parts run in order of importance,
+each in its own slice of one wall-clock budget (`Budget`), and each writes
+its results file as soon as it ends (a part cut short keeps what it
+measured and names what it skipped, and why):
 
-1. `throughput`: ours against mctx, interleaved in one process on the same
-   inputs: a synthetic tree with 82 actions (Go 9x9's count; a
-   recurrent_fn that costs almost nothing) and pgx Connect Four with its
-   network, B = 1 ... 65536, 64 and 800 simulations, AlphaZero
-   (`alphazero_policy` / `mctx.muzero_policy`, identical visit counts) and
-   Gumbel (`gumbel_policy` / `mctx.gumbel_muzero_policy`);
-2. `self_play`: one self-play step of `train.py` (Connect Four, its network,
-   32 simulations, B = 1024 and 4096 games) with our Gumbel search against the
-   same step with mctx's `gumbel_muzero_policy` swapped in, and each
-   search alone: the share of the step the search takes;
-3. `chess`: pgx chess, ours with the compact layout (K = 218 slots) against
-   mctx with our lean state as its embedding (the same simulator work);
-4. `tree_steps`: time per edge walked from 32 to 2048 simulations (the
-   per-step cost as the tree grows), ours and mctx's;
-5. `parallel`: one search at a time (B = 1, the analysis use): our
-   parallel leaves P = 1 ... 64 against mctx at B = 1;
-6. `largest_chess`: the largest chess search (B x N, N = 801) each side fits
-   in the device's memory: exact tree bytes per node, then XLA's own memory
-   analysis of the compiled search at that B (and a real run of ours when
-   the budget allows);
-7. `profile`: where a simulation step's time goes: the compiled program's
-   loops, the kernels in each loop body, host round trips.
+1. `throughput`: ours against mctx on the same inputs (a free synthetic
+   tree with 82 actions, pgx Connect Four with its network), B = 1 ...
+   65536, 64 and 800 simulations, AlphaZero (`alphazero_policy` /
+   `mctx.muzero_policy`) and Gumbel (`gumbel_policy` / `gumbel_muzero_policy`);
+2. `self_play`: one self-play step of `train.py` with our Gumbel search
+   against the same step with mctx's, and each search alone (its share);
+3. `chess`: pgx chess, ours compact (K = 218) against mctx, both storing
+   our lean state;
+4. `tree_steps`: time per edge walked from 32 to 2048 simulations;
+5. `parallel`: B = 1, our parallel leaves P = 1 ... 64 against mctx;
+6. `largest_chess`: the largest chess search (B x N, N = 801) each side
+   fits in the device's memory (exact bytes per node, then XLA's memory
+   analysis of the compiled search, and a run of ours when time allows);
+7. `profile`: the compiled program's loops, kernels and host round trips.
 
-Timing: `harness.interleaved_rounds` under the part's deadline (a cell gets
-the rounds that fit, at least one; `rounds` says how many); a side whose
-estimated call (`CostModel`) is longer than `max_call_s` is skipped.
+Timing: `harness.interleaved_rounds` under the part's deadline (at least
+one round); a side whose estimated call (`CostModel`) exceeds `max_call_s`
+is skipped.
 
     python -m benchmarks.gpu_search                   # on the GPU, about 7 minutes
     python -m benchmarks.gpu_search --budget-s 300 --parts throughput self_play
@@ -39,10 +30,9 @@ estimated call (`CostModel`) is longer than `max_call_s` is skipped.
     python -m benchmarks.gpu_search --report-only --results-dir benchmarks/results \\
         --device nvidia-h200
 
-`benchmarks/gpu_search.sh` wraps it for the device machine (wheels, versions,
-a tarball of the results). Results: `<results-dir>/gpu_search_<part>-<device>.json`,
-the report `gpu_search-<device>.md` and `plots/gpu_search-<device>-*.png`,
-rebuilt from the part files by `--report-only`.
+`benchmarks/gpu_search.sh` wraps it for the device machine. Results:
+`<results-dir>/gpu_search_<part>-<device>.json`, the report
+`gpu_search-<device>.md` and `plots/gpu_search-<device>-*.png`.
 """
 
 from __future__ import annotations
@@ -72,18 +62,11 @@ FAMILIES = {"alphazero": ("ours_alphazero", "mctx_muzero"),
 
 @dataclasses.dataclass(frozen=True)
 class Sizes:
-    """What one run measures (the full run for a GPU, or `--tiny`).
-
-    throughput: (problem, family, B, simulations) cells, most important first.
-    chess: the same for the chess problem.
-    self_play_games / self_play_simulations: the self-play steps' B and S.
-    tree_steps_*: B, A and the simulation counts of the per-step cost.
-    parallel_*: the problem, simulations and P values of the B = 1 search.
-    largest_*: the chess game (or a stand-in), N and the slack kept free.
-    profile_cell: the (problem, family, B, simulations) whose program is read.
-    rounds: interleaved rounds per cell when time allows.
-    max_call_s: a side whose estimated call is longer is skipped.
-    """
+    """What one run measures (the full run for a GPU, or `--tiny`): the
+    throughput and chess (problem, family, B, simulations) cells, most
+    important first, and each later part's sizes by its prefix; the cell
+    whose program `profile` reads; interleaved rounds per cell when time
+    allows; `max_call_s`: a side whose estimated call is longer is skipped."""
 
     throughput: Tuple[Tuple[str, str, int, int], ...]
     chess: Tuple[Tuple[str, str, int, int], ...]
@@ -98,7 +81,6 @@ class Sizes:
     parallel_paths: Tuple[int, ...]
     largest_game: str
     largest_max_nodes: int
-    largest_run_simulations: int
     profile_cell: Tuple[str, str, int, int]
     rounds: int
     max_call_s: float
@@ -116,11 +98,12 @@ FULL = Sizes(
                 + _cells("connect_four_net", "gumbel", (1024, 8192), (64,))
                 + _cells("synthetic_82", "gumbel", (1024,), (800,))
                 + _cells("connect_four_net", "alphazero", (1024,), (800,))),
-    chess=_cells("chess", "alphazero", (64, 1024), (64,)) + _cells("chess", "gumbel", (1024,), (64,)),
+    chess=(_cells("chess", "alphazero", (64, 1024), (64,))
+           + _cells("chess", "gumbel", (1024,), (64,))),
     self_play_games=(1024, 4096), self_play_simulations=32, self_play_game="connect_four",
     tree_steps_batch=256, tree_steps_actions=82, tree_steps_simulations=(32, 128, 512, 2048),
     parallel_problem="connect_four_net", parallel_simulations=256, parallel_paths=(1, 4, 16, 64),
-    largest_game="chess", largest_max_nodes=801, largest_run_simulations=800,
+    largest_game="chess", largest_max_nodes=801,
     profile_cell=("synthetic_82", "alphazero", 1024, 64), rounds=3, max_call_s=6.0)
 
 # The same code paths at CPU sizes (a test runs it): tic-tac-toe stands in for
@@ -132,7 +115,7 @@ TINY = Sizes(
     self_play_games=(8,), self_play_simulations=4, self_play_game="tic_tac_toe",
     tree_steps_batch=4, tree_steps_actions=9, tree_steps_simulations=(16,),
     parallel_problem="synthetic_82", parallel_simulations=16, parallel_paths=(1, 4),
-    largest_game="tic_tac_toe", largest_max_nodes=33, largest_run_simulations=32,
+    largest_game="tic_tac_toe", largest_max_nodes=33,
     profile_cell=("synthetic_82", "alphazero", 8, 8), rounds=2, max_call_s=30.0)
 
 
@@ -311,16 +294,14 @@ def self_play(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, Any]]:
             log(f"self_play B={num_games}: error {error!r}")
             continue
         for name in policies_by_side:
-            step_s = result["sides"][f"{name} step"]["median_s"]
-            search_s = result["sides"][f"{name} search"]["median_s"]
+            step, whole_search = (result["sides"][f"{name} {kind}"] for kind in ("step", "search"))
+            step_s, search_s = step["median_s"], whole_search["median_s"]
             row = dict(B=num_games, simulations=sizes.self_play_simulations, side=name,
                        step_s=step_s, search_s=search_s, search_share=search_s / step_s,
                        games_moves_per_s=num_games / step_s,
                        sims_per_s_in_step=num_games * sizes.self_play_simulations / step_s,
-                       step_compile_s=result["sides"][f"{name} step"]["compile_s"],
-                       step_seconds=result["sides"][f"{name} step"]["seconds"],
-                       search_seconds=result["sides"][f"{name} search"]["seconds"],
-                       rounds=result["rounds"])
+                       step_compile_s=step["compile_s"], step_seconds=step["seconds"],
+                       search_seconds=whole_search["seconds"], rounds=result["rounds"])
             for kind in ("step", "search"):
                 row.update(harness.ratio_fields(
                     result["ratios"].get(f"{name} {kind}/mctx_gumbel {kind}"), f"{kind}_ratio"))
@@ -347,32 +328,23 @@ def tree_step_rows(batch_size: int, num_actions: int, num_simulations: int, roun
     second ours / mctx. A side `skip(side)` gives a reason for is a row
     saying it."""
     from mcts_jax.synthetic import HashedProblem, random_root_codes
-    import mcts_jax
     problem = HashedProblem(num_actions=num_actions)
     root, _ = problem.root(random_root_codes(seed + batch_size, batch_size))
-    policies = {"ours": (lambda key, root: mcts_jax.alphazero_policy(
-        None, key, root, problem.recurrent_fn, num_simulations, dirichlet_fraction=0.0), root)}
-    try:
-        import mctx
-        their_fn = harness.mctx_recurrent_fn(problem.recurrent_fn, mctx)
-        policies["mctx"] = (lambda key, root: mctx.muzero_policy(
-            None, key, root, their_fn, num_simulations, dirichlet_fraction=0.0),
-            harness.mctx_root(mctx, root))
-    except ImportError:
-        pass
+    args = (None, jax.random.key(seed), root, None)
     base = dict(simulations=num_simulations, B=batch_size, A=num_actions)
     rows, runs, edges = [], {}, {}
-    for name, (policy, side_root) in policies.items():
+    for name, runner in (("ours", "ours_alphazero"), ("mctx", "mctx_muzero")):
+        if not sweeps.available_runners([runner]):
+            continue
         why = skip(name)
         if why:
             rows.append(dict(base, side=name, skipped=why))
             continue
-        args = (jax.random.key(seed), side_root)
-        runs[name] = functools.partial(jax.jit(lambda k, r, p=policy: p(k, r).action_weights),
-                                       *args)
+        search = sweeps.policy_fn(runner, problem.recurrent_fn, num_simulations)
+        runs[name] = functools.partial(jax.jit(lambda *a, f=search: f(*a).action_weights), *args)
         # node 0 is the root in both trees; every other node's visits count
         # the simulations that walked the edge into it
-        edges[name] = int(jax.jit(lambda k, r, p=policy: p(k, r).search_tree
+        edges[name] = int(jax.jit(lambda *a, f=search: f(*a).search_tree
                                   .node_visits[:, 1:].sum())(*args))
     if not runs:
         return rows
@@ -425,25 +397,21 @@ def parallel(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, Any]]:
     """B = 1: ours (AlphaZero) with P = 1 ... paths per step against mctx
     (muzero_policy, B = 1), one interleaved measurement; simulations per
     second and the speed-up over ours at P = 1."""
-    import mcts_jax
     setup = sweeps.problem_setup(sizes.parallel_problem, 1)
-    recurrent_fn = setup["recurrent_fn"]
     s = sizes.parallel_simulations
-    key = jax.random.key(5)
+    args = (setup["params"], jax.random.key(5), setup["root"], setup["invalid"])
     sides = {}
     for paths in sizes.parallel_paths:
-        search = jax.jit(lambda params, key, root, invalid, paths=paths: mcts_jax.alphazero_policy(
-            params, key, root, recurrent_fn, s, invalid_actions=invalid, dirichlet_fraction=0.0,
-            simulations_per_step=paths).action)
-        sides[f"ours P={paths}"] = functools.partial(search, setup["params"], key,
-                                                     setup["root"], setup["invalid"])
+        search = sweeps.policy_fn("ours_alphazero", setup["recurrent_fn"], s,
+                                  simulations_per_step=paths)
+        sides[f"ours P={paths}"] = functools.partial(
+            jax.jit(lambda *a, f=search: f(*a).action), *args)
     if sweeps.available_runners(["mctx_muzero"]):
         sides["mctx_muzero"] = functools.partial(
-            sweeps.compiled_search(sizes.parallel_problem, "mctx_muzero", s), setup["params"],
-            key, setup["root"], setup["invalid"])
-    rows = []
+            sweeps.compiled_search(sizes.parallel_problem, "mctx_muzero", s), *args)
     if time.perf_counter() > deadline:
         return [dict(problem=sizes.parallel_problem, skipped="budget")]
+    rows = []
     pairs = [(name, "mctx_muzero") for name in sides if name.startswith("ours")]
     result = harness.interleaved_rounds(sides, sizes.rounds, pairs, deadline=deadline)
     one = result["sides"][f"ours P={sizes.parallel_paths[0]}"]["median_s"]
@@ -480,7 +448,6 @@ def largest_chess(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, An
     analysis runs again (up to three times). Ours then runs once at its B
     when the budget allows (`ran`, `call_s`)."""
     import envs
-    import mcts_jax
     from mcts_jax import evaluators
     from benchmarks import memory as memory_bench
     game = envs.make(sizes.largest_game)
@@ -498,16 +465,10 @@ def largest_chess(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, An
     evaluator = evaluators.Uniform()
     recurrent_fn = game.recurrent_fn(evaluator)
 
-    def search_fn(side):
-        if side == "ours_compact":
-            return lambda root, invalid, key: mcts_jax.alphazero_policy(
-                None, key, root, recurrent_fn, n - 1, invalid_actions=invalid, max_nodes=n,
-                max_children=k, dirichlet_fraction=0.0).action
-        import mctx
-        their_fn = harness.mctx_recurrent_fn(recurrent_fn, mctx)
-        return lambda root, invalid, key: mctx.muzero_policy(
-            None, key, harness.mctx_root(mctx, root), their_fn, n - 1, invalid_actions=invalid,
-            dirichlet_fraction=0.0).action
+    def search_fn(side):  # mctx's runner ignores our tree options
+        runner = {"ours_compact": "ours_alphazero", "mctx_lean": "mctx_muzero"}[side]
+        search = sweeps.policy_fn(runner, recurrent_fn, n - 1, max_nodes=n, max_children=k)
+        return lambda root, invalid, key: search(None, key, root, invalid).action
 
     def shapes(batch_size):
         states = jax.eval_shape(lambda key: game.init(key, batch_size), jax.random.key(0))
@@ -540,11 +501,10 @@ def largest_chess(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, An
                 break
             needed = _analysis_bytes(analysis)
             row.update(B=batch_size, nodes=batch_size * n, xla_bytes=needed,
-                       xla_GiB=None if needed is None else needed / 2 ** 30)
-            if needed is None or limit is None or needed <= limit:
-                row["fits"] = needed is None or limit is None or needed <= limit
+                       xla_GiB=None if needed is None else needed / 2 ** 30,
+                       fits=needed is None or limit is None or needed <= limit)
+            if row["fits"]:
                 break
-            row["fits"] = False
             batch_size = max(1, int(batch_size * 0.8) // 64 * 64)
         log(f"largest {side}: " + ", ".join(f"{key}={value}" for key, value in row.items()
                                             if key not in ("game",)))
@@ -671,21 +631,13 @@ def profile(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, Any]]:
 # ---- running, saving, reporting -------------------------------------------------------
 def run_part(part: str, sizes: Sizes, deadline: float, costs: CostModel,
              log=print) -> List[Dict[str, Any]]:
-    if part == "throughput":
-        return throughput_cells(sizes.throughput, sizes, deadline, costs, log)
-    if part == "chess":
-        return throughput_cells(sizes.chess, sizes, deadline, costs, log)
-    if part == "self_play":
-        return self_play(sizes, deadline, log)
+    """The rows of one of PARTS."""
+    if part in ("throughput", "chess"):
+        return throughput_cells(getattr(sizes, part), sizes, deadline, costs, log)
     if part == "tree_steps":
         return tree_steps(sizes, deadline, costs, log)
-    if part == "parallel":
-        return parallel(sizes, deadline, log)
-    if part == "largest_chess":
-        return largest_chess(sizes, deadline, log)
-    if part == "profile":
-        return profile(sizes, deadline, log)
-    raise ValueError(f"unknown part {part!r}; the parts are {PARTS}")
+    return {"self_play": self_play, "parallel": parallel, "largest_chess": largest_chess,
+            "profile": profile}[part](sizes, deadline, log)
 
 
 def part_path(results_dir: str, part: str, device: str) -> str:

@@ -1,20 +1,15 @@
 """Shared timing and reporting helpers for the benchmarks.
 
-Timing (`interleaved_rounds`, the one timing loop): every side of a cell
-(ours, mctx, OpenSpiel, ...; or one call alone) is compiled (timed apart)
-and warmed up once, then timed in rounds, each call synchronised with
-`block_until_ready`; each round times every side once, the order reversed
-every other round, so a drift of the machine's speed hits all sides alike.
-The report gives each side's median and range over the rounds, and the
-median and range of the ratio formed within each round. Ratios are never
-formed across processes.
+Timing: `interleaved_rounds`, the one timing loop (each round times every
+side of a cell once, the order reversed every other round; ratios are
+formed within each round, never across processes).
 
 Provenance (`provenance`, `write_json`): every results file names the git
 commit of the working tree, whether it had uncommitted changes, the command
 line and the seed (where the runner has one); `save` and `write_json`
 refuse a record without the first three, and add the source files of
-`mcts_jax/`, `envs/` and `training/` that the process had imported (`dependencies`:
-`python -m devtools.staleness` reports whether they changed since).
+`mcts_jax/`, `envs/` and `training/` that the process had imported
+(`python -m devtools.staleness` reports whether they changed since).
 """
 
 from __future__ import annotations
@@ -41,7 +36,6 @@ REPOSITORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # results/: the suite (benchmarks/), the one-off experiments (experiments/)
 # and the tools that guard changes (devtools/).
 RESULTS_FOLDERS = ("benchmarks", "experiments", "devtools")
-RESULTS_DIRS = tuple(os.path.join(REPOSITORY, folder, "results") for folder in RESULTS_FOLDERS)
 
 
 def _results_dir_of_command() -> str:
@@ -132,15 +126,11 @@ _AT_START = _tree_state()
 def provenance(seed: Any = _NO_SEED) -> Dict[str, Any]:
     """What a results file must name to be traced to code: {commit: the git
     commit of the working tree when this process started ("" outside a
-    checkout), dirty: whether tracked files other than benchmarks/results/
-    and markdown pages had uncommitted changes then, command: the command
-    line} and, when given, {seed: the seed its random inputs come from}
-    (None: a runner whose inputs have no single seed). The same record as
-    the training runs' `reporting.provenance` without its date (results
-    files carry theirs in `machine`); asked of git here so that a benchmark
-    does not import the training package, which would count among its
-    `dependencies`. `write_json` marks a record whose library files changed
-    on disk while it ran."""
+    checkout), dirty: whether it had uncommitted changes then (`_tree_state`),
+    command: the command line} and, when given, {seed: the seed its random
+    inputs come from} (None: inputs with no single seed). The training runs'
+    `reporting.provenance` without its date, asked of git here so that a
+    benchmark does not import (and depend on) the training package."""
     record = dict(_AT_START, command=" ".join(getattr(sys, "orig_argv", sys.argv)))
     if os.environ.get("MCTS_JAX_COMMIT"):
         # A copy of the tree on another machine (the device machine) may carry
@@ -202,18 +192,16 @@ def file_sha256(relative_path: str) -> str:
 
 def write_json(path: str, record: Dict[str, Any]) -> str:
     """Writes a results record (with "settings") as JSON at `path`, after
-    checking its provenance and adding `dependencies` (the imported
-    `mcts_jax/`, `envs/` and `training/` files, which `devtools.staleness`
-    asks git about) and `dependency_sha256` ({path: sha256 of its bytes when
-    measured}: a record of the code, no gate); returns the path."""
+    checking its provenance and adding `dependencies` (the imported library
+    files) and `dependency_sha256` ({path: sha256 of its bytes}: a record of
+    the code, no gate); marks `changed_during_run` the library files that
+    differ from the commit the run started at. Returns the path."""
     check_provenance(record.get("settings"))
     paths = dependencies() or library_files()  # subprocess workers: the whole trees
     record = dict(record, dependencies=paths,
                   dependency_sha256={path: file_sha256(path) for path in paths})
     commit = record["settings"].get("commit")
     if commit and not record["settings"].get("commit_source"):
-        # Library files that differ now from the commit the run started at:
-        # the figures come from the started code, the bytes above from today's.
         changed = _git("diff", "--name-only", commit, "--", *paths).split()
         if changed:
             record["settings"] = dict(record["settings"], changed_during_run=changed)
@@ -339,21 +327,16 @@ def interleaved_rounds(sides: Dict[str, Callable[[], Any]], rounds: int,
 
     sides: name -> a call running one side's whole work (e.g. one batched
       search); each is called twice first (compilation, timed as
-      `compile_s`, and a warm-up), then once per round.
-    rounds: how many rounds (ROUNDS: 3 quick, 5 full). Round r times every
-      side `calls_per_round` times back to back (its per-round figure is the
-      median of those), in the order of `sides`, reversed when r is odd.
-      With `sequential`, all rounds of the first side, then all of the next
-      (the old way, to show what interleaving changes).
-    pairs: (ours, peer) names; for each, the per-round ratio of throughputs
-      ours / peer = (work[ours] / t_ours) / (work[peer] / t_peer), so > 1
-      means ours does more work per second (pairs naming an absent side are
-      left out).
-    work: name -> units of work per call (e.g. B x simulations); default 1
-      for every side (then the ratio is t_peer / t_ours).
+      `compile_s`, and a warm-up), then timed with `block_until_ready`.
+    rounds: how many rounds. Round r times every side `calls_per_round`
+      times back to back (its figure: their median), in the order of `sides`,
+      reversed when r is odd; `sequential`: all rounds of one side, then the next.
+    pairs: (ours, peer) names (absent sides left out); for each, the
+      per-round ratio ours / peer = (work[ours] / t_ours) / (work[peer] /
+      t_peer), > 1 when ours does more work per second.
+    work: name -> units of work per call (e.g. B x simulations); default 1.
     deadline: a `time.perf_counter()` time: after the first round, a round
-      runs only if one more as long as the last ends before it (interleaved
-      only; `rounds` in the result says how many ran).
+      runs only if one as long as the last ends before it (interleaved only).
 
     Returns {"sides": {name: {compile_s, seconds: [rounds], median_s, min_s,
     max_s}}, "ratios": {"ours/peer": {median, min, max, values: [rounds]}},
@@ -392,12 +375,9 @@ def interleaved_rounds(sides: Dict[str, Callable[[], Any]], rounds: int,
             for name in (names if index % 2 == 0 else names[::-1]):
                 one_round(name)
             last_round_s = time.perf_counter() - round_start
-    out_sides = {}
-    for name in names:
-        times = spread(seconds[name])
-        out_sides[name] = dict(compile_s=compile_s[name], seconds=seconds[name],
-                               median_s=times["median"], min_s=times["min"],
-                               max_s=times["max"])
+    out_sides = {name: dict(compile_s=compile_s[name], seconds=seconds[name],
+                            **{f"{key}_s": value for key, value in spread(seconds[name]).items()})
+                 for name in names}
     ratios = {}
     for ours, peer in pairs:
         if ours in sides and peer in sides:

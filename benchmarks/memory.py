@@ -1,14 +1,11 @@
 """Memory per tree node: ours (dense, compact, compact with replayed states)
 against mctx, for chess, Go 9x9 and tic-tac-toe, with what each side stores.
 
-Tree sizes are exact and allocate nothing: ours from `mcts_jax.memory`
-(the shapes `init_tree` allocates), mctx's from `jax.eval_shape` of
-`mctx.muzero_policy` (its `search_tree`), once with our lean pgx state as
-its embedding (like for like) and once with the full pgx state (what an
-mctx user stores). `factor_rows` splits the comparison into its factors:
-library (ours dense vs mctx dense, same lean state), layout (ours compact
-vs ours dense), replay, and embedding (mctx full vs lean state), then their
-product (mctx full vs ours compact).
+Exact sizes that allocate nothing: ours from `mcts_jax.memory`, mctx's from
+`jax.eval_shape` of `mctx.muzero_policy`, with our lean pgx state (like for
+like) and with the full pgx state (what an mctx user stores); `factor_rows`
+splits the comparison into factors (library, layout, replay, embedding) and
+their product.
 
     python -m benchmarks.memory
 
@@ -40,8 +37,8 @@ STORES = {
 
 
 def mctx_pgx_recurrent_fn(mctx, game, embedding: str = "full"):
-    """The pgx `game` for mctx, storing `embedding` "full" (the pgx state, as
-    mctx's users do) or "lean" (our `game.lean_state`): uniform priors with
+    """The pgx `game` for mctx, storing `embedding` ("full": the pgx state,
+    as mctx's users do; "lean": our `game.lean_state`): uniform priors with
     illegal moves masked in the logits (mctx has no invalid_actions below
     the root), value 0."""
     store = (lambda states: states) if embedding == "full" else game.lean_state
@@ -94,13 +91,12 @@ def layout_rows(batch_size=1024, max_nodes=801, games=None):
         if games is not None and name not in games:
             continue
         game = envs.make(name)
-        max_children = game.max_legal_moves
-        layouts = [("ours dense", "ours dense", None, False),
-                   (f"ours compact K={max_children}", "ours compact", max_children, False),
-                   (f"ours compact K={max_children}, replay", "ours compact, replay",
-                    max_children, True)]
-        for label, stores, k, replay in layouts:
-            report = game.tree_memory(batch_size, max_nodes, k, replay)
+        k = game.max_legal_moves
+        for label, stores, max_children, replay in (
+                ("ours dense", "ours dense", None, False),
+                (f"ours compact K={k}", "ours compact", k, False),
+                (f"ours compact K={k}, replay", "ours compact, replay", k, True)):
+            report = game.tree_memory(batch_size, max_nodes, max_children, replay)
             add(name, label, stores, report.bytes_per_node, report.embedding_bytes_per_node)
         try:
             lean = mctx_bytes_per_node(game, 8, max_nodes - 1, "lean")

@@ -8,7 +8,7 @@ Plots use matplotlib's object API (no pyplot, no global backend).
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Sequence, Tuple
 
 from benchmarks import harness
 from benchmarks.harness import fmt as _fmt
@@ -37,29 +37,24 @@ def _runners(rows) -> List[str]:
     return [name for name in RUNNER_STYLE if name in seen]
 
 
+def _match(rows, key) -> Dict[str, Any]:
+    """The first of `rows` holding every field of `key` ({} if none)."""
+    return next((row for row in rows if all(row.get(k) == v for k, v in key.items())), {})
+
+
 def _figure(rows, key, column="sims_per_s"):
-    for row in rows:
-        if all(row.get(k) == v for k, v in key.items()):
-            return row.get(column, row.get("skipped", ""))
-    return ""
+    row = _match(rows, key)
+    return row.get(column, row.get("skipped", ""))
 
 
-def _ratio_cell(rows, key) -> str:
-    """ours / its counterpart for the ours row matching `key`: the median of
-    the per-round ratios and their range, "4.42 (4.10-4.61)"."""
-    for row in rows:
-        if all(row.get(k) == v for k, v in key.items()):
-            return _ratio_text(row, "ratio")
-    return ""
-
-
-def _rounds_note(rows) -> str:
+def _rounds_note(rows, sides: str = "runner") -> List[str]:
+    """[the note on how the figures of `rows` were timed] ([] if untimed)."""
     rounds = sorted({r["rounds"] for r in rows if "rounds" in r})
     if not rounds:
-        return ""
-    return (f"Figures: median over {'/'.join(map(str, rounds))} interleaved rounds (every "
-            "runner of a cell once per round, the order reversed every other round); "
-            "ratios: median (range) of the ratio formed within each round.")
+        return []
+    return [f"Figures: median over {'/'.join(map(str, rounds))} interleaved rounds (every "
+            f"{sides} of a cell once per round, the order reversed every other round); "
+            "ratios: median (range) of the ratio formed within each round."]
 
 
 def throughput_tables(rows: Sequence[Dict[str, Any]], axis: str) -> str:
@@ -79,22 +74,22 @@ def throughput_tables(rows: Sequence[Dict[str, Any]], axis: str) -> str:
         for value in values:
             key = {"problem": problem, axis: value}
             cells = [_figure(mine, dict(key, runner=name)) for name in runners]
-            ratios = [_ratio_cell(mine, dict(key, runner=ours)) for ours, _ in pairs]
+            ratios = [_ratio_text(_match(mine, dict(key, runner=ours)), "ratio")
+                      for ours, _ in pairs]
             if layout:
-                compact = [r for r in mine if r["runner"] == "ours_alphazero" and r[axis] == value]
-                ratios.append(_ratio_text(compact[0], "layout_ratio") if compact else "")
+                ratios.append(_ratio_text(_match(mine, dict(key, runner="ours_alphazero")),
+                                          "layout_ratio"))
             body.append([value] + cells + ratios)
         columns = [axis] + runners + [f"{o[5:]}/{t[5:]}" for o, t in pairs]
         if layout:
             columns.append("alphazero compact/dense")
         out.append(f"**{PROBLEM_TITLES.get(problem, problem)}**, {fixed} = {fixed_value}; "
                    f"simulations per second:\n\n" + harness.markdown_table(columns, body))
-        if _rounds_note(mine):
-            out.append(_rounds_note(mine))
-        compile_s = [f"{name} {_figure(mine, dict(problem=problem, runner=name, **{axis: values[-1]}), 'compile_s'):.1f} s"
-                     for name in runners
-                     if isinstance(_figure(mine, dict(problem=problem, runner=name,
-                                                      **{axis: values[-1]}), "compile_s"), float)]
+        out += _rounds_note(mine)
+        compile_s = [(name, _figure(mine, {"runner": name, axis: values[-1]}, "compile_s"))
+                     for name in runners]
+        compile_s = [f"{name} {seconds:.1f} s" for name, seconds in compile_s
+                     if isinstance(seconds, float)]
         if compile_s:
             out.append(f"Compilation at {axis} = {values[-1]}: " + ", ".join(compile_s) + ".")
     return "\n\n".join(out)
@@ -116,11 +111,9 @@ def headlines(rows: Sequence[Dict[str, Any]], min_batch: int = 256) -> str:
         for ours, theirs in COUNTERPARTS.items():
             values = []
             for r in mine:
-                ours_figure = _figure(mine, dict(runner=ours, B=r["B"]))
-                if r["runner"] == theirs and r["B"] >= min_batch and isinstance(ours_figure,
-                                                                                float):
-                    values.append(_figure(mine, dict(runner=ours, B=r["B"]), "ratio")
-                                  or ours_figure / r["sims_per_s"])
+                own = _match(mine, dict(runner=ours, B=r["B"]))
+                if r["runner"] == theirs and r["B"] >= min_batch and own:
+                    values.append(own.get("ratio") or own["sims_per_s"] / r["sims_per_s"])
             if values:
                 ratios.append(f"{ours}/{theirs} {min(values):.2f}x to {max(values):.2f}x")
         line = f"- {problem}: best simulations/s: " + ", ".join(best) + "."
@@ -165,6 +158,12 @@ def provenance_lines(sections: Dict[str, Dict[str, Any]]) -> str:
     return "\n".join(f"- {', '.join(names)}: {line}" for line, names in groups.items())
 
 
+def _batch_rows(sections: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The rows of every `batch-<problem>` section, in order."""
+    return [r for name, data in sections.items() if name.startswith("batch-")
+            for r in data["rows"]]
+
+
 def machine_line(info: Dict[str, Any]) -> str:
     versions = ", ".join(f"{k} {v}" for k, v in info["versions"].items())
     return (f"Device: **{info['device']}** (backend {info['backend']}, {info['device_count']} "
@@ -186,8 +185,7 @@ def markdown(sections: Dict[str, Dict[str, Any]], tag: str, image_prefix: str = 
     def image(name):
         return f"![{name}]({image_prefix}plots/{tag}-{name}.png)"
 
-    batch = [r for name, data in sections.items() if name.startswith("batch-")
-             for r in data["rows"]]
+    batch = _batch_rows(sections)
     if batch:
         parts += ["### Throughput against batch size", image("throughput-batch"),
                   headlines(batch), throughput_tables(batch, "B")]
@@ -212,9 +210,7 @@ def markdown(sections: Dict[str, Dict[str, Any]], tag: str, image_prefix: str = 
                              ("solver/plain time", "get_subtree/search") if key + "_min" in row})
                 for row in sections["features"]["rows"]]
         parts += ["### Cost of the solver and of subtree reuse (alphazero_policy)",
-                  harness.markdown_table(COLUMNS, rows)]
-        if _rounds_note(rows):
-            parts.append(_rounds_note(rows).replace("runner", "call"))
+                  harness.markdown_table(COLUMNS, rows)] + _rounds_note(rows, "call")
     if "baselines" in sections:
         rows = sections["baselines"]["rows"]
         columns = ["baseline", "B", "simulations", "sims_per_s"]
@@ -223,8 +219,7 @@ def markdown(sections: Dict[str, Dict[str, Any]], tag: str, image_prefix: str = 
             columns.append("vs_openspiel")
         parts += ["### What people use without us: UCT with random playouts on tic-tac-toe",
                   image("baselines"), harness.markdown_table(columns, rows)]
-        if _rounds_note(rows):
-            parts.append(_rounds_note(rows).replace("runner", "side"))
+        parts += _rounds_note(rows, "side")
     if "stochastic" in sections:
         from benchmarks.stochastic_search import PROBLEM_TITLES as STOCHASTIC_TITLES
         rows = [dict(row, problem=STOCHASTIC_TITLES[row["problem"]],
@@ -246,13 +241,18 @@ def _new_figure(columns: int, width=5.0, height=3.8):
     return figure
 
 
-def _marker(runner: str) -> str:
-    return "s" if runner.startswith("mctx") else "o"
+def _line(runner: str) -> Dict[str, Any]:
+    """A runner's line: its RUNNER_STYLE, ours round markers, mctx hollow
+    squares (so that identical curves, both Gumbels, show both)."""
+    colour, style = RUNNER_STYLE[runner]
+    mctx = runner.startswith("mctx")
+    return dict(linestyle=style, color=colour, marker="s" if mctx else "o",
+                fillstyle="none" if mctx else "full", label=runner)
 
 
-def _fill(runner: str) -> str:
-    """mctx hollow, so that identical curves (both Gumbels) show both."""
-    return "none" if runner.startswith("mctx") else "full"
+def _panels(figure, keys) -> List[Tuple[Any, Any]]:
+    """[(key, its panel)]: one panel per key of `keys`, side by side."""
+    return [(key, figure.add_subplot(1, len(keys), index + 1)) for index, key in enumerate(keys)]
 
 
 def _legend_and_save(figure, title: str, path: str) -> None:
@@ -274,16 +274,13 @@ def plot_throughput(rows, axis: str, path: str, title: str, y: str = "sims_per_s
     line per runner, both axes logarithmic."""
     problems = list(dict.fromkeys(r["problem"] for r in rows))
     figure = _new_figure(len(problems), width=4.6 + 2.0 / len(problems))
-    for index, problem in enumerate(problems):
-        ax = figure.add_subplot(1, len(problems), index + 1)
+    for problem, ax in _panels(figure, problems):
         mine = [r for r in rows if r["problem"] == problem]
         for runner in _runners(mine):
             points = sorted((r[axis], r[y]) for r in mine
                             if r["runner"] == runner and isinstance(r.get(y), float))
             if points:
-                colour, style = RUNNER_STYLE[runner]
-                ax.plot(*zip(*points), style, color=colour, marker=_marker(runner),
-                        fillstyle=_fill(runner), label=runner)
+                ax.plot(*zip(*points), **_line(runner))
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("batch size B (searches)" if axis == "B" else "num_simulations")
@@ -298,20 +295,18 @@ def plot_throughput(rows, axis: str, path: str, title: str, y: str = "sims_per_s
 def plot_quality(rows, path: str, title: str) -> None:
     trees = list(dict.fromkeys((r["depth"], r["branching"]) for r in rows))
     figure = _new_figure(len(trees), width=4.6 + 2.0 / len(trees))
-    for index, (depth, branching) in enumerate(trees):
-        ax = figure.add_subplot(1, len(trees), index + 1)
+    for (depth, branching), ax in _panels(figure, trees):
         mine = [r for r in rows if (r["depth"], r["branching"]) == (depth, branching)]
         sims = sorted({r["simulations"] for r in mine if r["runner"] != "random"})
         for runner in _runners(mine):
-            colour, style = RUNNER_STYLE[runner]
             if runner == "random":
+                colour, style = RUNNER_STYLE[runner]
                 ax.plot([sims[0], sims[-1]], [mine[0]["optimal_fraction"]] * 2, style,
                         color=colour, label="random move")
                 continue
             points = sorted((r["simulations"], r["optimal_fraction"]) for r in mine
                             if r["runner"] == runner)
-            ax.plot(*zip(*points), style, color=colour, marker=_marker(runner),
-                    fillstyle=_fill(runner), label=runner)
+            ax.plot(*zip(*points), **_line(runner))
         ax.set_xscale("log", base=2)
         ax.set_ylim(0, 1)
         ax.set_xlabel("num_simulations")
@@ -352,8 +347,7 @@ def write(sections: Dict[str, Dict[str, Any]], tag: str, results_dir: str) -> Di
         files.append(os.path.join(plots, f"{tag}-{name}.png"))
         return files[-1]
 
-    batch = [r for name, data in sections.items() if name.startswith("batch-")
-             for r in data["rows"]]
+    batch = _batch_rows(sections)
     if batch:
         plot_throughput(batch, "B", png("throughput-batch"),
                         f"Throughput against batch size on {device}")

@@ -33,15 +33,10 @@ NEW_BLOCKS_ANCHOR = "<!-- suite:new blocks go here -->"
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """The sizes of one suite mode.
-
-    rounds: interleaved rounds per cell (`harness.interleaved_rounds`).
-    batch_*: throughput against batch size, at `batch_simulations` per search.
-    sims_*: throughput against num_simulations, at `sims_batch_size` searches.
-    chess_*: throughput against batch size on pgx chess (compact tree).
-    quality_*: search quality on GameTree(depth, branching) per `quality_trees`.
-    call_budget_s: a runner whose call took longer is skipped for larger cells.
-    """
+    """The sizes of one suite mode, each section's by its prefix (`sims_`:
+    throughput against num_simulations); `rounds`: interleaved rounds per
+    cell; `call_budget_s`: a runner whose call took longer is skipped for
+    larger cells."""
 
     rounds: int
     call_budget_s: float
@@ -157,10 +152,8 @@ def section_features(config: Config, log):
 
 
 def section_baselines(config: Config, log):
-    """Tic-tac-toe UCT with one random playout per leaf, from the empty board:
-    plain Python and OpenSpiel C++ (one search at a time), ours (uct_policy,
-    B searches per call), all in the same interleaved rounds; each row gives
-    the ratio of our B = 1 search to it (median and range over the rounds)."""
+    """Tic-tac-toe UCT with random playouts: plain Python, OpenSpiel C++ and
+    ours in the same interleaved rounds (benchmarks/baselines/compare.py)."""
     from benchmarks.baselines import compare
     rows = compare.measure(config.baseline_simulations, config.baseline_batch_sizes,
                              config.rounds)
@@ -174,14 +167,13 @@ def section_stochastic(config: Config, log):
     """Chance nodes: both libraries' stochastic_muzero_policy on identical
     inputs (benchmarks/stochastic_search.py), in interleaved rounds."""
     from benchmarks import stochastic_search
-    from mcts_jax.chance_trees import ChanceTree
-    tree = ChanceTree(depth=12, branching=4, outcomes=6, informed=True)
     rows = []
     for problem in config.stochastic_problems:
         rows += stochastic_search.measure(problem, config.stochastic_batch_sizes,
-                                          [config.stochastic_simulations], config.rounds, tree,
+                                          [config.stochastic_simulations], config.rounds,
                                           log=lambda row: log(str(row)))
-    return rows, dict(problems=list(config.stochastic_problems), tree=repr(tree),
+    return rows, dict(problems=list(config.stochastic_problems),
+                      tree=repr(stochastic_search.TREE),
                       batch_sizes=list(config.stochastic_batch_sizes),
                       simulations=config.stochastic_simulations, rounds=config.rounds,
                       order="interleaved")
@@ -204,20 +196,20 @@ SECTIONS: Dict[str, Callable] = {
 def selected_sections(config: Config, only: Optional[Sequence[str]]) -> List[str]:
     """Section names to run: all with work in `config`, or those matching `only`
     (a name or a prefix such as "batch")."""
-    names = []
-    for name in SECTIONS:
+    def matches(name, prefix):
+        return name == prefix or name.startswith(prefix + "-")
+
+    def has_work(name):
         problem = name[len("batch-"):] if name.startswith("batch-") else None
-        sizes = config.chess_batch_sizes if problem == "chess" else config.batch_sizes
-        if problem is not None and (problem not in config.batch_problems + ("chess",)
-                                    or not sizes):
-            continue
-        if only is None or any(name == o or name.startswith(o + "-") for o in only):
-            names.append(name)
-    if only:
-        unknown = [o for o in only if not any(n == o or n.startswith(o + "-") for n in SECTIONS)]
-        if unknown:
-            raise ValueError(f"--only: unknown sections {unknown}; known: {list(SECTIONS)}")
-    return names
+        if problem == "chess":
+            return bool(config.chess_batch_sizes)
+        return problem is None or (problem in config.batch_problems and bool(config.batch_sizes))
+
+    unknown = [o for o in only or () if not any(matches(name, o) for name in SECTIONS)]
+    if unknown:
+        raise ValueError(f"--only: unknown sections {unknown}; known: {list(SECTIONS)}")
+    return [name for name in SECTIONS
+            if has_work(name) and (only is None or any(matches(name, o) for o in only))]
 
 
 def section_path(results_dir: str, section: str, tag: str) -> str:

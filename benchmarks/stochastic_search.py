@@ -3,21 +3,14 @@
     python -m benchmarks.stochastic_search                       # both problems, B = 1 .. 1024
     python -m benchmarks.stochastic_search --problems synthetic --batch-sizes 1 64 --rounds 3
 
-Both libraries run `stochastic_muzero_policy` with the same root, the same
-decision and chance functions, the same key and the same settings (mctx's
-defaults; the root's invalid actions given to both), and store the same
-embeddings. Two problems:
-
-- synthetic: `ChanceTree(informed=True)`, hashed priors, values, outcome
-  probabilities and rewards, so the functions cost almost nothing and the
-  figures measure the search itself;
-- 2048: pgx's 2048 stepped in the loop (`envs.make_chance_game("2048")`:
-  the slide as decision, the tile as chance outcome, lean stored states on
-  both sides) with uniform priors and value 0 (`evaluators.Uniform`), so
-  both sides do the same simulator work and the ratio shows what is left of
-  the search's own cost beside it. Roots are fresh 2048 boards.
-
-Timed by `harness.interleaved_rounds`; results: results/stochastic_search-<device>.json with commit and command.
+Both libraries run `stochastic_muzero_policy` with the same root, decision
+and chance functions, key and settings (mctx's defaults), storing the same
+embeddings, timed in interleaved rounds. Problems: `synthetic` (`TREE`:
+hashed priors, values, outcome probabilities and rewards, so the figures
+measure the search itself) and `2048` (pgx stepped in the loop: the slide
+as decision, the tile as chance outcome, lean states on both sides,
+uniform priors and value 0, fresh boards as roots). Results:
+results/stochastic_search-<device>.json.
 """
 
 from __future__ import annotations
@@ -37,6 +30,8 @@ PROBLEM_TITLES = {
 }
 COLUMNS = ["problem", "B", "simulations", "ours_sims_per_s", "mctx_sims_per_s", "ours/mctx",
            "ratio_min", "ratio_max", "rounds"]
+# The synthetic problem's chance tree (the suite's too).
+TREE = ChanceTree(depth=12, branching=4, outcomes=6, informed=True)
 
 
 def synthetic_problem(batch_size: int, tree: ChanceTree):
@@ -77,28 +72,26 @@ def runners(num_simulations: int, root, invalid_actions, functions):
             for name, fn in searches.items()}
 
 
-def measure(problem: str, batch_sizes, simulations, rounds: int, tree: ChanceTree,
+def measure(problem: str, batch_sizes, simulations, rounds: int, tree: ChanceTree = TREE,
             log=print) -> List[Dict[str, Any]]:
     """One row per (simulations, B) of `problem` ("synthetic" or "2048"):
     ours and mctx in the same interleaved rounds (`harness.interleaved_rounds`)."""
     rows = []
     for num_simulations in simulations:
         for batch_size in batch_sizes:
-            if problem == "synthetic":
-                inputs = synthetic_problem(batch_size, tree)
-            else:
-                inputs = game_2048_problem(batch_size)
+            inputs = (synthetic_problem(batch_size, tree) if problem == "synthetic"
+                      else game_2048_problem(batch_size))
             result = harness.interleaved_rounds(runners(num_simulations, *inputs), rounds,
                                                 [("ours", "mctx")])
             work = batch_size * num_simulations
             row = dict(problem=problem, B=batch_size, simulations=num_simulations, rounds=rounds,
                        **{f"{name}_sims_per_s": round(work / side["median_s"])
                           for name, side in result["sides"].items()})
-            if "ours/mctx" in result["ratios"]:
-                ratio = {k: round(v, 2) for k, v in result["ratios"]["ours/mctx"].items()
-                         if k != "values"}
-                row.update({"ours/mctx": ratio["median"], "ratio_min": ratio["min"],
-                            "ratio_max": ratio["max"]})
+            ratio = result["ratios"].get("ours/mctx")
+            if ratio is not None:
+                row.update({"ours/mctx": round(ratio["median"], 2),
+                            "ratio_min": round(ratio["min"], 2),
+                            "ratio_max": round(ratio["max"], 2)})
             rows.append(row)
             log(row)
     return rows
@@ -113,17 +106,12 @@ def main(argv=None) -> None:
                         help="synthetic problem's budgets")
     parser.add_argument("--simulations-2048", type=int, nargs="+", default=[64],
                         help="2048's budgets (pgx is stepped twice a simulation)")
-    parser.add_argument("--depth", type=int, default=12)
-    parser.add_argument("--branching", type=int, default=4)
-    parser.add_argument("--outcomes", type=int, default=6)
     args = parser.parse_args(argv)
-    tree = ChanceTree(depth=args.depth, branching=args.branching, outcomes=args.outcomes,
-                      informed=True)
     rows = []
     for problem in args.problems:
         simulations = args.simulations if problem == "synthetic" else args.simulations_2048
-        rows += measure(problem, args.batch_sizes, simulations, args.rounds, tree)
-    settings = dict(seed=0, problem=repr(tree), **harness.provenance(), **vars(args))
+        rows += measure(problem, args.batch_sizes, simulations, args.rounds)
+    settings = dict(seed=0, problem=repr(TREE), **harness.provenance(), **vars(args))
     harness.report("stochastic_search", "Stochastic MuZero search, simulations per second "
                    "(identical inputs, interleaved rounds)", COLUMNS, rows, settings,
                    save_results=not args.no_save)

@@ -1,31 +1,21 @@
 """Throughput sweeps: simulations per second against batch size and against
-num_simulations, for the three policies, ours against mctx on identical inputs.
+num_simulations, ours against mctx on identical inputs.
 
-Problems (`PROBLEMS`), each a root batch and a recurrent_fn that both
-libraries receive unchanged (mctx through `harness.mctx_recurrent_fn`, which
-only moves illegal actions into the logits, as mctx has no `invalid_actions`
-below the root):
+Problems (`problem_setup`), each a root batch and a recurrent_fn both
+libraries receive unchanged (mctx through `harness.mctx_recurrent_fn`):
+`synthetic` (the hashed tree of `mcts_jax.synthetic`, A = 9, a
+recurrent_fn costing almost nothing: the figures measure the search) and
+`synthetic_82` (82 actions, Go 9x9's count); `tic_tac_toe` (pgx stepped at
+every expansion, uniform priors, value 0, lean states for both);
+`tic_tac_toe_net` and `connect_four_net` (the same with the game's default
+network); `chess` (uniform priors, ours compact with `max_children=218`
+and, as `ours_alphazero_dense`, dense: the library factor at equal layout
+and the layout factor, `layout_ratio`, are reported apart).
 
-- `synthetic`: the hashed game tree of `mcts_jax.synthetic` (A=9), a
-  recurrent_fn that costs almost nothing: the figures measure the search;
-  `synthetic_82`: the same with 82 actions (Go 9x9's count);
-- `tic_tac_toe`: pgx tic-tac-toe stepped at every expansion, uniform priors,
-  value 0 (lean pgx states as embeddings, for both libraries);
-- `tic_tac_toe_net`: the same with priors and value from a small network
-  (the default tic-tac-toe MLP of `training.networks`, 3 x 128 units);
-- `connect_four_net`: pgx Connect Four with the default Connect Four
-  network (`training.presets.default_model`, a ResNet), lean states;
-- `chess`: pgx chess, uniform priors, value 0, our lean states for both
-  libraries; ours with the compact layout (`max_children=218`) and, as
-  `ours_alphazero_dense`, with the dense one, mctx dense: the library factor
-  (alphazero_dense/muzero, same layout) and the layout factor (compact /
-  dense, `layout_ratio`) are reported apart, not only their product.
-
-Runners (`RUNNERS`): ours `uct`, `alphazero` (no root noise) and `gumbel`;
-mctx `muzero` (the counterpart of alphazero: identical visit counts) and
-`gumbel_muzero`. A cell is one jitted search of B roots; its figure is
-B x num_simulations / the median seconds of a call, its runners timed in
-the same rounds (`harness.interleaved_rounds`), ours / mctx per round.
+Runners (`policy_fn`): ours `uct`, `alphazero` (no root noise), `gumbel`;
+mctx `muzero` (identical visit counts to alphazero) and `gumbel_muzero`.
+A cell is one jitted search of B roots, its runners timed in the same
+rounds (`harness.interleaved_rounds`), ours / mctx per round.
 """
 
 from __future__ import annotations
@@ -47,7 +37,6 @@ PROBLEMS = ("synthetic", "synthetic_82", "tic_tac_toe", "tic_tac_toe_net", "conn
 # A problem's pgx game, for the problems that step one.
 GAMES = {"tic_tac_toe": "tic_tac_toe", "tic_tac_toe_net": "tic_tac_toe",
          "connect_four_net": "connect_four", "chess": "chess"}
-RUNNERS = ("ours_uct", "ours_alphazero", "ours_gumbel", "mctx_muzero", "mctx_gumbel")
 # ours -> the mctx runner it is compared with (identical visit counts / rules).
 COUNTERPARTS = {"ours_alphazero": "mctx_muzero", "ours_gumbel": "mctx_gumbel",
                 "ours_alphazero_dense": "mctx_muzero"}
@@ -88,31 +77,40 @@ def problem_setup(problem: str, batch_size: int) -> Dict[str, Any]:
                 recurrent_fn=game.recurrent_fn(evaluator))
 
 
-@functools.lru_cache(maxsize=None)
-def compiled_search(problem: str, runner: str, num_simulations: int) -> Callable:
-    """A jitted fn(params, key, root, invalid) -> action [B] for one cell."""
-    recurrent_fn = problem_setup(problem, 1)["recurrent_fn"]
-    max_children = None if runner.endswith("_dense") else MAX_CHILDREN.get(problem)
-    if runner.startswith("ours_"):
-        common = dict(invalid_actions=None, max_children=max_children)
-        alphazero = functools.partial(mcts_jax.alphazero_policy, dirichlet_fraction=0.0)
-        policy = {"ours_uct": mcts_jax.uct_policy, "ours_alphazero": alphazero,
-                  "ours_alphazero_dense": alphazero,
-                  "ours_gumbel": mcts_jax.gumbel_policy}[runner]
+# Our runners' policies (the compact/dense layout is an option of the call).
+OURS = {"ours_uct": mcts_jax.uct_policy,
+        "ours_alphazero": functools.partial(mcts_jax.alphazero_policy, dirichlet_fraction=0.0),
+        "ours_alphazero_dense": functools.partial(mcts_jax.alphazero_policy,
+                                                  dirichlet_fraction=0.0),
+        "ours_gumbel": mcts_jax.gumbel_policy}
 
-        def search(params, key, root, invalid):
-            return policy(params, key, root, recurrent_fn, num_simulations,
-                          **dict(common, invalid_actions=invalid)).action
-        return jax.jit(search)
+
+def policy_fn(runner: str, recurrent_fn: Callable, num_simulations: int,
+              **options) -> Callable:
+    """fn(params, key, root, invalid) -> PolicyOutput of one runner (`OURS`,
+    `mctx_muzero` without root noise, `mctx_gumbel`), every side on the same
+    root and recurrent_fn (mctx through `harness.mctx_recurrent_fn` and
+    `harness.mctx_root`); `options`: further keywords of our policies (tree
+    options such as max_children), which mctx's runners ignore."""
+    if runner.startswith("ours_"):
+        return lambda params, key, root, invalid: OURS[runner](
+            params, key, root, recurrent_fn, num_simulations, invalid_actions=invalid, **options)
     import mctx
     their_fn = harness.mctx_recurrent_fn(recurrent_fn, mctx)
     policy = {"mctx_muzero": functools.partial(mctx.muzero_policy, dirichlet_fraction=0.0),
               "mctx_gumbel": mctx.gumbel_muzero_policy}[runner]
+    return lambda params, key, root, invalid: policy(
+        params, key, harness.mctx_root(mctx, root), their_fn, num_simulations,
+        invalid_actions=invalid)
 
-    def their_search(params, key, root, invalid):
-        return policy(params, key, harness.mctx_root(mctx, root), their_fn, num_simulations,
-                      invalid_actions=invalid).action
-    return jax.jit(their_search)
+
+@functools.lru_cache(maxsize=None)
+def compiled_search(problem: str, runner: str, num_simulations: int) -> Callable:
+    """A jitted fn(params, key, root, invalid) -> action [B] for one cell."""
+    max_children = None if runner.endswith("_dense") else MAX_CHILDREN.get(problem)
+    search = policy_fn(runner, problem_setup(problem, 1)["recurrent_fn"], num_simulations,
+                       max_children=max_children)
+    return jax.jit(lambda *args: search(*args).action)
 
 
 def available_runners(runners: Sequence[str]) -> List[str]:
@@ -126,12 +124,10 @@ def available_runners(runners: Sequence[str]) -> List[str]:
 
 def measure_cell(problem: str, runners: Sequence[str], batch_size: int, num_simulations: int,
                  rounds: int, deadline: Optional[float] = None) -> List[Dict[str, Any]]:
-    """One row per runner for one cell, all runners timed in the same
-    interleaved rounds (`harness.interleaved_rounds`, up to `rounds`, fewer
-    where `deadline` comes first): sims_per_s (median over rounds) and its
-    range, us_per_sim (per batch), compile_s, the per-round seconds, and for
-    ours with a counterpart in `runners` the per-round ratio ours / mctx
-    (`ratio`, `ratio_min`, `ratio_max`)."""
+    """One row per runner for one cell, timed in the same interleaved rounds
+    (up to `rounds`, fewer where `deadline` comes first): sims_per_s with its
+    range, us_per_sim (per batch), compile_s, the per-round seconds, and the
+    per-round ratios ours / mctx (`ratio*`) and compact / dense (`layout_ratio*`)."""
     setup = problem_setup(problem, batch_size)
     key = jax.random.key(3)
     sides = {runner: functools.partial(compiled_search(problem, runner, num_simulations),

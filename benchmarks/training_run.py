@@ -2,25 +2,19 @@
 
     python -m benchmarks.training_run runs/connect_four_cpu --name connect_four_training-cpu
 
-reads the run's config.json, metrics.jsonl, sessions.jsonl (the git commit,
+reads the run's config.json, metrics.jsonl, sessions.jsonl (the commit,
 command and machine of every session that trained it) and final.json, and
 writes benchmarks/results/<name>.json: the settings, the sessions, one row
-per evaluated iteration (training seconds so far, self-play games so far,
-and every evaluation figure of that iteration: the solver's move accuracy
-of the raw network and of the search, games against the solver, UCT,
-random, tic-tac-toe's perfect play, 2048's scores, a learned model's drift)
-and the end-of-run evaluation; its `timing` (seconds per iteration and the
-self-play and update rates: games, simulations and updates per second) and
+per evaluated iteration (`curve`: training seconds, games and updates so
+far and every evaluation figure), the end-of-run evaluation, `timing`
+(seconds per iteration; games, simulations and updates per second) and
 `milestones` (tic-tac-toe: the first evaluation with no loss against perfect
-play). Nothing is retyped by hand: quoted training figures come from this file.
+play). Quoted training figures come from this file, never retyped.
 
-A run trained on another machine (a GPU lent for minutes) is written there:
-`--results-dir` puts the file elsewhere than benchmarks/results/, and the
-environment's MCTS_JAX_COMMIT (`harness.provenance`; MCTS_JAX_DIRTY=1: the
-tree sent had uncommitted changes) or `--commit SHA [--dirty]` names the
-commit of the working tree that was sent, when that machine's copy of .git
-may be stale; the note then says so (the sessions keep what that machine's
-git said while training).
+A run trained on another machine (a GPU lent for minutes) is written there
+(`--results-dir`); MCTS_JAX_COMMIT (MCTS_JAX_DIRTY=1: uncommitted changes,
+see `harness.provenance`) or `--commit SHA [--dirty]` names the commit of
+the tree sent when that machine's .git may be stale, and the note says so.
 """
 
 from __future__ import annotations
@@ -56,10 +50,13 @@ def curve(records: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
 
 
 def timing(records: List[Dict[str, Any]]) -> Dict[str, Any]:
-    """Median seconds per iteration (wall, between consecutive records, over
-    iterations without an evaluation), of its self-play and of its updates,
-    once updates have started (the earlier ones have no updates and the
-    first ones compile)."""
+    """Over the iterations without an evaluation once updates have started
+    (the earlier ones compile and have no updates): the median seconds per
+    iteration (between consecutive records), of its self-play and of its
+    updates; the medians of self-play's games and simulations per second
+    (metrics.jsonl's `games_per_s`, `simulations_per_s`) and of updates per
+    second; and over the whole run, self-play games per second of training
+    (compilation, updates, evaluations and checkpoints included)."""
     plain = [(a, b) for a, b in zip(records, records[1:])
              if b.get("eval_s", 0) < 0.5 and b.get("updates", 0) > a.get("updates", 0) > 0]
     if not plain:
@@ -69,18 +66,6 @@ def timing(records: List[Dict[str, Any]]) -> Dict[str, Any]:
                    b["elapsed_s"] - a["elapsed_s"] for a, b in plain), 3),
                median_self_play_s=round(statistics.median(b["self_play_s"] for _, b in plain), 3),
                median_update_s=round(statistics.median(b["update_s"] for _, b in plain), 3))
-    out.update(rates(plain, records[-1]))
-    return out
-
-
-def rates(plain, last: Dict[str, Any]) -> Dict[str, Any]:
-    """Throughput over the iterations `plain` (pairs of consecutive records,
-    see `timing`): the medians of self-play's games and simulations per
-    second of its phase (metrics.jsonl's `games_per_s`, `simulations_per_s`)
-    and of updates per second of the update phase; and over the whole run
-    (`last`: its last record), self-play games per second of training
-    (compilation, updates, evaluations and checkpoints included)."""
-    out: Dict[str, Any] = {}
     for name in ("games_per_s", "simulations_per_s"):
         values = [b[name] for _, b in plain if name in b]
         if values:
@@ -89,6 +74,7 @@ def rates(plain, last: Dict[str, Any]) -> Dict[str, Any]:
                if b.get("update_s", 0) > 0]
     if updates:
         out["median_updates_per_s"] = round(statistics.median(updates), 1)
+    last = records[-1]
     if last.get("elapsed_s") and last.get("total_games") is not None:
         out["games_per_training_s"] = round(last["total_games"] / last["elapsed_s"], 1)
     return out
@@ -123,13 +109,10 @@ def milestones(records: List[Dict[str, Any]]) -> Dict[str, Any]:
 def results(run_dir: str, note: str = "", unfinished: bool = False,
             commit: Optional[str] = None, dirty: bool = False) -> Dict[str, Any]:
     """The results record of the run in `run_dir` (see the module docstring);
-    `note`: free text kept with it (what the run was for). `unfinished`: the
-    run stopped before its end-of-run evaluation (final.json): the record
-    keeps its curve and says `final: null`. `commit`: the commit of the
-    working tree the run was trained from, in place of what this checkout's
-    git says (as MCTS_JAX_COMMIT does in `harness.provenance`), `dirty`
-    whether that tree had uncommitted changes; a commit named either way is
-    stated in the note."""
+    `note`: free text kept with it. `unfinished`: the run stopped before its
+    final.json (the record says `final: null`). `commit`, `dirty`: the
+    working tree the run was trained from, in place of this checkout's
+    (as MCTS_JAX_COMMIT does); a commit named either way is stated in the note."""
     with open(os.path.join(run_dir, "config.json")) as f:
         config = json.load(f)
     final_path = os.path.join(run_dir, "final.json")
@@ -149,9 +132,7 @@ def results(run_dir: str, note: str = "", unfinished: bool = False,
         settings.update(commit=commit, dirty=bool(dirty),
                         commit_source="--commit: the tree the run was trained from")
     if settings.get("commit_source"):
-        if not re.fullmatch(r"[0-9a-f]{40}", str(settings["commit"])):
-            # still written (a lease's figures are not thrown away); the
-            # provenance test asks for the full id
+        if not re.fullmatch(r"[0-9a-f]{40}", str(settings["commit"])):  # written all the same
             print(f"warning: {settings['commit']!r} is not a full git commit id (40 hex "
                   f"digits); tests/test_results_provenance.py will ask for one", file=sys.stderr)
         state = "with uncommitted changes" if settings["dirty"] else "clean"

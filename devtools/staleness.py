@@ -70,7 +70,7 @@ MOVED_MODULES = dict(
         "connect_four_recipe", "equal_time", "graph_search", "learned_models",
         "mate_in_two_positions", "parallel_leaves", "search_parts", "search_throughput",
         "self_play_devices", "simulator_throughput", "stochastic_games", "tree_steps",
-        "engines_judged")},
+        "engines_judged", "anytime_savings")},
     **{f"benchmarks.{name}": f"devtools.{name}" for name in (
         "before_after", "call_path", "equivalence", "staleness")})
 # Parts of a module that moved out alone: (old module, its option) -> new module.

@@ -28,9 +28,9 @@ import numpy as np
 import envs
 import mcts_jax
 from benchmarks import harness
-from benchmarks.anytime_savings import chess_puzzles
 from engines.opponents import GtpPlayer, UciPlayer, close_all, elo_interval, find_binary
 from envs import chess_tools
+from experiments.anytime_savings import chess_puzzles
 from mcts_jax import evaluators
 from training import arena
 

@@ -250,11 +250,11 @@ def test_checkpoint_write_times_both_sides_of_a_random_state(tmp_path):
 
 
 def test_anytime_savings_quick_keeps_every_move_and_spends_at_most_n():
-    """The --quick path of benchmarks/anytime_savings.py at tiny shapes (Connect
+    """The --quick path of experiments/anytime_savings.py at tiny shapes (Connect
     Four, where random playouts decide rows early): the VisitGap search plays
     the full search's move on every row, at the batch and one row per call,
     and spends no more than N."""
-    from benchmarks import anytime_savings
+    from experiments import anytime_savings
     rows = anytime_savings.main(["--quick", "--problems", "connect_four", "--simulations",
                                  "24", "--rounds", "1", "--limit", "connect_four=12",
                                  "--sample", "2", "--no-save"])

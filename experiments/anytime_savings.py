@@ -33,8 +33,8 @@ The sizes (`FULL_LIMITS`, `FULL_SIMULATIONS`) fit the shared 2-core CPU
 machine: Connect Four's first 300 positions, chess's first 8 (mates in one)
 at N 16 and 32 only; `--limit`, `--simulations` ask for more.
 
-    python -m benchmarks.anytime_savings            # the measurement
-    python -m benchmarks.anytime_savings --quick    # tiny shapes, a smoke run
+    python -m experiments.anytime_savings            # the measurement
+    python -m experiments.anytime_savings --quick    # tiny shapes, a smoke run
 """
 
 from __future__ import annotations
@@ -73,7 +73,6 @@ COLUMNS = ["problem", "N", "B", "positions", "sims_mean", "sims_median", "saved_
            "full/stopped"]
 
 
-
 def chess_puzzles():
     """{"mate_in_one": [(fen, None)], "mate_in_two": [(fen, mating moves)]}:
     the mates in one of tests/chess_positions.py (python-chess judges them)
@@ -85,6 +84,7 @@ def chess_puzzles():
         two = json.load(f)["positions"]
     return {"mate_in_one": [(fen, None) for fen in MATE_IN_ONE],
             "mate_in_two": [(p["fen"], set(p["mating_moves"])) for p in two]}
+
 
 def tictactoe(limit):
     states = perfect_play.reachable_states()
