@@ -178,6 +178,18 @@ def _half(tree, start, size):
     return jax.tree.map(lambda x: jax.lax.dynamic_slice_in_dim(x, start, size, axis=0), tree)
 
 
+def _placed_like_params(carried, *params):
+    """`carried` (the arrays a match loop passes from ply to ply) replicated
+    on the mesh of the first parameter array placed on one (a training run's
+    network), else as it is. A step's outputs live on its inputs' mesh, so
+    without this the first ply's program, given arrays on no mesh, would be
+    compiled again for the second ply's."""
+    for leaf in jax.tree.leaves(params):
+        if isinstance(getattr(leaf, "sharding", None), jax.sharding.NamedSharding):
+            return jax.device_put(carried, sharding.replicated(leaf.sharding.mesh))
+    return carried
+
+
 @functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
 def _match_step(game, player_a, player_b, opening_moves, params_a, params_b, rng_key, states,
                 ply, a_id, score_a, violations):
@@ -258,6 +270,8 @@ def play_match(game, player_a, params_a, player_b, params_b, rng_key, num_games:
     a_id = jnp.concatenate([first_id[:size], 1 - first_id[size:]]).astype(jnp.int32)
     score_a = jnp.zeros((num_games,), jnp.float32)
     violations = jnp.zeros((), jnp.int32)
+    states, a_id, score_a, violations = _placed_like_params(
+        (states, a_id, score_a, violations), params_a, params_b)
     max_plies = max_plies or getattr(game, "longest_game", DEFAULT_MAX_PLIES)
     alternating = getattr(game, "alternating_turns", True)
     match_step = _match_step if alternating else _match_step_by_turn
@@ -331,6 +345,7 @@ def play_solo(game, player, params, rng_key, num_games: int,
     states = game.init(init_key, num_games)
     score = jnp.zeros((num_games,), jnp.float32)
     moves = jnp.zeros((num_games,), jnp.int32)
+    states, score, moves = _placed_like_params((states, score, moves), params)
     max_plies = max_plies or getattr(game, "longest_game", DEFAULT_MAX_PLIES)
     for ply in range(max_plies):
         states, score, moves = _solo_step(game, player, params,
