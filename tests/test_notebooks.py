@@ -7,6 +7,12 @@ they read on a code host; to refresh them after an edit:
 
     python tests/test_notebooks.py                       # every notebook, in place
     python tests/test_notebooks.py 01_quickstart.ipynb   # one
+
+Under pytest a notebook runs at a smaller size (SMALLER below: fewer training
+iterations, simulations and games, each change a literal edit of one cell's
+text that must match exactly), because the test checks that every cell runs
+and most of a full run is search and training time, not new code. The
+committed outputs, which readers see, come from the notebooks as written.
 """
 
 from __future__ import annotations
@@ -29,9 +35,51 @@ NOTEBOOKS = sorted(os.path.basename(p) for p in glob.glob(os.path.join(NOTEBOOK_
 CELL_TIMEOUT_S = 900
 
 
-def execute(name: str, compiled_like_the_tests: bool = False):
+# Per notebook: (text in the notebook, its replacement under pytest, how many
+# times the text occurs). The counts are checked, so an edit of a notebook that
+# drops one of these texts fails the test instead of running at the full size.
+SMALLER = {
+    "02_classic_mcts.ipynb": [
+        ("BATCH = 256", "BATCH = 64", 1),
+        ("STEP, MAX_SIMS = 16, 256", "STEP, MAX_SIMS = 16, 64", 1),
+        ("gumbel_budgets = [16, 32, 64, 256]", "gumbel_budgets = [16, 32, 64]", 1),
+    ],
+    "03_chess_analysis.ipynb": [
+        ('"proof", 1000,', '"proof", 64,', 2),
+        ('"material", 300,', '"material", 32,', 2),
+        ("for ply in range(4):", "for ply in range(2):", 1),
+        ("recurrent_fn(evaluator), 1000,", "recurrent_fn(evaluator), 64,", 1),
+    ],
+    "04_training.ipynb": [
+        ("iterations=24, eval_every=8, elo_every=8, eval_games=100,",
+         "iterations=2, eval_every=2, elo_every=2, eval_games=8,", 1),
+        ("final_games=100)", "final_games=8)", 1),
+        ("jax.random.key(7), num_games=100)", "jax.random.key(7), num_games=8)", 1),
+    ],
+    "06_learned_model.ipynb": [
+        ("iterations=24, eval_every=4,", "iterations=2, eval_every=2,", 1),
+        ("jax.random.key(0), num_games=40)", "jax.random.key(0), num_games=8)", 1),
+    ],
+}
+
+
+def made_smaller(notebook, name: str):
+    """The notebook with SMALLER[name]'s edits applied to its code cells."""
+    for old, new, count in SMALLER.get(name, []):
+        cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+        found = sum(cell.source.count(old) for cell in cells)
+        assert found == count, f"{name}: {old!r} occurs {found} times, SMALLER expects {count}"
+        for cell in cells:
+            cell.source = cell.source.replace(old, new)
+    return notebook
+
+
+def execute(name: str, compiled_like_the_tests: bool = False, smaller: bool = False):
     """Runs notebooks/<name> in a fresh python3 kernel; returns the executed notebook.
     Raises nbclient.exceptions.CellExecutionError on the first failing cell.
+
+    smaller: run it with SMALLER's edits (the test does; the outputs committed
+    for readers come from the notebook as written).
 
     compiled_like_the_tests: the kernel compiles with the test process's XLA
     flags (no LLVM optimisation, tests/conftest.py). Under pytest a notebook
@@ -40,6 +88,8 @@ def execute(name: str, compiled_like_the_tests: bool = False):
     committed for readers come from `main`, at the default level."""
     path = os.path.join(NOTEBOOK_DIR, name)
     notebook = nbformat.read(path, as_version=4)
+    if smaller:
+        notebook = made_smaller(notebook, name)
     # The kernel inherits this environment: make the repository importable even
     # without `pip install -e .` (the kernel starts in notebooks/).
     os.environ["PYTHONPATH"] = pythonpath_with_repo()
@@ -70,11 +120,19 @@ def test_outputs_are_committed(name):
     assert not errors, f"{name}: code cells {errors} stored an error"
 
 
+@pytest.mark.parametrize("name", sorted(SMALLER))
+def test_smaller_edits_match_their_notebooks(name):
+    """Each edit of SMALLER finds its text as often as it expects (a cheap check
+    before the notebooks run)."""
+    assert name in NOTEBOOKS
+    made_smaller(nbformat.read(os.path.join(NOTEBOOK_DIR, name), as_version=4), name)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs(name, monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", ""))  # restored afterwards
-    execute(name, compiled_like_the_tests=True)
+    execute(name, compiled_like_the_tests=True, smaller=True)
 
 
 def main(names) -> int:
