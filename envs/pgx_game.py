@@ -120,16 +120,16 @@ class PgxGame:
 
     # ---- batched simulator -----------------------------------------------
     def init(self, rng_key: chex.PRNGKey, batch_size: int) -> pgx.State:
-        """[B] initial states (pgx picks who moves first from the key)."""
-        return jax.vmap(self.env.init)(jax.random.split(rng_key, batch_size))
+        """[B] initial states (pgx picks who moves first from the key).
+        Compiled once per game and batch size, also outside jit."""
+        return _init(self, batch_size, rng_key)
 
     def step(self, states: pgx.State, actions: chex.Array,
              rng_key: Optional[chex.PRNGKey] = None) -> pgx.State:
-        """Steps [B] full states with actions [B]; stochastic games use the key."""
-        if rng_key is None:
-            return jax.vmap(self.env.step)(states, actions)
-        keys = jax.random.split(rng_key, actions.shape[0])
-        return jax.vmap(self.env.step)(states, actions, keys)
+        """Steps [B] full states with actions [B]; stochastic games use the key.
+        Compiled once per game and shapes, also outside jit (a step run op by
+        op compiles each of its few hundred operations on its own)."""
+        return _step(self, states, actions, rng_key)
 
     @staticmethod
     def current_player(states: pgx.State) -> chex.Array:
@@ -246,6 +246,19 @@ class PgxGame:
         states with `evaluator`. The same evaluator gives the same function
         object, so repeated searches reuse one compilation."""
         return _recurrent_fn_for(self, evaluator)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _init(game: PgxGame, batch_size: int, rng_key):
+    return jax.vmap(game.env.init)(jax.random.split(rng_key, batch_size))
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _step(game: PgxGame, states, actions, rng_key):
+    if rng_key is None:
+        return jax.vmap(game.env.step)(states, actions)
+    keys = jax.random.split(rng_key, actions.shape[0])
+    return jax.vmap(game.env.step)(states, actions, keys)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
