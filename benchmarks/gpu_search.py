@@ -43,7 +43,7 @@ import os
 import re
 import time
 import traceback
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import jax
 
@@ -59,6 +59,10 @@ FAMILIES = {"alphazero": ("ours_alphazero", "mctx_muzero"),
             "gumbel": ("ours_gumbel", "mctx_gumbel")}
 
 
+def _cells(problem, family, batch_sizes, simulations):
+    return tuple((problem, family, b, s) for s in simulations for b in batch_sizes)
+
+
 # What one run measures (the full run for a GPU, or `--tiny`), recorded in
 # every part's settings: the throughput and chess (problem, family, B,
 # simulations) cells, most important first, and each later part's sizes by
@@ -66,10 +70,6 @@ FAMILIES = {"alphazero": ("ours_alphazero", "mctx_muzero"),
 # cell when time allows; `max_call_s`: a side whose estimated call is longer
 # is skipped; `default_compile_s`: a side's compilation before any of its
 # cells ran.
-def _cells(problem, family, batch_sizes, simulations):
-    return tuple((problem, family, b, s) for s in simulations for b in batch_sizes)
-
-
 FULL = dict(
     throughput=(_cells("synthetic_82", "alphazero", (1, 64, 1024, 8192, 65536), (64,))
                 + _cells("synthetic_82", "alphazero", (1, 64, 1024, 8192), (800,))
@@ -102,21 +102,15 @@ TINY = dict(
 
 
 # ---- the budget -------------------------------------------------------------------------
-class Budget:
-    """One wall-clock budget shared by the parts: a part's deadline is its
-    share of the time still left, over the shares of the parts still to run."""
-
-    def __init__(self, total_s: float, parts: Sequence[str]):
-        self.start = time.perf_counter()
-        self.deadline = self.start + total_s
-        self.pending = list(parts)
-
-    def begin(self, part: str) -> float:
-        """The deadline (perf_counter seconds) of `part`, which starts now."""
+def deadlines(total_s: float, parts: Sequence[str]) -> Iterator[Tuple[str, float]]:
+    """(part, its deadline in perf_counter seconds) for each of `parts` in
+    turn, as it starts: its share of the time still left of one wall-clock
+    budget, over the shares of the parts still to run."""
+    end = time.perf_counter() + total_s
+    for index, part in enumerate(parts):
         now = time.perf_counter()
-        shares = sum(SHARES[p] for p in self.pending)
-        self.pending.remove(part)
-        return now + max(0.0, self.deadline - now) * SHARES[part] / shares
+        yield part, now + max(0.0, end - now) * SHARES[part] / sum(
+            SHARES[p] for p in parts[index:])
 
 
 def estimate(rows: Sequence[Dict[str, Any]], batch_size: int, simulations: int, mctx: bool,
@@ -173,8 +167,7 @@ def throughput(cells, sizes: Dict[str, Any], deadline: float) -> List[Dict[str, 
                         deadline)
 
 
-def _print(text: str) -> None:
-    print(text, flush=True)
+_print = functools.partial(print, flush=True)
 
 
 def _keep(part: str, rows: List[Dict[str, Any]], row: Dict[str, Any]) -> None:
@@ -585,14 +578,12 @@ def main(argv=None) -> int:
             os.environ.get("TMPDIR", "/tmp"), "mcts_jax_gpu_search_cache"))
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         sizes = TINY if args.tiny else FULL
-        budget = Budget(args.budget_s, args.parts)
         info = harness.machine_info()
         print(f"device {info['device']} ({info['backend']}), jax {info['versions']['jax']}, "
               f"mctx {info['versions']['mctx']}, budget {args.budget_s:.0f} s", flush=True)
-        for part in args.parts:
-            deadline = budget.begin(part)
+        for part, deadline in deadlines(args.budget_s, args.parts):
             start = time.perf_counter()
-            print(f"== {part}: {deadline - start:.0f} s", flush=True)
+            _print(f"== {part}: {deadline - start:.0f} s")
             error = None
             try:
                 rows = run_part(part, sizes, deadline)

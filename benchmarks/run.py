@@ -34,13 +34,13 @@ ALL_RUNNERS = ("ours_uct", "ours_alphazero", "ours_gumbel", "mctx_muzero", "mctx
 # The sizes of each mode: `rounds` (interleaved rounds per cell), `runners`,
 # `call_budget_s` (a runner whose call took longer is skipped for larger
 # cells), then each section's own, recorded in its settings (`batch`: every
-# batch-<problem> but chess; `simulations`: throughput against num_simulations).
+# batch-<problem> but chess, which runs where the mode has `chess`;
+# `simulations`: throughput against num_simulations).
 MODES: Dict[str, Dict[str, Any]] = {
     "quick": dict(
         rounds=harness.ROUNDS["quick"], call_budget_s=5.0, runners=ALL_RUNNERS,
         batch=dict(problems=("synthetic", "tic_tac_toe_net"), batch_sizes=(1, 16, 256),
                    simulations=32),
-        chess=dict(batch_sizes=(), simulations=32),
         simulations=dict(problems=("tic_tac_toe",), batch_size=16, simulations=(8, 32, 128)),
         quality=dict(trees=((4, 8), (6, 4)), simulations=(8, 32, 128), roots=256),
         memory=dict(games=None),
@@ -67,7 +67,6 @@ MODES: Dict[str, Dict[str, Any]] = {
     "tiny": dict(
         rounds=2, call_budget_s=5.0, runners=("ours_alphazero", "mctx_muzero"),
         batch=dict(problems=("synthetic",), batch_sizes=(4,), simulations=8),
-        chess=dict(batch_sizes=(), simulations=8),
         simulations=dict(problems=("synthetic",), batch_size=4, simulations=(8,)),
         quality=dict(trees=((3, 3),), simulations=(8,), roots=32),
         memory=dict(games=("tic_tac_toe",)),
@@ -171,7 +170,7 @@ def selected_sections(config: Dict[str, Any], only: Optional[Sequence[str]]) -> 
     def has_work(name):
         problem = name[len("batch-"):] if name.startswith("batch-") else None
         if problem == "chess":
-            return bool(config["chess"]["batch_sizes"])
+            return "chess" in config
         batch = config["batch"]
         return problem is None or (problem in batch["problems"] and bool(batch["batch_sizes"]))
 

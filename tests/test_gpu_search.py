@@ -99,13 +99,14 @@ def test_report_and_tarball_hold_every_part(tiny_run):
 
 
 def test_budget_gives_each_part_its_share_of_what_is_left():
-    budget = gpu_search.Budget(100.0, gpu_search.PARTS)
-    first = budget.begin("throughput") - budget.start
-    assert first == pytest.approx(100.0 * gpu_search.SHARES["throughput"], abs=0.5)
+    start = time.perf_counter()
+    parts = gpu_search.deadlines(100.0, gpu_search.PARTS)
+    assert next(parts)[1] - start == pytest.approx(100.0 * gpu_search.SHARES["throughput"],
+                                                   abs=0.5)
     # the time the first part did not use goes to the others, in their proportions
-    second = budget.begin("self_play") - budget.start
     rest = sum(gpu_search.SHARES[p] for p in gpu_search.PARTS if p != "throughput")
-    assert second == pytest.approx(100.0 * gpu_search.SHARES["self_play"] / rest, abs=0.5)
+    assert next(parts) == ("self_play", pytest.approx(
+        start + 100.0 * gpu_search.SHARES["self_play"] / rest, abs=0.5))
 
 
 def test_cost_estimate_scales_from_the_nearest_smaller_cell():
