@@ -21,8 +21,8 @@ measured and names what it skipped, and why):
 7. `profile`: the compiled program's loops, kernels and host round trips.
 
 Timing: `harness.interleaved_rounds` under the part's deadline (at least
-one round); a side whose estimated call (`CostModel`) exceeds `max_call_s`
-is skipped.
+one round); a side whose estimated call (`estimate`) exceeds `max_call_s`,
+or a cell that would end after the deadline, is skipped (`skip_by_estimate`).
 
     python -m benchmarks.gpu_search                   # on the GPU, about 7 minutes
     python -m benchmarks.gpu_search --budget-s 300 --parts throughput self_play
@@ -38,13 +38,12 @@ is skipped.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import os
 import re
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import jax
 
@@ -60,37 +59,18 @@ FAMILIES = {"alphazero": ("ours_alphazero", "mctx_muzero"),
             "gumbel": ("ours_gumbel", "mctx_gumbel")}
 
 
-@dataclasses.dataclass(frozen=True)
-class Sizes:
-    """What one run measures (the full run for a GPU, or `--tiny`): the
-    throughput and chess (problem, family, B, simulations) cells, most
-    important first, and each later part's sizes by its prefix; the cell
-    whose program `profile` reads; interleaved rounds per cell when time
-    allows; `max_call_s`: a side whose estimated call is longer is skipped."""
-
-    throughput: Tuple[Tuple[str, str, int, int], ...]
-    chess: Tuple[Tuple[str, str, int, int], ...]
-    self_play_games: Tuple[int, ...]
-    self_play_simulations: int
-    self_play_game: str
-    tree_steps_batch: int
-    tree_steps_actions: int
-    tree_steps_simulations: Tuple[int, ...]
-    parallel_problem: str
-    parallel_simulations: int
-    parallel_paths: Tuple[int, ...]
-    largest_game: str
-    largest_max_nodes: int
-    profile_cell: Tuple[str, str, int, int]
-    rounds: int
-    max_call_s: float
-
-
 def _cells(problem, family, batch_sizes, simulations):
     return tuple((problem, family, b, s) for s in simulations for b in batch_sizes)
 
 
-FULL = Sizes(
+# What one run measures (the full run for a GPU, or `--tiny`), recorded in
+# every part's settings: the throughput and chess (problem, family, B,
+# simulations) cells, most important first, and each later part's sizes by
+# its prefix; the cell whose program `profile` reads; interleaved rounds per
+# cell when time allows; `max_call_s`: a side whose estimated call is longer
+# is skipped; `default_compile_s`: a side's compilation before any of its
+# cells ran.
+FULL = dict(
     throughput=(_cells("synthetic_82", "alphazero", (1, 64, 1024, 8192, 65536), (64,))
                 + _cells("synthetic_82", "alphazero", (1, 64, 1024, 8192), (800,))
                 + _cells("connect_four_net", "alphazero", (64, 1024, 8192), (64,))
@@ -104,11 +84,12 @@ FULL = Sizes(
     tree_steps_batch=256, tree_steps_actions=82, tree_steps_simulations=(32, 128, 512, 2048),
     parallel_problem="connect_four_net", parallel_simulations=256, parallel_paths=(1, 4, 16, 64),
     largest_game="chess", largest_max_nodes=801,
-    profile_cell=("synthetic_82", "alphazero", 1024, 64), rounds=3, max_call_s=6.0)
+    profile_cell=("synthetic_82", "alphazero", 1024, 64), rounds=3, max_call_s=6.0,
+    default_compile_s=8.0)
 
 # The same code paths at CPU sizes (a test runs it): tic-tac-toe stands in for
 # chess (its compilation alone would take minutes on two cores).
-TINY = Sizes(
+TINY = dict(
     throughput=(_cells("synthetic_82", "alphazero", (4,), (8,))
                 + _cells("connect_four_net", "gumbel", (4,), (8,))),
     chess=_cells("tic_tac_toe", "alphazero", (4,), (8,)),
@@ -116,157 +97,119 @@ TINY = Sizes(
     tree_steps_batch=4, tree_steps_actions=9, tree_steps_simulations=(16,),
     parallel_problem="synthetic_82", parallel_simulations=16, parallel_paths=(1, 4),
     largest_game="tic_tac_toe", largest_max_nodes=33,
-    profile_cell=("synthetic_82", "alphazero", 8, 8), rounds=2, max_call_s=30.0)
+    profile_cell=("synthetic_82", "alphazero", 8, 8), rounds=2, max_call_s=30.0,
+    default_compile_s=3.0)
 
 
 # ---- the budget -------------------------------------------------------------------------
-class Budget:
-    """One wall-clock budget shared by the parts: a part's deadline is its
-    share of the time still left, over the shares of the parts still to run."""
-
-    def __init__(self, total_s: float, parts: Sequence[str]):
-        self.start = time.perf_counter()
-        self.total_s = total_s
-        self.pending = list(parts)
-        self.deadline = self.start + total_s
-
-    def left(self) -> float:
-        return self.deadline - time.perf_counter()
-
-    def begin(self, part: str) -> float:
-        """The deadline (perf_counter seconds) of `part`, which starts now."""
-        shares = sum(SHARES[p] for p in self.pending)
-        slice_s = max(0.0, self.left()) * SHARES[part] / shares
-        self.pending.remove(part)
-        return time.perf_counter() + slice_s
+def deadlines(total_s: float, parts: Sequence[str]) -> Iterator[Tuple[str, float]]:
+    """(part, its deadline in perf_counter seconds) for each of `parts` in
+    turn, as it starts: its share of the time still left of one wall-clock
+    budget, over the shares of the parts still to run."""
+    end = time.perf_counter() + total_s
+    for index, part in enumerate(parts):
+        now = time.perf_counter()
+        yield part, now + max(0.0, end - now) * SHARES[part] / sum(
+            SHARES[p] for p in parts[index:])
 
 
-class CostModel:
-    """Estimates of a side's compile and call seconds from its measured cells
-    of the same problem: the largest one no larger than the asked cell in B
-    and in S (else the smallest one), its call scaled linearly in B and in
-    S (in S squared for mctx, whose every step rewrites its whole tree)."""
+def estimate(rows: Sequence[Dict[str, Any]], batch_size: int, simulations: int, mctx: bool,
+             default_compile_s: float) -> Tuple[float, float]:
+    """(compile_s, call_s) of a side's cell from its measured `rows` (B,
+    simulations, median_s, compile_s) of the same problem: the largest one no
+    larger than the cell in B and in S (else the smallest one), its call
+    scaled linearly in B and in S (in S squared for mctx, whose every step
+    rewrites its whole tree); no rows: (default_compile_s, 0)."""
+    below = [r for r in rows if r["B"] <= batch_size and r["simulations"] <= simulations]
+    if below:
+        near = max(below, key=lambda r: (r["B"] * r["simulations"], r["simulations"]))
+    elif rows:
+        near = min(rows, key=lambda r: r["B"] * r["simulations"])
+    else:
+        return default_compile_s, 0.0
+    growth = (simulations / near["simulations"]) ** (2 if mctx else 1)
+    return near["compile_s"], near["median_s"] * max(1.0, batch_size / near["B"]) * max(1.0, growth)
 
-    def __init__(self, default_compile_s: float = 8.0):
-        self.seen: Dict[Tuple[str, str], List[Tuple[int, int, float, float]]] = {}
-        self.default_compile_s = default_compile_s
 
-    def record(self, problem, side, batch_size, simulations, call_s, compile_s):
-        self.seen.setdefault((problem, side), []).append(
-            (batch_size, simulations, call_s, compile_s))
-
-    def _nearest(self, problem, side, batch_size, simulations):
-        cells = self.seen.get((problem, side), [])
-        below = [c for c in cells if c[0] <= batch_size and c[1] <= simulations]
-        if below:
-            return max(below, key=lambda c: (c[0] * c[1], c[1]))
-        return min(cells, key=lambda c: c[0] * c[1]) if cells else None
-
-    def call_s(self, problem, side, batch_size, simulations) -> float:
-        cell = self._nearest(problem, side, batch_size, simulations)
-        if cell is None:
-            return 0.0
-        b, s, call_s, _ = cell
-        growth = (simulations / s) ** (2 if side.startswith("mctx") else 1)
-        return call_s * max(1.0, batch_size / b) * max(1.0, growth)
-
-    def cell_s(self, problem, side, batch_size, simulations, rounds) -> float:
-        cell = self._nearest(problem, side, batch_size, simulations)
-        compile_s = cell[3] if cell else self.default_compile_s
-        return compile_s + (2 + rounds) * self.call_s(problem, side, batch_size, simulations)
+def skip_by_estimate(sizes: Dict[str, Any], deadline: float, rows: Sequence[Dict[str, Any]],
+                     names: Sequence[str], batch_size: int, simulations: int) -> Dict[str, str]:
+    """{name: why} for the sides of one cell not to run (`names`: runners, or
+    tree_steps' sides, matched to `rows` by runner or side): a side whose
+    estimated call exceeds `max_call_s`, and every side when the cell's
+    compilations and three calls each would end after `deadline`."""
+    skipped, needed = {}, 0.0
+    for name in names:
+        own = [r for r in rows if name in (r.get("runner"), r.get("side")) and "median_s" in r]
+        compile_s, call_s = estimate(own, batch_size, simulations, name.startswith("mctx"),
+                                     sizes["default_compile_s"])
+        if call_s > sizes["max_call_s"]:
+            skipped[name] = f"estimated {call_s:.1f} s per call > {sizes['max_call_s']} s"
+        else:
+            needed += compile_s + 3 * call_s
+    left = deadline - time.perf_counter()
+    if needed > left:
+        skipped.update({name: f"budget: about {needed:.0f} s needed, {left:.0f} s left"
+                        for name in names if name not in skipped})
+    return skipped
 
 
 # ---- 1 and 3: throughput cells ------------------------------------------------------------
-def throughput_cells(cells, sizes: Sizes, deadline: float, costs: CostModel,
-                     log=print) -> List[Dict[str, Any]]:
-    """`sweeps.measure_cell`'s rows (per cell and runner: sims_per_s with its
-    range, us_per_sim, compile_s, the per-round ratio ours / mctx) with the
-    cell's policy `family`; skipped runners and failed cells name why."""
-    rows = []
-    for problem, family, batch_size, num_simulations in cells:
-        base = dict(problem=problem, family=family, B=batch_size, simulations=num_simulations)
-        names = sweeps.available_runners(FAMILIES[family])
-        skipped = {}
-        for name in list(names):
-            estimate = costs.call_s(problem, name, batch_size, num_simulations)
-            if estimate > sizes.max_call_s:
-                skipped[name] = f"estimated {estimate:.1f} s per call > {sizes.max_call_s} s"
-                names.remove(name)
-        left = deadline - time.perf_counter()
-        needed = sum(costs.cell_s(problem, name, batch_size, num_simulations, 1)
-                     for name in names)
-        if names and needed > left:
-            skipped.update({name: f"budget: about {needed:.0f} s needed, {left:.0f} s left"
-                            for name in names})
-            names = []
-        for name, why in skipped.items():
-            rows.append(dict(base, runner=name, skipped=why))
-            log(f"{problem} {family} B={batch_size} S={num_simulations} {name}: skipped ({why})")
-        if not names:
-            continue
-        try:
-            measured = sweeps.measure_cell(problem, names, batch_size, num_simulations,
-                                           sizes.rounds, deadline)
-        except Exception as error:  # a cell that fails (out of memory, ...) is recorded
-            rows.append(dict(base, runner="+".join(names), error=_error_text(error)))
-            log(f"{problem} {family} B={batch_size} S={num_simulations}: error {error!r}")
-            continue
-        for row in measured:
-            costs.record(problem, row["runner"], batch_size, num_simulations, row["median_s"],
-                         row["compile_s"])
-            rows.append(dict(base, **row))
-            log(f"{problem} {family} B={batch_size} S={num_simulations} {row['runner']}: "
-                f"{row['sims_per_s']:,.0f} sims/s, {row['us_per_sim']:.0f} us/step"
-                + (f", ours/mctx {row['ratio']:.3g}" if "ratio" in row else ""))
-    return rows
+def throughput(cells, sizes: Dict[str, Any], deadline: float) -> List[Dict[str, Any]]:
+    """`sweeps.sweep`'s rows of `cells` (per cell and runner: sims_per_s with
+    its range, us_per_sim, compile_s, the per-round ratio ours / mctx) with
+    the cell's policy `family`; skipped runners and failed cells name why."""
+    def skip(rows, problem, *cell):
+        return skip_by_estimate(sizes, deadline, [r for r in rows if r["problem"] == problem],
+                                *cell)
+
+    return sweeps.sweep([(problem, FAMILIES[family], b, s, dict(family=family))
+                         for problem, family, b, s in cells], sizes["rounds"], skip, _print,
+                        deadline)
 
 
-def _error_text(error: BaseException) -> str:
-    return f"{type(error).__name__}: {str(error)[:400]}"
+_print = functools.partial(print, flush=True)
+
+
+def _keep(part: str, rows: List[Dict[str, Any]], row: Dict[str, Any]) -> None:
+    """Appends `row` to `rows` and logs its figures (not its lists) on one line."""
+    rows.append(row)
+    _print(f"{part}: " + ", ".join(f"{key} {harness.fmt(value)}" for key, value in row.items()
+                                   if not isinstance(value, (list, dict))))
 
 
 # ---- 2: a self-play step with either search --------------------------------------------
-def mctx_gumbel_policy(max_num_considered_actions: int):
-    """A policy function with our policies' signature running
-    `mctx.gumbel_muzero_policy` (illegal actions below the root moved into the
-    logits, `harness.mctx_recurrent_fn`), for `training.self_play.SelfPlay`."""
-    import mctx
-
-    def policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions=None,
-               tree=None):
-        del tree
-        return mctx.gumbel_muzero_policy(
-            params, rng_key, harness.mctx_root(mctx, root),
-            harness.mctx_recurrent_fn(recurrent_fn, mctx),
-            num_simulations, invalid_actions=invalid_actions,
-            max_num_considered_actions=max_num_considered_actions)
-    return policy
+def mctx_gumbel_policy(params, rng_key, root, recurrent_fn, num_simulations,
+                       invalid_actions=None, tree=None):
+    """`mctx.gumbel_muzero_policy` (`sweeps.policy_fn`: at most 16 considered
+    actions, as ours) with our policies' signature, for `SelfPlay`."""
+    del tree
+    return sweeps.policy_fn("mctx_gumbel", recurrent_fn, num_simulations)(
+        params, rng_key, root, invalid_actions)
 
 
-def self_play(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, Any]]:
+def self_play(sizes: Dict[str, Any], deadline: float) -> List[Dict[str, Any]]:
     """Per B: the step's and the search's seconds for each side (median of
     interleaved rounds of 3 steps), the search's share of its step, and the
     ratios ours / mctx of steps and of searches per second."""
     import envs
     from training import policies, presets
     from training import self_play as self_play_lib
-    game = envs.make(sizes.self_play_game)
+    game = envs.make(sizes["self_play_game"])
     model = presets.default_model(game)
     variables = model.init(jax.random.key(0))
-    m = min(16, game.num_actions)
     policies_by_side = {"ours_gumbel": policies.policy_from_name("gumbel",
                                                                  num_actions=game.num_actions)}
     if sweeps.available_runners(["mctx_gumbel"]):
-        policies_by_side["mctx_gumbel"] = mctx_gumbel_policy(m)
+        policies_by_side["mctx_gumbel"] = mctx_gumbel_policy
     rows = []
-    for num_games in sizes.self_play_games:
+    for num_games in sizes["self_play_games"]:
         if time.perf_counter() > deadline:
-            rows.append(dict(B=num_games, skipped="budget"))
+            _keep("self_play", rows, dict(B=num_games, skipped="budget"))
             continue
         sides, searches = {}, {}
         for name, policy in policies_by_side.items():
             play = self_play_lib.SelfPlay(game=game, model=model, policy=policy,
-                                          num_simulations=sizes.self_play_simulations,
+                                          num_simulations=sizes["self_play_simulations"],
                                           num_games=num_games)
             carry = {"state": play.init(jax.random.key(1)), "buffer": play.new_buffer(4),
                      "key": jax.random.key(2)}
@@ -285,60 +228,49 @@ def self_play(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, Any]]:
                                              carry["state"].states), search, carry)
         try:
             result = harness.interleaved_rounds(
-                dict(sides, **searches), sizes.rounds,
+                dict(sides, **searches), sizes["rounds"],
                 [("ours_gumbel step", "mctx_gumbel step"),
                  ("ours_gumbel search", "mctx_gumbel search")], calls_per_round=3,
                 deadline=deadline)
         except Exception as error:
-            rows.append(dict(B=num_games, error=_error_text(error)))
-            log(f"self_play B={num_games}: error {error!r}")
+            _keep("self_play", rows, dict(B=num_games, error=harness.error_text(error)))
             continue
         for name in policies_by_side:
             step, whole_search = (result["sides"][f"{name} {kind}"] for kind in ("step", "search"))
             step_s, search_s = step["median_s"], whole_search["median_s"]
-            row = dict(B=num_games, simulations=sizes.self_play_simulations, side=name,
+            row = dict(B=num_games, simulations=sizes["self_play_simulations"], side=name,
                        step_s=step_s, search_s=search_s, search_share=search_s / step_s,
                        games_moves_per_s=num_games / step_s,
-                       sims_per_s_in_step=num_games * sizes.self_play_simulations / step_s,
+                       sims_per_s_in_step=num_games * sizes["self_play_simulations"] / step_s,
                        step_compile_s=step["compile_s"], step_seconds=step["seconds"],
                        search_seconds=whole_search["seconds"], rounds=result["rounds"])
             for kind in ("step", "search"):
                 row.update(harness.ratio_fields(
                     result["ratios"].get(f"{name} {kind}/mctx_gumbel {kind}"), f"{kind}_ratio"))
-            rows.append(row)
-            log(f"self_play B={num_games} {name}: step {1e3 * step_s:.1f} ms, search "
-                f"{1e3 * search_s:.1f} ms ({100 * row['search_share']:.0f}% of the step)"
-                + (f", ours/mctx step {row['step_ratio']:.3g} search {row['search_ratio']:.3g}"
-                   if "step_ratio" in row else ""))
+            _keep("self_play", rows, row)
     return rows
 
 
 # ---- 4: time per tree step as the tree grows ----------------------------------------------
 def tree_step_rows(batch_size: int, num_actions: int, num_simulations: int, rounds: int,
                    seed: int = 0, deadline: Optional[float] = None,
-                   skip: Callable[[str], Optional[str]] = lambda side: None
-                   ) -> List[Dict[str, Any]]:
+                   sides: Sequence[str] = ("ours", "mctx")) -> List[Dict[str, Any]]:
     """One cell of the time per edge walked (experiments/tree_steps.py says
     why): B searches of S simulations on a free synthetic tree
     (`HashedProblem`, A actions), ours (alphazero_policy) against mctx
-    (muzero_policy: identical visit counts) in interleaved rounds. Per side:
-    the edges its searches walked (E, the visits of every non-root node, read
-    from an untimed call), mean_depth (E / (B x S)), ns_per_edge (median,
-    range), us_per_simulation, and for ours the per-round ratio of edges per
-    second ours / mctx. A side `skip(side)` gives a reason for is a row
-    saying it."""
+    (muzero_policy: identical visit counts) in interleaved rounds, for those
+    of `sides` ("ours", "mctx") that are installed. Per side: the edges its
+    searches walked (E, the visits of every non-root node, read from an
+    untimed call), mean_depth (E / (B x S)), ns_per_edge (median, range),
+    us_per_simulation, and for ours the per-round ratio of edges per second
+    ours / mctx."""
     from mcts_jax.synthetic import HashedProblem, random_root_codes
     problem = HashedProblem(num_actions=num_actions)
     root, _ = problem.root(random_root_codes(seed + batch_size, batch_size))
     args = (None, jax.random.key(seed), root, None)
-    base = dict(simulations=num_simulations, B=batch_size, A=num_actions)
-    rows, runs, edges = [], {}, {}
+    runs, edges = {}, {}
     for name, runner in (("ours", "ours_alphazero"), ("mctx", "mctx_muzero")):
-        if not sweeps.available_runners([runner]):
-            continue
-        why = skip(name)
-        if why:
-            rows.append(dict(base, side=name, skipped=why))
+        if name not in sides or not sweeps.available_runners([runner]):
             continue
         search = sweeps.policy_fn(runner, problem.recurrent_fn, num_simulations)
         runs[name] = functools.partial(jax.jit(lambda *a, f=search: f(*a).action_weights), *args)
@@ -347,84 +279,72 @@ def tree_step_rows(batch_size: int, num_actions: int, num_simulations: int, roun
         edges[name] = int(jax.jit(lambda *a, f=search: f(*a).search_tree
                                   .node_visits[:, 1:].sum())(*args))
     if not runs:
-        return rows
+        return []
     result = harness.interleaved_rounds(runs, rounds, [("ours", "mctx")], edges,
                                         deadline=deadline)
+    rows = []
     for name, side in result["sides"].items():
         ratio = result["ratios"].get(f"{name}/mctx")
-        rows.append(dict(base, side=name, edges_walked=edges[name],
+        rows.append(dict(simulations=num_simulations, B=batch_size, A=num_actions, side=name,
+                         edges_walked=edges[name],
                          mean_depth=edges[name] / (batch_size * num_simulations),
                          **{f"ns_per_edge{end}": 1e9 * side[f"{at}_s"] / edges[name]
                             for end, at in (("", "median"), ("_min", "min"), ("_max", "max"))},
                          us_per_simulation=1e6 * side["median_s"] / num_simulations,
-                         compile_s=side["compile_s"], seconds=side["seconds"],
-                         rounds=result["rounds"], **harness.ratio_fields(ratio),
+                         median_s=side["median_s"], compile_s=side["compile_s"],
+                         seconds=side["seconds"], rounds=result["rounds"],
+                         **harness.ratio_fields(ratio),
                          **({"ours/mctx edges per s": harness.ratio_text(ratio)} if ratio else {})))
     return rows
 
 
-def tree_steps(sizes: Sizes, deadline: float, costs: CostModel,
-               log=print) -> List[Dict[str, Any]]:
-    """`tree_step_rows` per S of `sizes`, a side skipped where its estimated
-    call is too long or the part's time is short."""
-    batch_size = sizes.tree_steps_batch
-    rows = []
-    for num_simulations in sizes.tree_steps_simulations:
-        def skip(name, s=num_simulations):
-            estimate = costs.call_s("tree_steps", name, batch_size, s)
-            left = deadline - time.perf_counter()
-            if estimate > sizes.max_call_s:
-                return f"estimated {estimate:.1f} s per call > {sizes.max_call_s} s"
-            if costs.cell_s("tree_steps", name, batch_size, s, 1) > left:
-                return f"budget: {left:.0f} s left"
-            return None
-
-        for row in tree_step_rows(batch_size, sizes.tree_steps_actions, num_simulations,
-                                  sizes.rounds, deadline=deadline, skip=skip):
-            rows.append(row)
-            if "skipped" in row:
-                log(f"tree_steps S={num_simulations} {row['side']}: skipped ({row['skipped']})")
-                continue
-            costs.record("tree_steps", row["side"], batch_size, num_simulations,
-                         row["us_per_simulation"] * num_simulations / 1e6, row["compile_s"])
-            log(f"tree_steps S={num_simulations} {row['side']}: {row['ns_per_edge']:.1f} ns/edge, "
-                f"depth {row['mean_depth']:.1f}, {row['us_per_simulation']:.0f} us/step")
+def tree_steps(sizes: Dict[str, Any], deadline: float) -> List[Dict[str, Any]]:
+    """`tree_step_rows` per S of `sizes`, a side skipped by `skip_by_estimate`."""
+    batch_size, num_actions = sizes["tree_steps_batch"], sizes["tree_steps_actions"]
+    rows: List[Dict[str, Any]] = []
+    for num_simulations in sizes["tree_steps_simulations"]:
+        skipped = skip_by_estimate(sizes, deadline, rows, ("ours", "mctx"), batch_size,
+                                   num_simulations)
+        for name, why in skipped.items():
+            _keep("tree_steps", rows, dict(simulations=num_simulations, B=batch_size,
+                                           A=num_actions, side=name, skipped=why))
+        for row in tree_step_rows(batch_size, num_actions, num_simulations, sizes["rounds"],
+                                  deadline=deadline,
+                                  sides=[side for side in ("ours", "mctx") if side not in skipped]):
+            _keep("tree_steps", rows, row)
     return rows
 
 
 # ---- 5: one search at a time, parallel leaves --------------------------------------------
-def parallel(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, Any]]:
+def parallel(sizes: Dict[str, Any], deadline: float) -> List[Dict[str, Any]]:
     """B = 1: ours (AlphaZero) with P = 1 ... paths per step against mctx
     (muzero_policy, B = 1), one interleaved measurement; simulations per
     second and the speed-up over ours at P = 1."""
-    setup = sweeps.problem_setup(sizes.parallel_problem, 1)
-    s = sizes.parallel_simulations
+    setup = sweeps.problem_setup(sizes["parallel_problem"], 1)
+    s = sizes["parallel_simulations"]
     args = (setup["params"], jax.random.key(5), setup["root"], setup["invalid"])
     sides = {}
-    for paths in sizes.parallel_paths:
+    for paths in sizes["parallel_paths"]:
         search = sweeps.policy_fn("ours_alphazero", setup["recurrent_fn"], s,
                                   simulations_per_step=paths)
         sides[f"ours P={paths}"] = functools.partial(
             jax.jit(lambda *a, f=search: f(*a).action), *args)
     if sweeps.available_runners(["mctx_muzero"]):
         sides["mctx_muzero"] = functools.partial(
-            sweeps.compiled_search(sizes.parallel_problem, "mctx_muzero", s), *args)
+            sweeps.compiled_search(sizes["parallel_problem"], "mctx_muzero", s), *args)
     if time.perf_counter() > deadline:
-        return [dict(problem=sizes.parallel_problem, skipped="budget")]
+        return [dict(problem=sizes["parallel_problem"], skipped="budget")]
     rows = []
     pairs = [(name, "mctx_muzero") for name in sides if name.startswith("ours")]
-    result = harness.interleaved_rounds(sides, sizes.rounds, pairs, deadline=deadline)
-    one = result["sides"][f"ours P={sizes.parallel_paths[0]}"]["median_s"]
+    result = harness.interleaved_rounds(sides, sizes["rounds"], pairs, deadline=deadline)
+    one = result["sides"][f"ours P={sizes['parallel_paths'][0]}"]["median_s"]
     for name, side in result["sides"].items():
-        row = dict(problem=sizes.parallel_problem, B=1, simulations=s, side=name,
+        row = dict(problem=sizes["parallel_problem"], B=1, simulations=s, side=name,
                    sims_per_s=s / side["median_s"], call_ms=1e3 * side["median_s"],
                    speedup_vs_P1=one / side["median_s"], compile_s=side["compile_s"],
                    seconds=side["seconds"], rounds=result["rounds"])
-        ratio = result["ratios"].get(f"{name}/mctx_muzero")
-        row.update(harness.ratio_fields(ratio))
-        rows.append(row)
-        log(f"parallel {name}: {row['sims_per_s']:,.0f} sims/s ({row['call_ms']:.1f} ms a search)"
-            + (f", ours/mctx {harness.ratio_text(ratio)}" if ratio else ""))
+        row.update(harness.ratio_fields(result["ratios"].get(f"{name}/mctx_muzero")))
+        _keep("parallel", rows, row)
     return rows
 
 
@@ -439,7 +359,7 @@ def device_memory_bytes() -> Optional[int]:
     return stats.get("bytes_limit")
 
 
-def largest_chess(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, Any]]:
+def largest_chess(sizes: Dict[str, Any], deadline: float) -> List[Dict[str, Any]]:
     """Per side (ours compact with lean states, mctx dense with the same lean
     states): exact tree bytes per node, the largest B whose trees of N nodes
     take at most 90% of the device's memory, and XLA's memory analysis of
@@ -450,8 +370,8 @@ def largest_chess(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, An
     import envs
     from mcts_jax import evaluators
     from benchmarks import memory as memory_bench
-    game = envs.make(sizes.largest_game)
-    n = sizes.largest_max_nodes
+    game = envs.make(sizes["largest_game"])
+    n = sizes["largest_max_nodes"]
     k = game.max_legal_moves
     limit = device_memory_bytes()
     per_node = {"ours_compact": game.tree_memory(8, n, k, False).bytes_per_node}
@@ -481,7 +401,7 @@ def largest_chess(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, An
         batch_size = max(1, int(usable // (per_node[side] * n)))
         if batch_size > 64:
             batch_size -= batch_size % 64
-        row = dict(game=sizes.largest_game, side=side, max_nodes=n, bytes_per_node=per_node[side],
+        row = dict(game=sizes["largest_game"], side=side, max_nodes=n, bytes_per_node=per_node[side],
                    device_bytes_limit=limit, tree_only_B=batch_size)
         analysis = None
         for _ in range(4):
@@ -496,7 +416,7 @@ def largest_chess(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, An
                 row["compile_s"] = time.perf_counter() - start
                 analysis = compiled.memory_analysis()
             except Exception as error:
-                row["error"] = _error_text(error)
+                row["error"] = harness.error_text(error)
                 analysis = None
                 break
             needed = _analysis_bytes(analysis)
@@ -506,8 +426,6 @@ def largest_chess(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, An
             if row["fits"]:
                 break
             batch_size = max(1, int(batch_size * 0.8) // 64 * 64)
-        log(f"largest {side}: " + ", ".join(f"{key}={value}" for key, value in row.items()
-                                            if key not in ("game",)))
         if side == "ours_compact" and analysis is not None and row.get("fits"):
             # A real run at that B, if a call is likely to end in the part's time.
             left = deadline - time.perf_counter()
@@ -521,12 +439,12 @@ def largest_chess(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, An
                     row.update(ran=True, call_s=time.perf_counter() - start)
                     del states, root_value, invalid_value
                 except Exception as error:
-                    row.update(ran=False, run_error=_error_text(error))
+                    row.update(ran=False, run_error=harness.error_text(error))
             else:
                 row.update(ran=False, run_skipped=f"budget: {left:.0f} s left")
-        rows.append(row)
+        _keep("largest_chess", rows, row)
     if "mctx_full" in per_node:
-        rows.append(dict(game=sizes.largest_game, side="mctx_full (bytes only)", max_nodes=n,
+        rows.append(dict(game=sizes["largest_game"], side="mctx_full (bytes only)", max_nodes=n,
                          bytes_per_node=per_node["mctx_full"],
                          tree_only_B=int(usable // (per_node["mctx_full"] * n))))
     return rows
@@ -598,11 +516,11 @@ def hlo_loops(text: str) -> Dict[str, Any]:
                 kernels=sum(kernels(name) for name in top), host_transfers=host, loops=loops)
 
 
-def profile(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, Any]]:
+def profile(sizes: Dict[str, Any], deadline: float) -> List[Dict[str, Any]]:
     """Per side of `profile_cell`: the compiled program's kernels, loops
     (with the kernels in each body and its trip count where XLA knows it)
     and host transfers, beside the measured time per simulation step."""
-    problem, family, batch_size, num_simulations = sizes.profile_cell
+    problem, family, batch_size, num_simulations = sizes["profile_cell"]
     setup = sweeps.problem_setup(problem, batch_size)
     rows = []
     for side in FAMILIES[family]:
@@ -622,22 +540,17 @@ def profile(sizes: Sizes, deadline: float, log=print) -> List[Dict[str, Any]]:
         row["loop_summary"] = "; ".join(
             f"{loop['kernels_in_body']} kernels x {loop['trip_count'] or '?'}"
             for loop in program["loops"])
-        rows.append(row)
-        log(f"profile {side}: {program['kernels']} kernels, loops [{row['loop_summary']}], "
-            f"{program['host_transfers']} host transfers, {step_us:.0f} us per step")
+        _keep("profile", rows, row)
     return rows
 
 
 # ---- running, saving, reporting -------------------------------------------------------
-def run_part(part: str, sizes: Sizes, deadline: float, costs: CostModel,
-             log=print) -> List[Dict[str, Any]]:
+def run_part(part: str, sizes: Dict[str, Any], deadline: float) -> List[Dict[str, Any]]:
     """The rows of one of PARTS."""
     if part in ("throughput", "chess"):
-        return throughput_cells(getattr(sizes, part), sizes, deadline, costs, log)
-    if part == "tree_steps":
-        return tree_steps(sizes, deadline, costs, log)
-    return {"self_play": self_play, "parallel": parallel, "largest_chess": largest_chess,
-            "profile": profile}[part](sizes, deadline, log)
+        return throughput(sizes[part], sizes, deadline)
+    return {"self_play": self_play, "tree_steps": tree_steps, "parallel": parallel,
+            "largest_chess": largest_chess, "profile": profile}[part](sizes, deadline)
 
 
 def part_path(results_dir: str, part: str, device: str) -> str:
@@ -665,26 +578,21 @@ def main(argv=None) -> int:
             os.environ.get("TMPDIR", "/tmp"), "mcts_jax_gpu_search_cache"))
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         sizes = TINY if args.tiny else FULL
-        budget = Budget(args.budget_s, args.parts)
-        costs = CostModel(default_compile_s=3.0 if args.tiny else 8.0)
         info = harness.machine_info()
         print(f"device {info['device']} ({info['backend']}), jax {info['versions']['jax']}, "
               f"mctx {info['versions']['mctx']}, budget {args.budget_s:.0f} s", flush=True)
-        for part in args.parts:
-            deadline = budget.begin(part)
+        for part, deadline in deadlines(args.budget_s, args.parts):
             start = time.perf_counter()
-            print(f"== {part}: {deadline - start:.0f} s", flush=True)
+            _print(f"== {part}: {deadline - start:.0f} s")
             error = None
             try:
-                rows = run_part(part, sizes, deadline, costs,
-                                log=lambda text: print(text, flush=True))
+                rows = run_part(part, sizes, deadline)
             except Exception as exc:  # the part's error is its result; the next part runs
                 traceback.print_exc()
-                rows, error = [], _error_text(exc)
+                rows, error = [], harness.error_text(exc)
             settings = dict(harness.provenance(seed=0), part=part, tiny=args.tiny,
                             budget_s=args.budget_s, part_budget_s=deadline - start,
-                            part_wall_s=time.perf_counter() - start,
-                            sizes=dataclasses.asdict(sizes))
+                            part_wall_s=time.perf_counter() - start, sizes=sizes)
             record = dict(benchmark=f"gpu_search_{part}", machine=info, settings=settings,
                           rows=rows, error=error)
             print("saved", harness.write_json(part_path(args.results_dir, part, device), record),
@@ -694,10 +602,6 @@ def main(argv=None) -> int:
 
 
 # ---- the report -----------------------------------------------------------------------
-def load_parts(results_dir: str, device: str) -> Dict[str, Dict[str, Any]]:
-    return harness.load_records({part: part_path(results_dir, part, device) for part in PARTS})
-
-
 def _cell(row: Dict[str, Any], key: str) -> Any:
     """A row's `key` for the report: a ratio (`*ratio`) as "median (range)",
     `note` as why the row has no figures, else the value ("" where absent)."""
@@ -786,7 +690,8 @@ def write_plots(parts: Dict[str, Dict[str, Any]], results_dir: str, device: str)
 def write_report(results_dir: str, device: str) -> str:
     """Writes `gpu_search-<device>.md` and the plots from the part files;
     returns the report's text."""
-    parts = load_parts(results_dir, device)
+    parts = harness.load_records({part: part_path(results_dir, part, device)
+                                  for part in PARTS})
     text = report_tables(parts)
     plots = write_plots(parts, results_dir, device) if parts else []
     text += "".join(f"\n![{os.path.basename(p)}](plots/{os.path.basename(p)})\n" for p in plots)

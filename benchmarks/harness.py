@@ -405,6 +405,11 @@ def ratio_fields(ratio: Optional[Dict[str, float]], prefix: str = "ratio") -> Di
             f"{prefix}_max": ratio["max"]}
 
 
+def error_text(error: BaseException) -> str:
+    """An exception as a row's `error`: its type and the start of its message."""
+    return f"{type(error).__name__}: {str(error)[:400]}"
+
+
 def ratio_text(ratio: Dict[str, float]) -> str:
     """"4.42 (4.10-4.61)": a ratio's median and range over the rounds."""
     return f"{ratio['median']:.3g} ({ratio['min']:.3g}-{ratio['max']:.3g})"

@@ -19,10 +19,9 @@ Timing: `harness.interleaved_rounds` (3 rounds quick, 5 full); provenance
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from benchmarks import harness
 
@@ -31,151 +30,120 @@ README = os.path.join(BENCHMARKS_DIR, "README.md")
 NEW_BLOCKS_ANCHOR = "<!-- suite:new blocks go here -->"
 
 
-@dataclasses.dataclass(frozen=True)
-class Config:
-    """The sizes of one suite mode, each section's by its prefix (`sims_`:
-    throughput against num_simulations); `rounds`: interleaved rounds per
-    cell; `call_budget_s`: a runner whose call took longer is skipped for
-    larger cells."""
-
-    rounds: int
-    call_budget_s: float
-    runners: Tuple[str, ...]
-    batch_problems: Tuple[str, ...]
-    batch_sizes: Tuple[int, ...]
-    batch_simulations: int
-    sims_problems: Tuple[str, ...]
-    sims_batch_size: int
-    simulations: Tuple[int, ...]
-    chess_batch_sizes: Tuple[int, ...]
-    chess_simulations: int
-    quality_trees: Tuple[Tuple[int, int], ...]
-    quality_simulations: Tuple[int, ...]
-    quality_roots: int
-    memory_games: Optional[Tuple[str, ...]]
-    feature_problems: Tuple[str, ...]
-    feature_batch_sizes: Tuple[int, ...]
-    feature_simulations: int
-    baseline_simulations: int
-    baseline_batch_sizes: Tuple[int, ...]
-    stochastic_problems: Tuple[str, ...]
-    stochastic_batch_sizes: Tuple[int, ...]
-    stochastic_simulations: int
-
-
 ALL_RUNNERS = ("ours_uct", "ours_alphazero", "ours_gumbel", "mctx_muzero", "mctx_gumbel")
-CONFIGS = {
-    "quick": Config(
+# The sizes of each mode: `rounds` (interleaved rounds per cell), `runners`,
+# `call_budget_s` (a runner whose call took longer is skipped for larger
+# cells), then each section's own, recorded in its settings (`batch`: every
+# batch-<problem> but chess, which runs where the mode has `chess`;
+# `simulations`: throughput against num_simulations).
+MODES: Dict[str, Dict[str, Any]] = {
+    "quick": dict(
         rounds=harness.ROUNDS["quick"], call_budget_s=5.0, runners=ALL_RUNNERS,
-        batch_problems=("synthetic", "tic_tac_toe_net"), batch_sizes=(1, 16, 256),
-        batch_simulations=32,
-        sims_problems=("tic_tac_toe",), sims_batch_size=16, simulations=(8, 32, 128),
-        chess_batch_sizes=(), chess_simulations=32,
-        quality_trees=((4, 8), (6, 4)), quality_simulations=(8, 32, 128), quality_roots=256,
-        memory_games=None, feature_problems=("synthetic", "tic_tac_toe"),
-        feature_batch_sizes=(64,), feature_simulations=64,
-        baseline_simulations=1024, baseline_batch_sizes=(1, 256),
-        stochastic_problems=("synthetic", "2048"), stochastic_batch_sizes=(1, 16, 128),
-        stochastic_simulations=64),
-    "full": Config(
+        batch=dict(problems=("synthetic", "tic_tac_toe_net"), batch_sizes=(1, 16, 256),
+                   simulations=32),
+        simulations=dict(problems=("tic_tac_toe",), batch_size=16, simulations=(8, 32, 128)),
+        quality=dict(trees=((4, 8), (6, 4)), simulations=(8, 32, 128), roots=256),
+        memory=dict(games=None),
+        features=dict(problems=("synthetic", "tic_tac_toe"), batch_sizes=(64,), simulations=64),
+        baselines=dict(simulations=1024, batch_sizes=(1, 256)),
+        stochastic=dict(problems=("synthetic", "2048"), batch_sizes=(1, 16, 128),
+                        simulations=64)),
+    "full": dict(
         rounds=harness.ROUNDS["full"], call_budget_s=20.0, runners=ALL_RUNNERS,
-        batch_problems=("synthetic", "tic_tac_toe", "tic_tac_toe_net"),
-        batch_sizes=(1, 4, 16, 64, 256, 1024, 4096, 16384), batch_simulations=64,
-        sims_problems=("synthetic", "tic_tac_toe", "tic_tac_toe_net"), sims_batch_size=1024,
-        simulations=(16, 64, 256, 1024),
-        chess_batch_sizes=(1, 4, 16, 64, 256, 1024), chess_simulations=32,
-        quality_trees=((4, 16), (6, 8), (8, 4)),
-        quality_simulations=(8, 32, 128, 512), quality_roots=1024,
-        memory_games=None, feature_problems=("synthetic", "tic_tac_toe"),
-        feature_batch_sizes=(64, 1024), feature_simulations=256,
-        baseline_simulations=4096, baseline_batch_sizes=(1, 256, 4096),
-        stochastic_problems=("synthetic", "2048"), stochastic_batch_sizes=(1, 16, 128, 1024),
-        stochastic_simulations=64),
+        batch=dict(problems=("synthetic", "tic_tac_toe", "tic_tac_toe_net"),
+                   batch_sizes=(1, 4, 16, 64, 256, 1024, 4096, 16384), simulations=64),
+        chess=dict(batch_sizes=(1, 4, 16, 64, 256, 1024), simulations=32),
+        simulations=dict(problems=("synthetic", "tic_tac_toe", "tic_tac_toe_net"),
+                         batch_size=1024, simulations=(16, 64, 256, 1024)),
+        quality=dict(trees=((4, 16), (6, 8), (8, 4)), simulations=(8, 32, 128, 512),
+                     roots=1024),
+        memory=dict(games=None),
+        features=dict(problems=("synthetic", "tic_tac_toe"), batch_sizes=(64, 1024),
+                      simulations=256),
+        baselines=dict(simulations=4096, batch_sizes=(1, 256, 4096)),
+        stochastic=dict(problems=("synthetic", "2048"), batch_sizes=(1, 16, 128, 1024),
+                        simulations=64)),
     # For tests/test_benchmarks.py: every section, tiny shapes.
-    "tiny": Config(
+    "tiny": dict(
         rounds=2, call_budget_s=5.0, runners=("ours_alphazero", "mctx_muzero"),
-        batch_problems=("synthetic",), batch_sizes=(4,), batch_simulations=8,
-        sims_problems=("synthetic",), sims_batch_size=4, simulations=(8,),
-        chess_batch_sizes=(), chess_simulations=8,
-        quality_trees=((3, 3),), quality_simulations=(8,), quality_roots=32,
-        memory_games=("tic_tac_toe",), feature_problems=("synthetic",),
-        feature_batch_sizes=(4,), feature_simulations=8,
-        baseline_simulations=64, baseline_batch_sizes=(1,),
-        stochastic_problems=("synthetic",), stochastic_batch_sizes=(2,),
-        stochastic_simulations=8),
+        batch=dict(problems=("synthetic",), batch_sizes=(4,), simulations=8),
+        simulations=dict(problems=("synthetic",), batch_size=4, simulations=(8,)),
+        quality=dict(trees=((3, 3),), simulations=(8,), roots=32),
+        memory=dict(games=("tic_tac_toe",)),
+        features=dict(problems=("synthetic",), batch_sizes=(4,), simulations=8),
+        baselines=dict(simulations=64, batch_sizes=(1,)),
+        stochastic=dict(problems=("synthetic",), batch_sizes=(2,), simulations=8)),
 }
 
 
 # ---- sections: each returns (rows, settings) ------------------------------------
 def _throughput(problems, cells, config, log):
     from benchmarks import sweeps
-    rows = sweeps.sweep(problems, config.runners, cells, config.rounds, config.call_budget_s,
-                        log=log)
+    measured = [(problem, sweeps.runners_for(problem, config["runners"]), b, s, {})
+                for problem in problems for b, s in sorted(cells)]
+    rows = sweeps.sweep(measured, config["rounds"], sweeps.slower_than(config["call_budget_s"]),
+                        log)
     return rows, dict(problems=list(problems), cells=[list(c) for c in cells],
-                      runners=list(config.runners), rounds=config.rounds, order="interleaved")
-
-
-def section_batch(problem: str) -> Callable:
-    def run(config: Config, log):
-        sizes = config.chess_batch_sizes if problem == "chess" else config.batch_sizes
-        sims = config.chess_simulations if problem == "chess" else config.batch_simulations
-        return _throughput([problem], [(b, sims) for b in sizes], config, log)
-    return run
-
-
-def section_sims(config: Config, log):
-    cells = [(config.sims_batch_size, s) for s in config.simulations]
-    return _throughput(config.sims_problems, cells, config, log)
-
-
-def section_quality(config: Config, log):
-    from benchmarks import quality
-    rows = quality.measure(config.quality_trees, config.quality_simulations, config.runners,
-                           config.quality_roots, log=log)
-    return rows, dict(trees=[list(t) for t in config.quality_trees],
-                      simulations=list(config.quality_simulations),
-                      roots=config.quality_roots)
-
-
-def section_memory(config: Config, log):
-    from benchmarks import memory
-    rows = memory.layout_rows(games=config.memory_games)
-    return rows, dict(batch_size=1024, max_nodes=801)
-
-
-def section_features(config: Config, log):
-    from benchmarks import feature_costs
-    rows = feature_costs.measure(config.feature_batch_sizes, config.feature_simulations,
-                                 config.rounds, config.feature_problems, log=log)
-    return rows, dict(batch_sizes=list(config.feature_batch_sizes),
-                      simulations=config.feature_simulations, rounds=config.rounds)
-
-
-def section_baselines(config: Config, log):
-    """Tic-tac-toe UCT with random playouts: plain Python, OpenSpiel C++ and
-    ours in the same interleaved rounds (benchmarks/baselines/compare.py)."""
-    from benchmarks.baselines import compare
-    rows = compare.measure(config.baseline_simulations, config.baseline_batch_sizes,
-                             config.rounds)
-    for row in rows:
-        log(str(row))
-    return rows, dict(simulations=config.baseline_simulations, rounds=config.rounds,
+                      runners=list(config["runners"]), rounds=config["rounds"],
                       order="interleaved")
 
 
-def section_stochastic(config: Config, log):
+def section_batch(problem: str) -> Callable:
+    def run(config, log):
+        sizes = config["chess" if problem == "chess" else "batch"]
+        return _throughput([problem], [(b, sizes["simulations"]) for b in sizes["batch_sizes"]],
+                           config, log)
+    return run
+
+
+def section_sims(config, log):
+    sizes = config["simulations"]
+    cells = [(sizes["batch_size"], s) for s in sizes["simulations"]]
+    return _throughput(sizes["problems"], cells, config, log)
+
+
+def section_quality(config, log):
+    from benchmarks import quality
+    sizes = config["quality"]
+    return quality.measure(sizes["trees"], sizes["simulations"], config["runners"],
+                           sizes["roots"], log=log), sizes
+
+
+def section_memory(config, log):
+    from benchmarks import memory
+    return (memory.layout_rows(games=config["memory"]["games"]),
+            dict(batch_size=1024, max_nodes=801))
+
+
+def section_features(config, log):
+    from benchmarks import feature_costs
+    sizes = config["features"]
+    rows = feature_costs.measure(sizes["batch_sizes"], sizes["simulations"], config["rounds"],
+                                 sizes["problems"], log=log)
+    return rows, dict(sizes, rounds=config["rounds"])
+
+
+def section_baselines(config, log):
+    """Tic-tac-toe UCT with random playouts: plain Python, OpenSpiel C++ and
+    ours in the same interleaved rounds (benchmarks/baselines/compare.py)."""
+    from benchmarks.baselines import compare
+    sizes = config["baselines"]
+    rows = compare.measure(sizes["simulations"], sizes["batch_sizes"], config["rounds"])
+    for row in rows:
+        log(str(row))
+    return rows, dict(sizes, rounds=config["rounds"], order="interleaved")
+
+
+def section_stochastic(config, log):
     """Chance nodes: both libraries' stochastic_muzero_policy on identical
     inputs (benchmarks/stochastic_search.py), in interleaved rounds."""
     from benchmarks import stochastic_search
+    sizes = config["stochastic"]
     rows = []
-    for problem in config.stochastic_problems:
-        rows += stochastic_search.measure(problem, config.stochastic_batch_sizes,
-                                          [config.stochastic_simulations], config.rounds,
-                                          log=lambda row: log(str(row)))
-    return rows, dict(problems=list(config.stochastic_problems),
-                      tree=repr(stochastic_search.TREE),
-                      batch_sizes=list(config.stochastic_batch_sizes),
-                      simulations=config.stochastic_simulations, rounds=config.rounds,
+    for problem in sizes["problems"]:
+        rows += stochastic_search.measure(problem, sizes["batch_sizes"], [sizes["simulations"]],
+                                          config["rounds"], log=lambda row: log(str(row)))
+    return rows, dict(sizes, tree=repr(stochastic_search.TREE), rounds=config["rounds"],
                       order="interleaved")
 
 
@@ -193,7 +161,7 @@ SECTIONS: Dict[str, Callable] = {
 }
 
 
-def selected_sections(config: Config, only: Optional[Sequence[str]]) -> List[str]:
+def selected_sections(config: Dict[str, Any], only: Optional[Sequence[str]]) -> List[str]:
     """Section names to run: all with work in `config`, or those matching `only`
     (a name or a prefix such as "batch")."""
     def matches(name, prefix):
@@ -202,8 +170,9 @@ def selected_sections(config: Config, only: Optional[Sequence[str]]) -> List[str
     def has_work(name):
         problem = name[len("batch-"):] if name.startswith("batch-") else None
         if problem == "chess":
-            return bool(config.chess_batch_sizes)
-        return problem is None or (problem in config.batch_problems and bool(config.batch_sizes))
+            return "chess" in config
+        batch = config["batch"]
+        return problem is None or (problem in batch["problems"] and bool(batch["batch_sizes"]))
 
     unknown = [o for o in only or () if not any(matches(name, o) for name in SECTIONS)]
     if unknown:
@@ -216,7 +185,7 @@ def section_path(results_dir: str, section: str, tag: str) -> str:
     return os.path.join(results_dir, f"{section}-{tag}.json")
 
 
-def run_sections(mode: str, config: Config, sections: Sequence[str], results_dir: str,
+def run_sections(mode: str, config: Dict[str, Any], sections: Sequence[str], results_dir: str,
                  log: Callable[[str], None] = print) -> str:
     """Runs `sections`, writing each one's JSON when it finishes; returns the tag."""
     info = harness.machine_info()
@@ -272,7 +241,7 @@ def main(argv=None) -> Dict[str, Any]:
                         help="do not update benchmarks/README.md")
     args = parser.parse_args(argv)
     mode_name = args.mode or "quick"
-    config = CONFIGS[mode_name]
+    config = MODES[mode_name]
     from benchmarks import report
     if args.report_only:
         tag = f"{mode_name}-{harness.device_slug()}"

@@ -152,34 +152,49 @@ def measure_cell(problem: str, runners: Sequence[str], batch_size: int, num_simu
     return rows
 
 
-def sweep(problems: Sequence[str], runners: Sequence[str], cells: Sequence[tuple],
-          rounds: int, call_budget_s: float,
-          log: Callable[[str], None] = print) -> List[Dict[str, Any]]:
-    """Measures every (problem, runner, B, simulations) with (B, simulations)
-    in `cells`, the runners of a cell in the same interleaved rounds. A
-    runner whose median call on this problem took more than `call_budget_s`
-    is skipped for the cells at least as large (recorded as skipped)."""
-    rows = []
-    for problem in problems:
-        too_slow_at: Dict[str, tuple] = {}
-        for batch_size, num_simulations in sorted(cells):
-            names = available_runners(runners_for(problem, runners))
-            active = [name for name in names if name not in too_slow_at or not (
-                batch_size >= too_slow_at[name][0] and num_simulations >= too_slow_at[name][1])]
-            measured = {row["runner"]: row for row in measure_cell(
-                problem, active, batch_size, num_simulations, rounds)} if active else {}
-            for name in names:
-                if name not in measured:
-                    rows.append(dict(problem=problem, runner=name, B=batch_size,
-                                     simulations=num_simulations,
-                                     skipped=f"a smaller cell took > {call_budget_s} s"))
-                    continue
-                row = measured[name]
-                log(f"{problem:16s} {name:15s} B={batch_size:<6d} sims={num_simulations:<5d} "
-                    f"{row['sims_per_s']:14,.0f} sims/s (compile {row['compile_s']:.1f} s)"
-                    + (f" ratio {row['ratio']:.3g} ({row['ratio_min']:.3g}-"
-                       f"{row['ratio_max']:.3g})" if "ratio" in row else ""))
-                if row["median_s"] > call_budget_s:
-                    too_slow_at.setdefault(name, (batch_size, num_simulations))
-                rows.append(row)
+def sweep(cells: Sequence[tuple], rounds: int, skip: Callable[..., Dict[str, str]],
+          log: Callable[[str], None] = print,
+          deadline: Optional[float] = None) -> List[Dict[str, Any]]:
+    """Measures `cells`, each (problem, runners, B, simulations, fields: more
+    fields for its rows), the runners of a cell in the same interleaved
+    rounds (`measure_cell`). `skip(rows so far, problem, runners, B,
+    simulations)` -> {runner: why} for the runners not to run; each gets a
+    row saying why. A cell that fails (out of memory, ...) gets one row
+    naming its error."""
+    rows: List[Dict[str, Any]] = []
+    for problem, runners, batch_size, num_simulations, fields in cells:
+        cell = f"{problem} B={batch_size} S={num_simulations}"
+        base = dict(problem=problem, B=batch_size, simulations=num_simulations, **fields)
+        names = available_runners(runners)
+        skipped = skip(rows, problem, names, batch_size, num_simulations)
+        for name, why in skipped.items():
+            rows.append(dict(base, runner=name, skipped=why))
+            log(f"{cell} {name}: skipped ({why})")
+        active = [name for name in names if name not in skipped]
+        if not active:
+            continue
+        try:
+            measured = measure_cell(problem, active, batch_size, num_simulations, rounds,
+                                    deadline)
+        except Exception as error:  # recorded, and the next cell runs
+            rows.append(dict(base, runner="+".join(active), error=harness.error_text(error)))
+            log(f"{cell}: error {error!r}")
+            continue
+        for row in measured:
+            rows.append(dict(base, **row))
+            log(f"{cell} {row['runner']}: {row['sims_per_s']:,.0f} sims/s (compile "
+                f"{row['compile_s']:.1f} s)"
+                + (f", ours/mctx {row['ratio']:.3g}" if "ratio" in row else ""))
     return rows
+
+
+def slower_than(call_budget_s: float) -> Callable[..., Dict[str, str]]:
+    """The suite's `skip` of `sweep`: a runner whose median call on a problem
+    took more than `call_budget_s` is skipped for the cells at least as
+    large in B and in simulations."""
+    def skip(rows, problem, runners, batch_size, num_simulations):
+        return {row["runner"]: f"a smaller cell took > {call_budget_s} s" for row in rows
+                if row["problem"] == problem and row["runner"] in runners
+                and row.get("median_s", 0.0) > call_budget_s and row["B"] <= batch_size
+                and row["simulations"] <= num_simulations}
+    return skip

@@ -13,8 +13,8 @@ play). Quoted training figures come from this file, never retyped.
 
 A run trained on another machine (a GPU lent for minutes) is written there
 (`--results-dir`); MCTS_JAX_COMMIT (MCTS_JAX_DIRTY=1: uncommitted changes,
-see `harness.provenance`) or `--commit SHA [--dirty]` names the commit of
-the tree sent when that machine's .git may be stale, and the note says so.
+see `harness.provenance`) names the commit of the tree sent when that
+machine's .git may be stale, and the note says so.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import os
 import re
 import statistics
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from benchmarks import harness
 from training import checkpoint as checkpoint_lib
@@ -106,13 +106,11 @@ def milestones(records: List[Dict[str, Any]]) -> Dict[str, Any]:
         evaluations=len(judged))
 
 
-def results(run_dir: str, note: str = "", unfinished: bool = False,
-            commit: Optional[str] = None, dirty: bool = False) -> Dict[str, Any]:
+def results(run_dir: str, note: str = "", unfinished: bool = False) -> Dict[str, Any]:
     """The results record of the run in `run_dir` (see the module docstring);
     `note`: free text kept with it. `unfinished`: the run stopped before its
-    final.json (the record says `final: null`). `commit`, `dirty`: the
-    working tree the run was trained from, in place of this checkout's
-    (as MCTS_JAX_COMMIT does); a commit named either way is stated in the note."""
+    final.json (the record says `final: null`). A commit named by
+    MCTS_JAX_COMMIT is stated in the note."""
     with open(os.path.join(run_dir, "config.json")) as f:
         config = json.load(f)
     final_path = os.path.join(run_dir, "final.json")
@@ -128,9 +126,6 @@ def results(run_dir: str, note: str = "", unfinished: bool = False,
         os.path.join(run_dir, "sessions.jsonl"))
     records = checkpoint_lib.read_metrics(os.path.join(run_dir, "metrics.jsonl"))
     settings = harness.provenance(seed=config.get("seed"))
-    if commit:
-        settings.update(commit=commit, dirty=bool(dirty),
-                        commit_source="--commit: the tree the run was trained from")
     if settings.get("commit_source"):
         if not re.fullmatch(r"[0-9a-f]{40}", str(settings["commit"])):  # written all the same
             print(f"warning: {settings['commit']!r} is not a full git commit id (40 hex "
@@ -155,14 +150,8 @@ def main(argv=None) -> None:
                         help="the run stopped before its final evaluation: keep the curve")
     parser.add_argument("--results-dir", default=harness.RESULTS_DIR,
                         help="folder of the results file (default benchmarks/results)")
-    parser.add_argument("--commit", default=None,
-                        help="full id of the commit the run was trained from, when this "
-                             "checkout's .git may be stale (or set MCTS_JAX_COMMIT, "
-                             "MCTS_JAX_DIRTY)")
-    parser.add_argument("--dirty", action="store_true",
-                        help="with --commit: that tree had uncommitted changes")
     args = parser.parse_args(argv)
-    record = results(args.run_dir, args.note, args.unfinished, args.commit, args.dirty)
+    record = results(args.run_dir, args.note, args.unfinished)
     path = harness.write_json(os.path.join(args.results_dir, args.name + ".json"), record)
     print(f"wrote {path}: {len(record['curve'])} evaluations, sessions at commits "
           f"{sorted({s.get('commit', '')[:7] for s in record['sessions']})}; timing "

@@ -8,6 +8,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 
 import jax
 import jax.numpy as jnp
@@ -98,25 +99,34 @@ def test_report_and_tarball_hold_every_part(tiny_run):
 
 
 def test_budget_gives_each_part_its_share_of_what_is_left():
-    budget = gpu_search.Budget(100.0, gpu_search.PARTS)
-    first = budget.begin("throughput") - budget.start
-    assert first == pytest.approx(100.0 * gpu_search.SHARES["throughput"], abs=0.5)
+    start = time.perf_counter()
+    parts = gpu_search.deadlines(100.0, gpu_search.PARTS)
+    assert next(parts)[1] - start == pytest.approx(100.0 * gpu_search.SHARES["throughput"],
+                                                   abs=0.5)
     # the time the first part did not use goes to the others, in their proportions
-    second = budget.begin("self_play") - budget.start
     rest = sum(gpu_search.SHARES[p] for p in gpu_search.PARTS if p != "throughput")
-    assert second == pytest.approx(100.0 * gpu_search.SHARES["self_play"] / rest, abs=0.5)
+    assert next(parts) == ("self_play", pytest.approx(
+        start + 100.0 * gpu_search.SHARES["self_play"] / rest, abs=0.5))
 
 
-def test_cost_model_scales_from_the_nearest_smaller_cell():
-    costs = gpu_search.CostModel(default_compile_s=7.0)
-    assert costs.cell_s("p", "ours", 64, 64, 3) == 7.0  # nothing measured yet
-    costs.record("p", "ours", 64, 64, call_s=0.01, compile_s=2.0)
-    costs.record("p", "ours", 65536, 64, call_s=1.0, compile_s=2.0)
-    costs.record("p", "mctx", 64, 64, call_s=0.01, compile_s=2.0)
+def test_cost_estimate_scales_from_the_nearest_smaller_cell():
+    def cell(runner, batch_size, call_s):
+        return dict(runner=runner, B=batch_size, simulations=64, median_s=call_s, compile_s=2.0)
+
+    ours = [cell("ours", 64, 0.01), cell("ours", 65536, 1.0)]
+    assert gpu_search.estimate([], 64, 64, False, 7.0) == (7.0, 0.0)  # nothing measured yet
     # B = 128, S = 800 scales from (64, 64), not from the larger (65536, 64)
-    assert costs.call_s("p", "ours", 128, 800) == pytest.approx(0.01 * 2 * 800 / 64)
-    assert costs.call_s("p", "mctx", 128, 800) == pytest.approx(0.01 * 2 * (800 / 64) ** 2)
-    assert costs.cell_s("p", "ours", 128, 800, 1) == pytest.approx(2.0 + 3 * 0.25)
+    assert gpu_search.estimate(ours, 128, 800, False, 7.0) == pytest.approx((2.0, 0.25))
+    assert gpu_search.estimate(ours, 128, 800, True, 7.0)[1] == pytest.approx(
+        0.01 * 2 * (800 / 64) ** 2)
+    # mctx's estimated call (3.1 s) is over max_call_s; ours' compilation and three
+    # calls (2.75 s) fit in 100 s, not in 1 s
+    sizes = dict(gpu_search.TINY, max_call_s=3.0)
+    rows = ours + [cell("mctx", 64, 0.01)]
+    assert set(gpu_search.skip_by_estimate(sizes, time.perf_counter() + 100, rows,
+                                           ["ours", "mctx"], 128, 800)) == {"mctx"}
+    assert gpu_search.skip_by_estimate(sizes, time.perf_counter() + 1, rows, ["ours"], 128,
+                                       800)["ours"].startswith("budget: about 3 s needed")
 
 
 def test_program_reading_finds_the_loop_and_its_kernels():
