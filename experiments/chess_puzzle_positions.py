@@ -13,6 +13,10 @@ to each set:
   not already ahead in material (balance <= +1 pawn), and the best move is
   at least 250 cp better than the second best.
 
+Stockfish's Skill Level picks its moves with a clock-seeded random number
+generator, so the self-play games (and the positions found) differ from
+run to run; the verification of each position does not.
+
 How they are verified (the data file keeps only positions that pass), with
 Stockfish 15.1, one thread, a fresh hash each analysis:
 - mates: at depth `VERIFY_DEPTH` Stockfish reports mate in exactly N for
@@ -166,7 +170,7 @@ def game_positions(engine, seed, nodes, opening_plies=4, max_plies=160):
             yield board.fen()
 
 
-def build(target, nodes, max_games, log=print):
+def build(target, nodes, max_games, minutes=None, log=print, save=None):
     binary = find_binary("stockfish")
     if binary is None:
         raise SystemExit("stockfish is not installed (apt-get install stockfish)")
@@ -180,6 +184,9 @@ def build(target, nodes, max_games, log=print):
     try:
         for seed in range(max_games):
             if all(len(v) >= target for v in found.values()):
+                break
+            if minutes is not None and time.time() - started > 60 * minutes:
+                log(f"stopped after {minutes} minutes")
                 break
             used = set()
             for fen in game_positions(player, seed, nodes):
@@ -198,6 +205,8 @@ def build(target, nodes, max_games, log=print):
                 found[name].append(dict(game_seed=seed, **record))
             log(f"game {seed}: " + ", ".join(f"{k} {len(v)}" for k, v in found.items())
                 + f" ({time.time() - started:.0f} s)")
+            if save is not None and used:
+                save(found)
     finally:
         player.quit()
         judge.quit()
@@ -209,23 +218,30 @@ def main(argv=None) -> None:
     parser.add_argument("--target", type=int, default=25, help="positions per set")
     parser.add_argument("--nodes", type=int, default=2000, help="self-play nodes a move")
     parser.add_argument("--max-games", type=int, default=400)
+    parser.add_argument("--minutes", type=float, default=None,
+                        help="stop after this long (the sets found so far are kept)")
     parser.add_argument("--out", default=OUT)
     args = parser.parse_args(argv)
-    found = build(args.target, args.nodes, args.max_games)
-    doc = dict(description=__doc__.split("\n\n")[0].replace("\n", " "),
-               method=__doc__.split("\n\n", 2)[2].strip(),
-               fields=dict(fen="the position (side to move solves it)",
-                           solutions="every move (UCI) that solves it",
-                           stockfish="Stockfish's verifying score for the side to move",
-                           game_seed="the self-play game it came from"),
-               engine="Stockfish 15.1, Threads 1",
-               depths=dict(scan=SCAN_DEPTH, verify=VERIFY_DEPTH, move=MOVE_DEPTH),
-               command="python -m experiments.chess_puzzle_positions "
-                       f"--target {args.target} --nodes {args.nodes}",
-               sets=found)
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    command = (f"python -m experiments.chess_puzzle_positions --target {args.target} "
+               f"--nodes {args.nodes}" + (f" --minutes {args.minutes:g}" if args.minutes else ""))
+
+    def save(found):
+        doc = dict(description=__doc__.split("\n\n")[0].replace("\n", " "),
+                   method=__doc__.split("\n\n", 2)[2].strip(),
+                   fields=dict(fen="the position (side to move solves it)",
+                               solutions="every move (UCI) that solves it",
+                               stockfish="Stockfish's verifying score for the side to move",
+                               game_seed="the self-play game it came from"),
+                   engine="Stockfish 15.1, Threads 1",
+                   depths=dict(scan=SCAN_DEPTH, verify=VERIFY_DEPTH, move=MOVE_DEPTH),
+                   command=command, sets=found)
+        with open(args.out + ".tmp", "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        os.replace(args.out + ".tmp", args.out)
+
+    found = build(args.target, args.nodes, args.max_games, args.minutes, save=save)
+    save(found)
     print({k: len(v) for k, v in found.items()}, "written to", args.out)
 
 

@@ -24,7 +24,8 @@ Parts (`--parts`):
   draw. The time each side really took a move is recorded; our engine
   checks its clock between chunks of simulations and overshoots, so it is
   told `--movetime` less its running mean overshoot, which brings its
-  time a move to Stockfish's.
+  time a move to Stockfish's. `--time-stockfish-nodes` gives Stockfish a
+  node budget instead (ours keeps `--movetime`).
 - "gnugo": UCT with random playouts (`--go-simulations`, one position per
   search) against GNU Go `--gnugo-level` on 9x9, in the arena.
 
@@ -207,9 +208,11 @@ def adjudicate(judge, board):
     return 1.0 if cp >= 400 else 0.0 if cp <= -400 else 0.5
 
 
-def play_timed_game(ours, stockfish, judge, opening, ours_white, movetime, max_plies):
-    """One game at `movetime` seconds a move for both; (our score, plies,
-    how it ended, our and Stockfish's mean seconds a move)."""
+def play_timed_game(ours, stockfish, judge, opening, ours_white, movetime, max_plies,
+                    stockfish_nodes=None):
+    """One game at `movetime` seconds a move for both (Stockfish:
+    `stockfish_nodes` a move instead, when given); (our score, plies, how it
+    ended, our and Stockfish's mean seconds a move)."""
     import chess
     import chess.engine
 
@@ -228,17 +231,22 @@ def play_timed_game(ours, stockfish, judge, opening, ours_white, movetime, max_p
             end, white = "adjudicated", adjudicate(judge, board)
         else:
             ours_to_move = board.turn == (chess.WHITE if ours_white else chess.BLACK)
-            told = max(0.05, movetime - margin) if ours_to_move else movetime
+            if ours_to_move:
+                limit = chess.engine.Limit(time=max(0.05, movetime - margin))
+            elif stockfish_nodes:
+                limit = chess.engine.Limit(nodes=stockfish_nodes)
+            else:
+                limit = chess.engine.Limit(time=movetime)
             started = time.perf_counter()
             try:
-                move = (ours if ours_to_move else stockfish).play(
-                    board, chess.engine.Limit(time=told), game=game_id).move
+                move = (ours if ours_to_move else stockfish).play(board, limit,
+                                                                  game=game_id).move
             except chess.engine.EngineError:    # an illegal or missing move loses
                 move = None
             took[ours_to_move].append(time.perf_counter() - started)
             if ours_to_move:
-                margin += 0.3 * (took[True][-1] - told - margin) if len(took[True]) > 1 \
-                    else took[True][-1] - told
+                overshoot = took[True][-1] - limit.time
+                margin += 0.3 * (overshoot - margin) if len(took[True]) > 1 else overshoot
             if move is None or not board.is_legal(move):
                 end, white = "illegal move", 0.0 if board.turn == chess.WHITE else 1.0
             else:
@@ -264,7 +272,8 @@ def run_stockfish_time(args, rows, games):
             opening = OPENINGS[(number // 2) % len(OPENINGS)]
             ours_white = number % 2 == 0
             score, plies, end, ours_s, theirs_s = play_timed_game(
-                ours, stockfish, judge, opening, ours_white, args.movetime, args.max_plies)
+                ours, stockfish, judge, opening, ours_white, args.movetime, args.max_plies,
+                args.time_stockfish_nodes)
             wins, draws, losses = wins + (score == 1), draws + (score == 0.5), \
                 losses + (score == 0)
             games.append(dict(game=number, opening=opening, ours_white=ours_white,
@@ -276,9 +285,11 @@ def run_stockfish_time(args, rows, games):
             engine.quit()
     elo, low, high = (_elo_text(v) for v in elo_interval(wins, draws, losses))
     settings = ", ".join(f"{k} {v}" for k, v in options.items())
+    budget = (f"{args.time_stockfish_nodes} nodes" if args.time_stockfish_nodes
+              else f"{args.movetime} s")
     rows.append(dict(ours=f"UCI engine ({settings}), {args.movetime} s a move",
                      opponent=f"Stockfish 15.1 Skill Level {args.skill_level}, "
-                              f"{args.movetime} s a move",
+                              f"{budget} a move",
                      games=len(games), wins=wins, draws=draws, losses=losses, elo=elo,
                      elo_low=low, elo_high=high,
                      seconds=round(time.perf_counter() - started, 1)))
@@ -321,6 +332,9 @@ def main(argv=None):
     parser.add_argument("--uci-options", nargs="*",
                         default=["Policy=alphazero", "Evaluator=minimax", "Chunk=2"],
                         help="stockfish_time: our engine's UCI options, NAME=VALUE")
+    parser.add_argument("--time-stockfish-nodes", type=int, default=None,
+                        help="stockfish_time: Stockfish searches this many nodes a move "
+                             "instead of --movetime (ours keeps --movetime)")
     parser.add_argument("--cpu", type=int, default=0,
                         help="stockfish_time: the CPU both engines are pinned to")
     parser.add_argument("--go-simulations", type=int, default=64)
