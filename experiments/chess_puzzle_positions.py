@@ -23,7 +23,10 @@ Stockfish 15.1, one thread, a fresh hash each analysis:
   the side to move; then each legal move is played and analysed at depth
   `MOVE_DEPTH`: the move "keeps mate in N" when the opponent is then mated
   in exactly N - 1. `solutions` lists those moves; a position is kept when
-  there are at most `MAX_SOLUTIONS` (one or a few answers, a puzzle). The
+  there are at most `MAX_SOLUTIONS` (one or a few answers, a puzzle).
+  Stockfish can report a longer mate than the shortest at a small depth,
+  so the mates in three are re-checked move by move at depth 16
+  (`--recheck 16`) and a move found there is added to `solutions`. The
   mates in two are also checked exhaustively by python-chess
   (`experiments.mate_in_two_positions.mating_moves`, every reply answered
   by a mate in one), which must list the same moves.
@@ -77,8 +80,10 @@ def analyse(engine, board, depth, multipv=1):
     return engine.analyse(board, chess.engine.Limit(depth=depth), multipv=multipv)
 
 
-def mate_solutions(engine, board, n):
-    """The moves after which the opponent is mated in exactly n - 1."""
+def mate_solutions(engine, board, n, depth=MOVE_DEPTH):
+    """The moves after which the opponent is mated in exactly n - 1 (as
+    Stockfish reports it at `depth`: a mate it reports is a real one, but
+    at a small depth it can report a longer mate than the shortest)."""
     moves = []
     for move in list(board.legal_moves):
         board.push(move)
@@ -86,7 +91,7 @@ def mate_solutions(engine, board, n):
             ok = board.is_checkmate()
         else:
             ok = (not board.is_game_over() and
-                  analyse(engine, board, MOVE_DEPTH)[0]["score"].relative == chess.engine.Mate(
+                  analyse(engine, board, depth)[0]["score"].relative == chess.engine.Mate(
                       -(n - 1)))
         board.pop()
         if ok:
@@ -150,6 +155,29 @@ def verify(engine, name, fen, scan_move):
     return dict(fen=fen, solutions=[scan_move.uci()], stockfish=f"cp {best.score()}",
                 gap_cp=gap, second=infos[1]["pv"][0].uci(), material_gain=gain,
                 line=[m.uci() for m in infos[0]["pv"][:10]])
+
+
+def recheck(path, depth, log=print):
+    """Adds to each mate in three's `solutions` the moves that keep mate in
+    three at `depth` too (the union of two sound checks), in place."""
+    binary = find_binary("stockfish")
+    engine = chess.engine.SimpleEngine.popen_uci([binary])
+    engine.configure({"Threads": 1})
+    with open(path) as f:
+        doc = json.load(f)
+    try:
+        for p in doc["sets"]["mate_in_three"]:
+            more = mate_solutions(engine, chess.Board(p["fen"]), 3, depth)
+            if set(more) - set(p["solutions"]):
+                log(f"{p['fen']}: {p['solutions']} + {sorted(set(more) - set(p['solutions']))}")
+            p["solutions"] = sorted(set(p["solutions"]) | set(more))
+    finally:
+        engine.quit()
+    doc["depths"]["mate_in_three_recheck"] = depth
+    doc["recheck_command"] = f"python -m experiments.chess_puzzle_positions --recheck {depth}"
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
 
 
 def game_positions(engine, seed, nodes, opening_plies=4, max_plies=160):
@@ -221,7 +249,12 @@ def main(argv=None) -> None:
     parser.add_argument("--minutes", type=float, default=None,
                         help="stop after this long (the sets found so far are kept)")
     parser.add_argument("--out", default=OUT)
+    parser.add_argument("--recheck", type=int, default=None, metavar="DEPTH",
+                        help="only re-check the mates in three of --out at DEPTH")
     args = parser.parse_args(argv)
+    if args.recheck:
+        recheck(args.out, args.recheck)
+        return
     command = (f"python -m experiments.chess_puzzle_positions --target {args.target} "
                f"--nodes {args.nodes}" + (f" --minutes {args.minutes:g}" if args.minutes else ""))
 

@@ -91,8 +91,8 @@ def puzzle_sets():
 
 
 def solve(recipe, fens, simulations, seed):
-    """Whether the recipe's move solves each (FEN, solutions) of `fens`,
-    all searched as one batch."""
+    """The recipe's move (UCI) in each (FEN, solutions) of `fens` and
+    whether it solves it, all searched as one batch."""
     import chess
 
     policy, evaluator, options = RECIPES[recipe]
@@ -106,26 +106,27 @@ def solve(recipe, fens, simulations, seed):
         settings.update(gumbel_scale=0.0)
     out = policy(None, jax.random.key(seed + 1), root, game.recurrent_fn(evaluator),
                  simulations, **settings)
-    solved = []
+    moves, solved = [], []
     for row, (fen, solutions) in enumerate(fens):
         state = jax.tree.map(lambda x: x[row], states)
         move = chess_tools.action_to_uci(state, int(out.action[row]))
+        moves.append(move)
         if solutions is None:
             board = chess.Board(fen)
             board.push_uci(move)
             solved.append(board.is_checkmate())
         else:
             solved.append(move in solutions)
-    return solved
+    return moves, solved
 
 
-def run_puzzles(args, rows):
+def run_puzzles(args, rows, moves_played):
     sets = {name: fens for name, fens in puzzle_sets().items() if name in args.sets}
     batch = [position for fens in sets.values() for position in fens]
     for recipe in args.recipes:
         for simulations in args.simulations:
             started = time.perf_counter()
-            solved = solve(recipe, batch, simulations, args.seed)
+            moves, solved = solve(recipe, batch, simulations, args.seed)
             seconds = round(time.perf_counter() - started, 1)
             at = 0
             for name, fens in sets.items():
@@ -136,6 +137,8 @@ def run_puzzles(args, rows):
                            solve_rate=round(count / len(fens), 3), seconds=seconds)
                 print(row, flush=True)
                 rows.append(row)
+                moves_played.append(dict(recipe=recipe, set=name, simulations=simulations,
+                                         moves=moves[at - len(fens):at]))
 
 
 def _elo_text(value):
@@ -344,9 +347,9 @@ def main(argv=None):
     parser.add_argument("--name", default="engines_judged")
     args = parser.parse_args(argv)
     settings = dict(harness.provenance(seed=args.seed), **vars(args))
-    puzzles, matches, games = [], [], []
+    puzzles, moves_played, matches, games = [], [], [], []
     if "puzzles" in args.parts:
-        run_puzzles(args, puzzles)
+        run_puzzles(args, puzzles, moves_played)
     if "stockfish" in args.parts:
         run_stockfish(args, matches)
     if "stockfish_time" in args.parts:
@@ -356,7 +359,8 @@ def main(argv=None):
     print(harness.markdown_table(MATCH_COLUMNS, matches))
     harness.report(args.name, "Chess puzzles judged by python-chess and Stockfish; matches against "
                    "Stockfish and GNU Go", PUZZLE_COLUMNS, puzzles, settings,
-                   not args.no_save, matches=matches, games=games)
+                   not args.no_save, matches=matches, games=games,
+                   puzzle_moves=moves_played)
 
 
 if __name__ == "__main__":
