@@ -10,7 +10,10 @@ Parts (`--parts`):
   experiments/chess_puzzles.json ("sf_mate_in_two", "sf_mate_in_three",
   "sf_tactics"; solved: the move is one of the position's `solutions`,
   experiments/chess_puzzle_positions.py). All positions of the chosen sets
-  are searched as one batch per recipe and simulation count.
+  are searched as one batch per recipe and simulation count (at 75
+  positions `uct_expand_all_minimax` asks for more memory than a CPU
+  machine has: every child of an expanded leaf gets its own depth-1
+  minimax over up to 218 moves).
 - "stockfish": a recipe without a network (`--chess-recipe`) against
   Stockfish at `--skill-level` with `--stockfish-nodes` per move, in the
   arena (half the games with each colour, `--opening-moves` random first
@@ -24,7 +27,7 @@ Parts (`--parts`):
   draw. The time each side really took a move is recorded; our engine
   checks its clock between chunks of simulations and overshoots, so it is
   told `--movetime` less its running mean overshoot, which brings its
-  time a move to Stockfish's. `--time-stockfish-nodes` gives Stockfish a
+  time a move near Stockfish's (the games table gives both). `--time-stockfish-nodes` gives Stockfish a
   node budget instead (ours keeps `--movetime`).
 - "gnugo": UCT with random playouts (`--go-simulations`, one position per
   search) against GNU Go `--gnugo-level` on 9x9, in the arena.
