@@ -65,8 +65,8 @@ SMALLER = {
 
 def made_smaller(notebook, name: str):
     """The notebook with SMALLER[name]'s edits applied to its code cells."""
+    cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
     for old, new, count in SMALLER.get(name, []):
-        cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
         found = sum(cell.source.count(old) for cell in cells)
         assert found == count, f"{name}: {old!r} occurs {found} times, SMALLER expects {count}"
         for cell in cells:

@@ -180,13 +180,13 @@ def _half(tree, start, size):
 
 def _placed_like_params(carried, *params):
     """`carried` (the arrays a match loop passes from ply to ply) replicated
-    on the mesh of the first parameter array placed on one (a training run's
-    network), else as it is. A step's outputs live on its inputs' mesh, so
-    without this the first ply's program, given arrays on no mesh, would be
-    compiled again for the second ply's."""
+    (`sharding.replicate`) on the mesh of the first parameter array placed on
+    one (a training run's network), else as it is. A step's outputs live on
+    its inputs' mesh, so without this the first ply's program, given arrays
+    on no mesh, would be compiled again for the second ply's."""
     for leaf in jax.tree.leaves(params):
         if isinstance(getattr(leaf, "sharding", None), jax.sharding.NamedSharding):
-            return jax.device_put(carried, sharding.replicated(leaf.sharding.mesh))
+            return sharding.replicate(carried, leaf.sharding.mesh)
     return carried
 
 
