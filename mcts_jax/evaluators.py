@@ -107,19 +107,41 @@ class Minimax:
     for chess, 0 otherwise) is used. Each level considers up to `max_moves`
     legal moves per state (the lowest action ids; None = the game's
     `max_legal_moves`, so no legal move is dropped), so one
-    evaluation steps B x max_moves^depth states at once: keep depth small
-    (1 to 3) and set max_moves for large action spaces (chess has at most 218
-    legal moves).
+    evaluation steps B x max_moves^depth states: keep depth small (1 to 3)
+    and set max_moves for large action spaces (chess has at most 218 legal
+    moves).
+
+    Cost and memory. Legal moves come first in each row, so a level steps
+    its moves `moves_per_chunk` at a time and stops once every row's legal
+    moves are done: a chess position with 35 legal moves costs 48 steps,
+    not 218. A level whose rows x chunk would hold more than
+    `max_bytes_per_pass` bytes of full game states steps its rows in
+    sequential passes (`lax.map`), so memory stays about constant in B (a
+    step's temporaries are a few times the states it steps); the default,
+    256 MiB, is about 340 chess rows at a chunk of 16 (one chess state is
+    46 KB) and never splits the small games' batches. The values are the
+    same either way. None for either: all at once, as one step of B x
+    max_moves states (`uct_policy(expand_all=True)` evaluates every child of
+    a leaf: for chess that is 218 children x 218 moves, 47,524 steps and
+    over 8 GB of temporaries per position). A stochastic game's chance
+    outcomes are drawn from one key per chunk and per pass.
     """
 
     depth: int = 1
     max_moves: Optional[int] = None
     prior_temperature: Optional[float] = 0.1
+    moves_per_chunk: Optional[int] = 16
+    max_bytes_per_pass: Optional[int] = 2 ** 28
 
     def __post_init__(self):
         if self.prior_temperature is not None and not self.prior_temperature > 0:
             raise ValueError(f"Minimax: prior_temperature must be None or > 0, got "
                              f"{self.prior_temperature!r}")
+        for name in ("moves_per_chunk", "max_bytes_per_pass"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, int) and not isinstance(value, bool)
+                                          and value > 0):
+                raise ValueError(f"Minimax: {name} must be None or an int > 0, got {value!r}")
 
     def __call__(self, params, rng_key, game, states):
         del params
@@ -156,6 +178,57 @@ class Minimax:
         order = legal.astype(jnp.float32) - jnp.arange(num_actions) / (2.0 * num_actions)
         _, moves = jax.lax.top_k(order, width)  # [B, width]
         valid = jnp.take_along_axis(legal, moves, axis=1)
+        chunk = self._chunk(width)
+        rows = self._rows_per_pass(states, batch_size, chunk)
+        if rows >= batch_size:
+            return moves, valid, self._move_q(rng_key, game, states, moves, valid, depth)
+        # Sequential passes of `rows` rows; the last pass repeats the final
+        # row where the batch does not divide (its values are dropped).
+        passes = -(-batch_size // rows)
+        index = jnp.minimum(jnp.arange(passes * rows), batch_size - 1).reshape(passes, rows)
+
+        def one_pass(key_and_rows):
+            key, part = key_and_rows
+            part_states = jax.tree.map(lambda x: x[part], states)
+            return self._move_q(key, game, part_states, moves[part], valid[part], depth)
+
+        q = jax.lax.map(one_pass, (jax.random.split(rng_key, passes), index))
+        return moves, valid, q.reshape(passes * rows, width)[:batch_size]
+
+    def _chunk(self, width):
+        return min(width, self.moves_per_chunk or width)
+
+    def _rows_per_pass(self, states, batch_size, chunk):
+        """How many rows one pass steps (static: from the shapes)."""
+        if self.max_bytes_per_pass is None:
+            return batch_size
+        row_bytes = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(states)) / batch_size
+        return max(1, int(self.max_bytes_per_pass // (row_bytes * chunk)))
+
+    def _move_q(self, rng_key, game, states, moves, valid, depth):
+        """[B, W] negamax value of playing `moves` [B, W] (legal ones first,
+        `valid` [B, W]) in `states` [B], for the player to move in `states`;
+        0 where a chunk holds no row's legal move."""
+        batch_size, width = moves.shape
+        chunk = self._chunk(width)
+        if chunk == width:
+            return self._chunk_q(rng_key, game, states, moves, depth)
+        chunks = -(-width // chunk)
+        padded = jnp.pad(moves, ((0, 0), (0, chunks * chunk - width)), mode="edge")
+        needed = (jnp.max(jnp.sum(valid, axis=1)) + chunk - 1) // chunk
+
+        def one_chunk(i, q):
+            part = jax.lax.dynamic_slice_in_dim(padded, i * chunk, chunk, axis=1)
+            values = self._chunk_q(jax.random.fold_in(rng_key, i), game, states, part, depth)
+            return jax.lax.dynamic_update_slice_in_dim(q, values, i * chunk, axis=1)
+
+        q = jax.lax.fori_loop(0, needed, one_chunk,
+                              jnp.zeros((batch_size, chunks * chunk), jnp.float32))
+        return q[:, :width]
+
+    def _chunk_q(self, rng_key, game, states, moves, depth):
+        """[B, C] negamax value of each of `moves` [B, C] in `states` [B]."""
+        batch_size, width = moves.shape
         step_key, deeper_key = jax.random.split(rng_key)
         repeated = jax.tree.map(lambda x: jnp.repeat(x, width, axis=0), states)
         mover = game.current_player(repeated)
@@ -164,7 +237,7 @@ class Minimax:
         sign = jnp.where(game.current_player(children) == mover, 1.0, -1.0)
         below = self.negamax(deeper_key, game, children, depth - 1)
         q = game.reward_for(children, mover) + jnp.where(terminal, 0.0, sign * below)
-        return moves, valid, q.reshape(batch_size, width)
+        return q.reshape(batch_size, width)
 
     def best_action(self, rng_key, game, states):
         """[B] the move a depth-`depth` minimax player makes (lowest id on ties)."""
