@@ -352,7 +352,8 @@ class TrainConfig:
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "TrainConfig":
         """The config saved in a run folder."""
-        return cls(**known_settings(data, "config.json"))
+        check_known(data, "config.json")
+        return cls(**data)
 
 
 # ---- the records -------------------------------------------------------------
@@ -571,16 +572,15 @@ NETWORK_FIELDS = dict(kind="network", channels="channels", num_blocks="blocks",
                       value_head="value_head", value_scale="value_scale")
 
 
-def known_settings(settings: Dict[str, Any], source: str) -> Dict[str, Any]:
-    """`settings`, checked: raises ValueError naming `source` for names
-    that are no TrainConfig field (an old name: docs/migration.md says its
+def check_known(settings: Dict[str, Any], source: str) -> None:
+    """Raises ValueError naming `source` for the names of `settings` that
+    are no TrainConfig field (an old name: docs/migration.md says its
     replacement)."""
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     unknown = sorted(set(settings) - names)
     if unknown:
         raise ValueError(f"{source} has unknown settings: {', '.join(unknown)} (renamed "
                          f"settings: see docs/migration.md)")
-    return settings
 
 
 def shape_fields() -> Tuple[str, ...]:
@@ -637,12 +637,6 @@ def build_parser() -> argparse.ArgumentParser:
             kwargs["choices"] = meta["choices"]
         settings.add_argument(flag_name(field.name), **kwargs)
     return parser
-
-
-def explicit_settings(args: argparse.Namespace) -> Dict[str, Any]:
-    """The TrainConfig fields given on the command line."""
-    names = [f.name for f in dataclasses.fields(TrainConfig)]
-    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
 
 
 TRAINABLE_GAMES: Tuple[str, ...] = tuple(envs.GAMES) + tuple(envs.CHANCE_GAMES)
@@ -704,7 +698,7 @@ def self_play_policy(search: SearchConfig, game, policy: Any = None):
 def resolve(explicit: Dict[str, Any]) -> TrainConfig:
     """A fresh run's config: defaults, the game's, the preset's, then `explicit`
     (TrainConfig field names)."""
-    explicit = known_settings(explicit, "the settings")
+    check_known(explicit, "the settings")
     game = explicit.get("game", TrainConfig.game)
     if game not in TRAINABLE_GAMES:
         raise ValueError(unknown_game(game))
@@ -727,7 +721,7 @@ def resolve(explicit: Dict[str, Any]) -> TrainConfig:
 def resume_config(saved: TrainConfig, explicit: Dict[str, Any]) -> TrainConfig:
     """The config of a resumed run: the saved one with `explicit` flags on top.
     Raises ValueError naming the flag when a shape-fixing setting differs."""
-    explicit = known_settings(explicit, "the settings")
+    check_known(explicit, "the settings")
     for name in shape_fields() + ("preset",):
         if name in explicit and explicit[name] != getattr(saved, name):
             raise ValueError(
@@ -868,9 +862,11 @@ def load_json(path: str) -> TrainConfig:
 
 
 def parse(argv: Optional[Sequence[str]] = None):
-    """(argparse namespace, explicit TrainConfig settings) from the command line."""
+    """(argparse namespace, the TrainConfig fields given on the command
+    line) from the command line."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.game is not None and args.game not in TRAINABLE_GAMES:
         parser.error(unknown_game(args.game))
-    return args, explicit_settings(args)
+    explicit = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)}
+    return args, {name: value for name, value in explicit.items() if value is not None}
