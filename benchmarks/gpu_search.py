@@ -223,9 +223,8 @@ def self_play(sizes: Dict[str, Any], deadline: float) -> List[Dict[str, Any]]:
 
             search = jax.jit(lambda v, k, s, play=play: play.search(v, k, s).action_weights)
             sides[f"{name} step"] = step
-            searches[f"{name} search"] = functools.partial(
-                lambda search, carry: search(variables, jax.random.key(4),
-                                             carry["state"].states), search, carry)
+            searches[f"{name} search"] = lambda search=search, carry=carry: search(
+                variables, jax.random.key(4), carry["state"].states)
         try:
             result = harness.interleaved_rounds(
                 dict(sides, **searches), sizes["rounds"],
@@ -323,12 +322,9 @@ def parallel(sizes: Dict[str, Any], deadline: float) -> List[Dict[str, Any]]:
     setup = sweeps.problem_setup(sizes["parallel_problem"], 1)
     s = sizes["parallel_simulations"]
     args = (setup["params"], jax.random.key(5), setup["root"], setup["invalid"])
-    sides = {}
-    for paths in sizes["parallel_paths"]:
-        search = sweeps.policy_fn("ours_alphazero", setup["recurrent_fn"], s,
-                                  simulations_per_step=paths)
-        sides[f"ours P={paths}"] = functools.partial(
-            jax.jit(lambda *a, f=search: f(*a).action), *args)
+    sides = {f"ours P={paths}": functools.partial(sweeps.compiled_search(
+        sizes["parallel_problem"], "ours_alphazero", s, simulations_per_step=paths), *args)
+        for paths in sizes["parallel_paths"]}
     if sweeps.available_runners(["mctx_muzero"]):
         sides["mctx_muzero"] = functools.partial(
             sweeps.compiled_search(sizes["parallel_problem"], "mctx_muzero", s), *args)

@@ -139,11 +139,13 @@ def quality_tables(rows) -> str:
     return "\n\n".join(out)
 
 
-def _ratio_text(row, key: str) -> str:
-    """"median (min-max)" of the ratio `key` of a row, or ""."""
+def _ratio_text(row, key: str, bounds: str = "") -> str:
+    """"median (min-max)" of the ratio `key` of a row, or ""; its range is
+    `<bounds>_min` and `<bounds>_max` (default: `key`'s)."""
     if key not in row:
         return ""
-    return f"{_fmt(row[key])} ({_fmt(row[key + '_min'])}-{_fmt(row[key + '_max'])})"
+    bounds = bounds or key
+    return f"{_fmt(row[key])} ({_fmt(row[bounds + '_min'])}-{_fmt(row[bounds + '_max'])})"
 
 
 def provenance_lines(sections: Dict[str, Dict[str, Any]]) -> str:
@@ -151,10 +153,7 @@ def provenance_lines(sections: Dict[str, Dict[str, Any]]) -> str:
     sections with the same provenance grouped."""
     groups: Dict[str, List[str]] = {}
     for name, data in sections.items():
-        settings = data.get("settings", {})
-        line = (harness.provenance_line(settings) if "commit" in settings
-                else "no provenance recorded (a file from before provenance was required)")
-        groups.setdefault(line, []).append(name)
+        groups.setdefault(harness.provenance_line(data["settings"]), []).append(name)
     return "\n".join(f"- {', '.join(names)}: {line}" for line, names in groups.items())
 
 
@@ -223,8 +222,7 @@ def markdown(sections: Dict[str, Dict[str, Any]], tag: str, image_prefix: str = 
     if "stochastic" in sections:
         from benchmarks.stochastic_search import PROBLEM_TITLES as STOCHASTIC_TITLES
         rows = [dict(row, problem=STOCHASTIC_TITLES[row["problem"]],
-                     ratio=(f"{_fmt(row['ours/mctx'])} ({_fmt(row['ratio_min'])}-"
-                            f"{_fmt(row['ratio_max'])})" if "ours/mctx" in row else ""))
+                     ratio=_ratio_text(row, "ours/mctx", "ratio"))
                 for row in sections["stochastic"]["rows"]]
         parts += ["### Chance nodes: stochastic_muzero_policy, ours vs mctx on identical inputs",
                   harness.markdown_table(["problem", "B", "simulations", "ours_sims_per_s",

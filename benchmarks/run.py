@@ -209,17 +209,15 @@ def load_sections(results_dir: str, tag: str) -> Dict[str, Dict[str, Any]]:
 
 
 def update_readme(readme: str, tag: str, body: str) -> None:
-    """Replaces (or appends) the block of `tag` in the results page."""
+    """Replaces the block of `tag` in the results page, or adds it under its anchor."""
     begin, end = f"<!-- suite:{tag}:begin -->", f"<!-- suite:{tag}:end -->"
-    text = open(readme).read() if os.path.exists(readme) else "# Benchmark results\n"
+    text = open(readme).read()
     block = f"{begin}\n{body.rstrip()}\n{end}"
     if begin in text and end in text:
         text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
-    elif NEW_BLOCKS_ANCHOR in text:  # newest first, under "Latest results"
+    else:  # newest first, under NEW_BLOCKS_ANCHOR ("Latest results")
         at = text.index(NEW_BLOCKS_ANCHOR) + len(NEW_BLOCKS_ANCHOR)
         text = text[:at] + "\n\n" + block + text[at:]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
     with open(readme, "w") as f:
         f.write(text)
 

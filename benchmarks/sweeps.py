@@ -105,11 +105,12 @@ def policy_fn(runner: str, recurrent_fn: Callable, num_simulations: int,
 
 
 @functools.lru_cache(maxsize=None)
-def compiled_search(problem: str, runner: str, num_simulations: int) -> Callable:
-    """A jitted fn(params, key, root, invalid) -> action [B] for one cell."""
+def compiled_search(problem: str, runner: str, num_simulations: int, **options) -> Callable:
+    """A jitted fn(params, key, root, invalid) -> action [B] for one cell;
+    `options`: further keywords of our policies (`policy_fn`)."""
     max_children = None if runner.endswith("_dense") else MAX_CHILDREN.get(problem)
     search = policy_fn(runner, problem_setup(problem, 1)["recurrent_fn"], num_simulations,
-                       max_children=max_children)
+                       max_children=max_children, **options)
     return jax.jit(lambda *args: search(*args).action)
 
 
