@@ -10,10 +10,10 @@ Parts (`--parts`):
   experiments/chess_puzzles.json ("sf_mate_in_two", "sf_mate_in_three",
   "sf_tactics"; solved: the move is one of the position's `solutions`,
   experiments/chess_puzzle_positions.py). All positions of the chosen sets
-  are searched as one batch per recipe and simulation count (at 75
-  positions `uct_expand_all_minimax` asked XLA for 632 GB at 32
-  simulations, likely as every child of an expanded leaf gets its own
-  depth-1 minimax over up to 218 moves).
+  are searched as one batch per recipe and simulation count
+  (`uct_expand_all_minimax` gives every child of an expanded leaf its own
+  depth-1 minimax; before `Minimax` stepped its moves in chunks and its
+  rows in passes, XLA asked for 632 GB at 75 positions).
 - "stockfish": a recipe without a network (`--chess-recipe`) against
   Stockfish at `--skill-level` with `--stockfish-nodes` per move, in the
   arena (half the games with each colour, `--opening-moves` random first
