@@ -306,15 +306,17 @@ def run_gnugo(args, rows):
     binary = find_binary("gnugo")
     if binary is None:
         raise SystemExit("gnugo is not installed (apt-get install gnugo)")
+    paths = (("simulations_per_step", args.go_paths),) if args.go_paths > 1 else ()
     ours = arena.SearchPlayer(evaluators.RandomPlayouts(num_playouts=1), "uct",
-                              args.go_simulations)
+                              args.go_simulations, options=paths)
     opponent = GtpPlayer(binary, level=args.gnugo_level)
     started = time.perf_counter()
     result = arena.play_match(envs.make("go_9x9"), ours, None, opponent, None,
                               jax.random.key(args.seed), args.games,
                               opening_moves=args.opening_moves)
     close_all()
-    rows.append(match_row(f"uct, random playouts, {args.go_simulations} simulations",
+    leaves = f", {args.go_paths} leaves a step" if args.go_paths > 1 else ""
+    rows.append(match_row(f"uct, random playouts, {args.go_simulations} simulations{leaves}",
                           f"GNU Go 3.8 level {args.gnugo_level}", result, started))
     print(rows[-1], flush=True)
 
@@ -344,6 +346,9 @@ def main(argv=None):
     parser.add_argument("--cpu", type=int, default=0,
                         help="stockfish_time: the CPU both engines are pinned to")
     parser.add_argument("--go-simulations", type=int, default=64)
+    parser.add_argument("--go-paths", type=int, default=1,
+                        help="gnugo: leaves searched in parallel per step "
+                             "(simulations_per_step; 1: one path a step)")
     parser.add_argument("--gnugo-level", type=int, default=0)
     parser.add_argument("--games", type=int, default=2)
     parser.add_argument("--opening-moves", type=int, default=2)
