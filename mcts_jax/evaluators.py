@@ -118,9 +118,11 @@ class Minimax:
     `max_bytes_per_pass` bytes of full game states steps its rows in
     sequential passes (`lax.map`), so memory stays about constant in B (a
     step's temporaries are a few times the states it steps); the default,
-    256 MiB, is about 340 chess rows at a chunk of 16 (one chess state is
+    256 MiB, is about 360 chess rows at a chunk of 16 (one chess state is
     46 KB) and never splits the small games' batches. The values are the
-    same either way. None for either: all at once, as one step of B x
+    same either way, up to float rounding of `game.heuristic` (1 ulp; a
+    game whose width fits one chunk and one pass runs exactly the one-step
+    program). None for either: all at once, as one step of B x
     max_moves states (`uct_policy(expand_all=True)` evaluates every child of
     a leaf: for chess that is 218 children x 218 moves, 47,524 steps and
     over 8 GB of temporaries per position). A stochastic game's chance
@@ -228,16 +230,16 @@ class Minimax:
 
     def _chunk_q(self, rng_key, game, states, moves, depth):
         """[B, C] negamax value of each of `moves` [B, C] in `states` [B]."""
-        batch_size, width = moves.shape
+        batch_size, per_row = moves.shape
         step_key, deeper_key = jax.random.split(rng_key)
-        repeated = jax.tree.map(lambda x: jnp.repeat(x, width, axis=0), states)
+        repeated = jax.tree.map(lambda x: jnp.repeat(x, per_row, axis=0), states)
         mover = game.current_player(repeated)
         children = game.step(repeated, moves.reshape(-1), step_key)
         terminal = game.is_terminal(children)
         sign = jnp.where(game.current_player(children) == mover, 1.0, -1.0)
         below = self.negamax(deeper_key, game, children, depth - 1)
         q = game.reward_for(children, mover) + jnp.where(terminal, 0.0, sign * below)
-        return q.reshape(batch_size, width)
+        return q.reshape(batch_size, per_row)
 
     def best_action(self, rng_key, game, states):
         """[B] the move a depth-`depth` minimax player makes (lowest id on ties)."""
