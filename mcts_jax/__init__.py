@@ -15,7 +15,7 @@ The public surface, by group (`__all__`); every name has its docstring:
   `import mcts_jax as mctx` runs mctx code.
 """
 
-from mcts_jax import anytime, evaluators, memory, sampled, sharding, stopping, visualize
+from mcts_jax import anytime, evaluators, memory, sampled, sharding, stopping, visualize, widening
 from mcts_jax.graph import hash_embedding
 from mcts_jax.base import (ChanceRecurrentFn, ChanceRecurrentFnOutput, DecisionRecurrentFn,
                            DecisionRecurrentFnOutput, InteriorActionSelectionFn, LoopFn,
