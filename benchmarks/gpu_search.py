@@ -1,28 +1,20 @@
 """Every search measurement that matters on an accelerator, in one prepared run.
 
-GPU time comes in short leases, so the parts run in order of importance,
-each in its own slice of one wall-clock budget (`Budget`), and each writes
-its results file as soon as it ends (a part cut short keeps what it
-measured and names what it skipped, and why):
-
-1. `throughput`: ours against mctx on the same inputs (a free synthetic
-   tree with 82 actions, pgx Connect Four with its network), B = 1 ...
-   65536, 64 and 800 simulations, AlphaZero (`alphazero_policy` /
-   `mctx.muzero_policy`) and Gumbel (`gumbel_policy` / `gumbel_muzero_policy`);
-2. `self_play`: one self-play step of `train.py` with our Gumbel search
-   against the same step with mctx's, and each search alone (its share);
-3. `chess`: pgx chess, ours compact (K = 218) against mctx, both storing
-   our lean state;
-4. `tree_steps`: time per edge walked from 32 to 2048 simulations;
-5. `parallel`: B = 1, our parallel leaves P = 1 ... 64 against mctx;
-6. `largest_chess`: the largest chess search (B x N, N = 801) each side
-   fits in the device's memory (exact bytes per node, then XLA's memory
-   analysis of the compiled search, and a run of ours when time allows);
-7. `profile`: the compiled program's loops, kernels and host round trips.
-
-Timing: `harness.interleaved_rounds` under the part's deadline (at least
-one round); a side whose estimated call (`estimate`) exceeds `max_call_s`,
-or a cell that would end after the deadline, is skipped (`skip_by_estimate`).
+The parts run in order of importance, each in its slice of one wall-clock
+budget (`deadlines`), each writing its results file as it ends (a part cut
+short keeps what it measured and names what it skipped, and why):
+`throughput` (ours against mctx on a free synthetic tree with 82 actions
+and on pgx Connect Four with its network, B = 1 ... 65536, 64 and 800
+simulations, AlphaZero / MuZero and Gumbel), `self_play` (a self-play step
+of `train.py` with our Gumbel search against the same with mctx's, and each
+search's share), `chess` (pgx chess, ours compact K = 218 against mctx, both
+storing our lean state), `tree_steps` (time per edge walked, 32 to 2048
+simulations), `parallel` (B = 1, our parallel leaves P = 1 ... 64 against
+mctx), `largest_chess` (the largest chess search each side fits in the
+device's memory) and `profile` (the compiled program's loops, kernels and
+host round trips). Cells are timed by `harness.interleaved_rounds` under the
+part's deadline; a side whose estimated call is too long, or a cell that
+would end after the deadline, is skipped (`skip_by_estimate`).
 
     python -m benchmarks.gpu_search                   # on the GPU, about 7 minutes
     python -m benchmarks.gpu_search --budget-s 300 --parts throughput self_play
@@ -30,7 +22,7 @@ or a cell that would end after the deadline, is skipped (`skip_by_estimate`).
     python -m benchmarks.gpu_search --report-only --results-dir benchmarks/results \\
         --device nvidia-h200
 
-`benchmarks/gpu_search.sh` wraps it for the device machine. Results:
+`benchmarks/gpu_search.sh` runs it on a lease. Results:
 `<results-dir>/gpu_search_<part>-<device>.json`, the report
 `gpu_search-<device>.md` and `plots/gpu_search-<device>-*.png`.
 """

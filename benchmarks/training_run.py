@@ -140,6 +140,57 @@ def results(run_dir: str, note: str = "", unfinished: bool = False) -> Dict[str,
                 curve=curve(records), final=final)
 
 
+def _percent(value) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def summary(stages_path: str, *paths: str) -> str:
+    """The table `benchmarks/gpu_training.sh` prints last: a row per results
+    file (training, games, the solver's accuracies or the last evaluation
+    against perfect play, self-play and update rates, the seconds to perfect
+    play), then the seconds of each stage listed in `stages_path`."""
+    rows = []
+    for path in paths:
+        with open(path) as f:
+            record = json.load(f)
+        final, timing = record.get("final") or {}, record.get("timing") or {}
+        game = record["settings"]["config"]["game"]
+        judge, perfect = "-", "-"
+        if game == "connect_four" and "final_vs_solver_first_wins" in final:
+            judge = "{}-{}-{} first vs solver".format(
+                *(final[f"final_vs_solver_first_{k}"] for k in ("wins", "draws", "losses")))
+        judged = [row for row in record["curve"] if "vs_perfect_losses" in row]
+        if game != "connect_four" and judged:  # the last evaluation (no end-of-run matches)
+            judge = "{}-{}-{} vs perfect (it. {})".format(
+                *(judged[-1][f"vs_perfect_{k}"] for k in ("wins", "draws", "losses")),
+                judged[-1]["iteration"])
+        if game == "tic_tac_toe":
+            first = (record.get("milestones") or {}).get("first_perfect_play")
+            perfect = "never" if first is None else (
+                f"{first['elapsed_s']} (it. {first['iteration']})")
+        search = _percent(final.get("final_solver_search_accuracy"))
+        if "final_solver_search_accuracy" in final:
+            search += f" @{final['final_simulations']}"
+        rows.append([game, record["settings"]["config"]["preset"], record["machine"]["device"],
+                     f"{final.get('training_s')} ({final.get('iterations')} it.)",
+                     final.get("total_games"), search,
+                     _percent(final.get("final_solver_policy_accuracy")), judge,
+                     timing.get("median_games_per_s"), timing.get("median_simulations_per_s"),
+                     timing.get("median_updates_per_s"), perfect, final.get("final_eval_s")])
+    head = ["game", "preset", "device", "training s", "games", "search acc. @sims",
+            "raw acc.", "W-D-L", "games/s", "sims/s", "updates/s", "s to perfect play",
+            "final eval s"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join("-" if cell is None else str(cell) for cell in row) + " |"
+              for row in rows]
+    with open(stages_path) as f:
+        stages = ", ".join(f"{name} {seconds} s" for name, seconds in
+                           (line.split() for line in f if line.strip()))
+    return "\n".join(lines + ["", f"stages: {stages}",
+                              "games/s, sims/s: self-play phase medians; updates/s: update "
+                              "phase median (results files' timing)"])
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", help="a train.py run folder")

@@ -149,7 +149,7 @@ def test_program_reading_finds_the_loop_and_its_kernels():
 
 
 def test_gpu_wheels_pin_what_is_installed_here_and_cover_what_the_device_lacks():
-    """benchmarks/gpu_wheels.sh --list: the wheels a lease carries are the
+    """devtools/gpu_wheels.sh --list: the wheels a lease carries are the
     versions installed here, and every runtime dependency and judge the device
     image lacks (pgx and its svgwrite, orbax-checkpoint's version, mctx,
     bitbully and its opening book) is among them."""
@@ -157,7 +157,7 @@ def test_gpu_wheels_pin_what_is_installed_here_and_cover_what_the_device_lacks()
 
     from packaging.requirements import Requirement
 
-    done = subprocess.run(["bash", os.path.join(REPO_ROOT, "benchmarks", "gpu_wheels.sh"),
+    done = subprocess.run(["bash", os.path.join(REPO_ROOT, "devtools", "gpu_wheels.sh"),
                            "--list"], cwd=REPO_ROOT, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr

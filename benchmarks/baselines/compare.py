@@ -56,16 +56,10 @@ def measure(num_simulations: int, batch_sizes: Sequence[int], rounds: int,
     rows = []
     for name, side in result["sides"].items():
         label, batch_size = labels[name]
-        row = dict(baseline=label, B=batch_size, simulations=num_simulations,
-                   sims_per_s=work[name] / side["median_s"],
-                   sims_per_s_min=work[name] / side["max_s"],
-                   sims_per_s_max=work[name] / side["min_s"],
-                   compile_s=side["compile_s"], seconds=side["seconds"], rounds=rounds)
-        ratio = result["ratios"].get(f"{name}/{OPENSPIEL}")
-        if ratio is not None:
-            row.update(ratio_vs_openspiel=ratio["median"], ratio_vs_openspiel_min=ratio["min"],
-                       ratio_vs_openspiel_max=ratio["max"])
-        rows.append(row)
+        rows.append(dict(baseline=label, B=batch_size, simulations=num_simulations,
+                         **harness.throughput_fields(side, work[name]), rounds=rounds,
+                         **harness.ratio_fields(result["ratios"].get(f"{name}/{OPENSPIEL}"),
+                                                "ratio_vs_openspiel")))
     if spiel is None:
         rows.insert(1, dict(baseline=OPENSPIEL, B=1, simulations=num_simulations,
                             sims_per_s="not installed"))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import math
 import random
-import time
 from typing import Callable, List, Optional
 
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8),
@@ -91,12 +90,3 @@ def search_fn(num_simulations: int, seed: int = 0) -> Callable[[], int]:
     calls = itertools.count(seed)
     return lambda: search([0] * 9, 1, num_simulations, rng=random.Random(next(calls)))
 
-
-def simulations_per_second(num_simulations: int, repeats: int = 3) -> float:
-    """Median speed of searches from the empty board (no warm-up needed)."""
-    times = []
-    for repeat in range(repeats):
-        start = time.perf_counter()
-        search([0] * 9, 1, num_simulations, rng=random.Random(repeat))
-        times.append(time.perf_counter() - start)
-    return num_simulations / sorted(times)[len(times) // 2]

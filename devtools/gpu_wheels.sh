@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The wheels a GPU lease carries, fetched here before the lease starts.
 #
-#   bash benchmarks/gpu_wheels.sh            # fills .whl/ (git-ignored) and prints the run commands
-#   bash benchmarks/gpu_wheels.sh --list     # only prints NAME==VERSION, one a line
+#   bash devtools/gpu_wheels.sh            # fills .whl/ (git-ignored) and prints the run commands
+#   bash devtools/gpu_wheels.sh --list     # only prints NAME==VERSION, one a line
 #
 # The device machine (python 3.12, x86-64, no package registry) has jax, jaxlib,
 # flax, optax and chex of its own but not pgx, mctx or bitbully, and an
@@ -15,7 +15,8 @@
 # .whl/ is emptied first: two versions of one package stop the whole install.
 # About 20 MB; the working tree that travels must stay under 64 MiB.
 #
-# On the device (run tool, carry [".whl"]), both GPU scripts install .whl/ themselves:
+# On the device (run tool, carry [".whl"]), both GPU scripts install .whl/ themselves
+# (lease_wheels of devtools/gpu_lease.sh):
 #   MCTS_JAX_COMMIT=<sha> bash benchmarks/gpu_search.sh 400
 #   MCTS_JAX_COMMIT=<sha> bash benchmarks/gpu_training.sh --c4-seconds 75 --ttt-seconds 55 --budget-s 290
 set -euo pipefail
