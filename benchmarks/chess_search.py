@@ -11,14 +11,17 @@ pgx_chess, mctx with the full pgx state its users store. Reported as
 separate factors (`FACTORS`: library, layout, embedding) and their
 products, each the median and range of the per-round ratios.
 
-    python -m benchmarks.chess_search                   # B=64, 128 simulations
-    python -m benchmarks.chess_search --batch-sizes 16 64 --simulations 32 128
+The suite's `chess_search` section, in its full mode only (B = 64, 128
+simulations; mctx compiles the synthetic tree for minutes on a CPU):
+
+    python -m benchmarks --full --only chess_search
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
+from typing import Any, Callable, Dict, List, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -45,7 +48,7 @@ FACTORS = (  # (name, ours, peer): ours / peer simulations per second, per round
 )
 COLUMNS = ["problem", "B", "simulations", "side", "sims_per_s", "sims_per_s_min",
            "sims_per_s_max", "compile_s", "stores"]
-FACTOR_COLUMNS = ["problem", "B", "simulations", "factor", "ratio", "ratio_min", "ratio_max"]
+FACTOR_COLUMNS = ["problem", "B", "simulations", "factor", "ratio"]
 
 
 def synthetic_outputs(code):
@@ -119,40 +122,30 @@ def make_runners(problem, batch_size, num_simulations, seed=0):
     return runners
 
 
-def main(argv=None):
-    parser = harness.parser(__doc__, rounds=harness.ROUNDS["full"], seed=True)
-    parser.add_argument("--problems", nargs="+", default=["synthetic", "pgx_chess"],
-                        choices=["synthetic", "pgx_chess"])
-    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[64])
-    parser.add_argument("--simulations", type=int, nargs="+", default=[128])
-    args = parser.parse_args(argv)
-
-    rows, factors = [], []
-    for problem, batch_size, num_simulations in itertools.product(
-            args.problems, args.batch_sizes, args.simulations):
-        runners = make_runners(problem, batch_size, num_simulations, args.seed)
-        result = harness.interleaved_rounds(runners, args.rounds,
-                                            [(a, b) for _, a, b in FACTORS])
+def measure(problems: Sequence[str], batch_sizes: Sequence[int], simulations: Sequence[int],
+            rounds: int, seed: int = 0,
+            log: Callable[[str], None] = print) -> List[Dict[str, Any]]:
+    """Per cell (problem, B, simulations): one row per side (COLUMNS), then
+    one row per factor of FACTORS (FACTOR_COLUMNS: ours / peer simulations
+    per second, the median `ratio` and range `ratio_min`, `ratio_max` of the
+    per-round `ratios`), every side of
+    the cell in the same interleaved rounds."""
+    rows = []
+    for problem, batch_size, num_simulations in itertools.product(problems, batch_sizes,
+                                                                  simulations):
+        runners = make_runners(problem, batch_size, num_simulations, seed)
+        result = harness.interleaved_rounds(runners, rounds, [(a, b) for _, a, b in FACTORS])
         cell = dict(problem=problem, B=batch_size, simulations=num_simulations)
         work = batch_size * num_simulations
         for name, side in result["sides"].items():
             rows.append(dict(cell, side=name, **harness.throughput_fields(side, work),
-                             rounds=args.rounds, stores=SIDES[name]))
-            print(harness.markdown_table(COLUMNS, rows[-1:]).splitlines()[-1], flush=True)
+                             rounds=rounds, stores=SIDES[name]))
+            log(harness.markdown_table(COLUMNS, rows[-1:]).splitlines()[-1])
         for factor, a, b in FACTORS:
             ratio = result["ratios"].get(f"{a}/{b}")
             if ratio is not None:
-                factors.append(dict(cell, factor=factor, **harness.ratio_fields(ratio),
-                                    ratios=ratio["values"]))
-    print("\nThe comparison as factors: ours / peer simulations per second, per round")
-    print(harness.markdown_table(FACTOR_COLUMNS, factors))
-    harness.report("chess_search", "Chess-sized search (A=4672): simulations per second "
-                   f"(B x simulations / median wall time of one search call over {args.rounds} "
-                   "interleaved rounds)", COLUMNS, rows,
-                   dict(harness.provenance(seed=args.seed), **vars(args)), not args.no_save,
-                   factors=factors)
-    return rows, factors
-
-
-if __name__ == "__main__":
-    main()
+                rows.append(dict(cell, factor=factor, **harness.ratio_fields(ratio),
+                                 ratios=ratio["values"]))
+                log(f"{problem} B={batch_size} S={num_simulations} {factor}: "
+                    f"{harness.ratio_text(ratio)}")
+    return rows

@@ -3,9 +3,9 @@
 `solver=True` against `solver=False` (simulations per second, on
 tic-tac-toe with pgx and uniform priors and on a synthetic tree), and one
 `get_subtree` call (once per move) against one search, the three calls of
-a cell in the same interleaved rounds.
+a cell in the same interleaved rounds. The suite's `features` section:
 
-    python -m benchmarks.feature_costs
+    python -m benchmarks --full --only features     # B = 64 and 1024, 256 simulations
 """
 
 from __future__ import annotations
@@ -68,19 +68,3 @@ def measure(batch_sizes, simulations, rounds, problems=tuple(SETUPS), log=print)
             log(str(row))
     return rows
 
-
-def main(argv=None):
-    parser = harness.parser(__doc__, rounds=harness.ROUNDS["full"])
-    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[64, 1024])
-    parser.add_argument("--simulations", type=int, default=256)
-    args = parser.parse_args(argv)
-    rows = measure(args.batch_sizes, args.simulations, args.rounds)
-    harness.report("feature_costs",
-                   "Cost of the solver and of subtree reuse (alphazero_policy, interleaved "
-                   "rounds)", COLUMNS, rows, dict(harness.provenance(seed=0), **vars(args)),
-                   not args.no_save)
-    return rows
-
-
-if __name__ == "__main__":
-    main()

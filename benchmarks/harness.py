@@ -241,13 +241,10 @@ def mctx_root(mctx, root) -> Any:
                              embedding=root.embedding)
 
 
-def parser(doc: str, rounds: Optional[int] = None, seed: bool = False) -> argparse.ArgumentParser:
+def parser(doc: str, seed: bool = False) -> argparse.ArgumentParser:
     """The command line every standalone runner shares: its description (the
-    first line of `doc`), `--no-save`, and where asked `--rounds` (default
-    `rounds`: interleaved rounds per cell) and `--seed` (default 0)."""
+    first line of `doc`), `--no-save`, and where asked `--seed` (default 0)."""
     out = argparse.ArgumentParser(description=doc.split("\n")[0])
-    if rounds is not None:
-        out.add_argument("--rounds", type=int, default=rounds, help="interleaved rounds per cell")
     if seed:
         out.add_argument("--seed", type=int, default=0)
     out.add_argument("--no-save", action="store_true", help="print, write no results file")

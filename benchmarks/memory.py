@@ -5,9 +5,9 @@ Exact sizes that allocate nothing: ours from `mcts_jax.memory`, mctx's from
 `jax.eval_shape` of `mctx.muzero_policy`, with our lean pgx state (like for
 like) and with the full pgx state (what an mctx user stores); `factor_rows`
 splits the comparison into factors (library, layout, replay, embedding) and
-their product.
+their product. The suite's `memory` section (the same in every mode):
 
-    python -m benchmarks.memory
+    python -m benchmarks --quick --only memory
 
 (The peak resident memory of real chess searches is an experiment:
 `python -m experiments.memory_runs`.)
@@ -19,7 +19,6 @@ import jax
 import jax.numpy as jnp
 
 import envs
-from benchmarks import harness
 
 GAMES = ("chess", "go_9x9", "tic_tac_toe")  # K = their most legal moves (registry)
 COLUMNS = ["game", "layout", "stores", "bytes_per_node", "embedding_bytes_per_node",
@@ -134,18 +133,3 @@ def factor_rows(rows):
                 out.append(dict(game=name, factor=factor, ratio=a / b))
     return out
 
-
-def main(argv=None):
-    args = harness.parser(__doc__).parse_args(argv)
-    rows = layout_rows()
-    settings = dict(harness.provenance(seed=None), batch_size=1024, max_nodes=801)
-    factors = factor_rows(rows)
-    print("\nThe comparison's factors (bytes per node, numerator / denominator)")
-    print(harness.markdown_table(["game", "factor", "ratio"], factors))
-    harness.report("memory", "Tree memory per node (exact, B=1024 searches of N=801 nodes)",
-                   COLUMNS, rows, settings, not args.no_save, factors=factors)
-    return rows
-
-
-if __name__ == "__main__":
-    main()

@@ -227,6 +227,15 @@ def markdown(sections: Dict[str, Dict[str, Any]], tag: str, image_prefix: str = 
         parts += ["### Chance nodes: stochastic_muzero_policy, ours vs mctx on identical inputs",
                   harness.markdown_table(["problem", "B", "simulations", "ours_sims_per_s",
                                           "mctx_sims_per_s", "ratio"], rows)]
+    if "chess_search" in sections:
+        from benchmarks.chess_search import COLUMNS, FACTOR_COLUMNS
+        rows = sections["chess_search"]["rows"]
+        factors = [dict(row, ratio=_ratio_text(row, "ratio")) for row in rows if "factor" in row]
+        parts += ["### Chess-sized search (A = 4672): ours compact and dense against mctx",
+                  harness.markdown_table(COLUMNS, [row for row in rows if "side" in row]),
+                  "The comparison as separate factors (ours / peer simulations per second):",
+                  harness.markdown_table(FACTOR_COLUMNS, factors)]
+        parts += _rounds_note(rows, "side")
     return "\n\n".join(parts) + "\n"
 
 

@@ -35,7 +35,8 @@ ALL_RUNNERS = ("ours_uct", "ours_alphazero", "ours_gumbel", "mctx_muzero", "mctx
 # `call_budget_s` (a runner whose call took longer is skipped for larger
 # cells), then each section's own, recorded in its settings (`batch`: every
 # batch-<problem> but chess, which runs where the mode has `chess`;
-# `simulations`: throughput against num_simulations).
+# `simulations`: throughput against num_simulations; `stochastic`: each
+# problem's budgets; `chess_search`, full only: the chess-sized factors).
 MODES: Dict[str, Dict[str, Any]] = {
     "quick": dict(
         rounds=harness.ROUNDS["quick"], call_budget_s=5.0, runners=ALL_RUNNERS,
@@ -46,8 +47,8 @@ MODES: Dict[str, Dict[str, Any]] = {
         memory=dict(games=None),
         features=dict(problems=("synthetic", "tic_tac_toe"), batch_sizes=(64,), simulations=64),
         baselines=dict(simulations=1024, batch_sizes=(1, 256)),
-        stochastic=dict(problems=("synthetic", "2048"), batch_sizes=(1, 16, 128),
-                        simulations=64)),
+        stochastic=dict(simulations={"synthetic": (64,), "2048": (64,)},
+                        batch_sizes=(1, 16, 128))),
     "full": dict(
         rounds=harness.ROUNDS["full"], call_budget_s=20.0, runners=ALL_RUNNERS,
         batch=dict(problems=("synthetic", "tic_tac_toe", "tic_tac_toe_net"),
@@ -61,8 +62,10 @@ MODES: Dict[str, Dict[str, Any]] = {
         features=dict(problems=("synthetic", "tic_tac_toe"), batch_sizes=(64, 1024),
                       simulations=256),
         baselines=dict(simulations=4096, batch_sizes=(1, 256, 4096)),
-        stochastic=dict(problems=("synthetic", "2048"), batch_sizes=(1, 16, 128, 1024),
-                        simulations=64)),
+        stochastic=dict(simulations={"synthetic": (64, 256), "2048": (64,)},
+                        batch_sizes=(1, 16, 128, 1024)),
+        chess_search=dict(problems=("synthetic", "pgx_chess"), batch_sizes=(64,),
+                          simulations=(128,))),
     # For tests/test_benchmarks.py: every section, tiny shapes.
     "tiny": dict(
         rounds=2, call_budget_s=5.0, runners=("ours_alphazero", "mctx_muzero"),
@@ -72,7 +75,7 @@ MODES: Dict[str, Dict[str, Any]] = {
         memory=dict(games=("tic_tac_toe",)),
         features=dict(problems=("synthetic",), batch_sizes=(4,), simulations=8),
         baselines=dict(simulations=64, batch_sizes=(1,)),
-        stochastic=dict(problems=("synthetic",), batch_sizes=(2,), simulations=8)),
+        stochastic=dict(simulations={"synthetic": (8,)}, batch_sizes=(2,))),
 }
 
 
@@ -140,11 +143,21 @@ def section_stochastic(config, log):
     from benchmarks import stochastic_search
     sizes = config["stochastic"]
     rows = []
-    for problem in sizes["problems"]:
-        rows += stochastic_search.measure(problem, sizes["batch_sizes"], [sizes["simulations"]],
+    for problem, simulations in sizes["simulations"].items():
+        rows += stochastic_search.measure(problem, sizes["batch_sizes"], simulations,
                                           config["rounds"], log=lambda row: log(str(row)))
     return rows, dict(sizes, tree=repr(stochastic_search.TREE), rounds=config["rounds"],
                       order="interleaved")
+
+
+def section_chess_search(config, log):
+    """Chess-sized search (A = 4672): ours compact and dense against mctx, as
+    separate factors (benchmarks/chess_search.py), in interleaved rounds."""
+    from benchmarks import chess_search
+    sizes = config["chess_search"]
+    rows = chess_search.measure(sizes["problems"], sizes["batch_sizes"], sizes["simulations"],
+                                config["rounds"], log=log)
+    return rows, dict(sizes, rounds=config["rounds"], order="interleaved")
 
 
 SECTIONS: Dict[str, Callable] = {
@@ -158,6 +171,7 @@ SECTIONS: Dict[str, Callable] = {
     "features": section_features,
     "baselines": section_baselines,
     "stochastic": section_stochastic,
+    "chess_search": section_chess_search,
 }
 
 
@@ -169,10 +183,12 @@ def selected_sections(config: Dict[str, Any], only: Optional[Sequence[str]]) -> 
 
     def has_work(name):
         problem = name[len("batch-"):] if name.startswith("batch-") else None
+        if problem is None:
+            return name in config
         if problem == "chess":
             return "chess" in config
         batch = config["batch"]
-        return problem is None or (problem in batch["problems"] and bool(batch["batch_sizes"]))
+        return problem in batch["problems"] and bool(batch["batch_sizes"])
 
     unknown = [o for o in only or () if not any(matches(name, o) for name in SECTIONS)]
     if unknown:

@@ -1,16 +1,15 @@
 """Stochastic search (chance nodes): ours against mctx on identical inputs.
 
-    python -m benchmarks.stochastic_search                       # both problems, B = 1 .. 1024
-    python -m benchmarks.stochastic_search --problems synthetic --batch-sizes 1 64 --rounds 3
-
 Both libraries run `stochastic_muzero_policy` with the same root, decision
 and chance functions, key and settings (mctx's defaults), storing the same
 embeddings, timed in interleaved rounds. Problems: `synthetic` (`TREE`:
 hashed priors, values, outcome probabilities and rewards, so the figures
 measure the search itself) and `2048` (pgx stepped in the loop: the slide
 as decision, the tile as chance outcome, lean states on both sides,
-uniform priors and value 0, fresh boards as roots). Results:
-results/stochastic_search-<device>.json.
+uniform priors and value 0, fresh boards as roots). The suite's
+`stochastic` section:
+
+    python -m benchmarks --full --only stochastic   # B = 1 ... 1024 (synthetic: 64, 256 sims)
 """
 
 from __future__ import annotations
@@ -28,8 +27,6 @@ PROBLEM_TITLES = {
     "synthetic": "synthetic chance tree (free functions)",
     "2048": "2048, pgx stepped in the loop, uniform evaluator",
 }
-COLUMNS = ["problem", "B", "simulations", "ours_sims_per_s", "mctx_sims_per_s", "ours/mctx",
-           "ratio_min", "ratio_max", "rounds"]
 # The synthetic problem's chance tree (the suite's too).
 TREE = ChanceTree(depth=12, branching=4, outcomes=6, informed=True)
 
@@ -96,26 +93,3 @@ def measure(problem: str, batch_sizes, simulations, rounds: int, tree: ChanceTre
             log(row)
     return rows
 
-
-def main(argv=None) -> None:
-    parser = harness.parser(__doc__, rounds=5)
-    parser.add_argument("--problems", nargs="+", choices=["synthetic", "2048"],
-                        default=["synthetic", "2048"])
-    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 16, 128, 1024])
-    parser.add_argument("--simulations", type=int, nargs="+", default=[64, 256],
-                        help="synthetic problem's budgets")
-    parser.add_argument("--simulations-2048", type=int, nargs="+", default=[64],
-                        help="2048's budgets (pgx is stepped twice a simulation)")
-    args = parser.parse_args(argv)
-    rows = []
-    for problem in args.problems:
-        simulations = args.simulations if problem == "synthetic" else args.simulations_2048
-        rows += measure(problem, args.batch_sizes, simulations, args.rounds)
-    settings = dict(seed=0, problem=repr(TREE), **harness.provenance(), **vars(args))
-    harness.report("stochastic_search", "Stochastic MuZero search, simulations per second "
-                   "(identical inputs, interleaved rounds)", COLUMNS, rows, settings,
-                   save_results=not args.no_save)
-
-
-if __name__ == "__main__":
-    main()

@@ -180,9 +180,8 @@ def summary(stages_path: str, *paths: str) -> str:
     head = ["game", "preset", "device", "training s", "games", "search acc. @sims",
             "raw acc.", "W-D-L", "games/s", "sims/s", "updates/s", "s to perfect play",
             "final eval s"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join("-" if cell is None else str(cell) for cell in row) + " |"
-              for row in rows]
+    lines = [harness.markdown_table(head, [["-" if cell is None else cell for cell in row]
+                                           for row in rows])]
     with open(stages_path) as f:
         stages = ", ".join(f"{name} {seconds} s" for name, seconds in
                            (line.split() for line in f if line.strip()))

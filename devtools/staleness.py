@@ -75,6 +75,16 @@ MOVED_MODULES = dict(
         "before_after", "call_path", "equivalence", "staleness")})
 # Parts of a module that moved out alone: (old module, its option) -> new module.
 MOVED_PARTS = {("benchmarks.memory", "--runs"): "experiments.memory_runs"}
+# Standalone runners that became suite sections (issue 65): a command recorded
+# before (no options: every such file was made with the defaults, which are
+# the full mode's sizes) runs as the section, which writes
+# <section>-full-<device>.json beside the old file.
+FOLDED_MODULES = {
+    "benchmarks.feature_costs": "benchmarks --full --only features",
+    "benchmarks.memory": "benchmarks --full --only memory",
+    "benchmarks.stochastic_search": "benchmarks --full --only stochastic",
+    "benchmarks.chess_search": "benchmarks --full --only chess_search",
+}
 # How many changed files the table names.
 SHOWN_CHANGES = 3
 # Longest command the table shows whole (--json and --commands give all).
@@ -93,9 +103,10 @@ def _git(repo: str, *args: str) -> subprocess.CompletedProcess:
 def runnable(command: str) -> str:
     """A recorded command line (words joined with spaces) as a command to run
     from the repository root: `/usr/bin/python3 -m benchmarks.x --a 1` ->
-    `python -m benchmarks.x --a 1`; a module that moved (`MOVED_MODULES`) by
-    its new name; every word shell-quoted where it needs it, and everything
-    after `--note` one quoted argument."""
+    `python -m benchmarks.x --a 1`; a module that moved (`MOVED_MODULES`,
+    `MOVED_PARTS`) by its new name, a runner folded into the suite
+    (`FOLDED_MODULES`) as its section; every word shell-quoted where it
+    needs it, and everything after `--note` one quoted argument."""
     words = command.split()
     if words and re.fullmatch(r"(.*/)?python[0-9.]*", words[0]):
         words[0] = "python"
@@ -103,6 +114,7 @@ def runnable(command: str) -> str:
     for (module, option), new_module in MOVED_PARTS.items():
         if module in words and option in words:
             words[words.index(module)] = new_module
+    words = [part for word in words for part in FOLDED_MODULES.get(word, word).split()]
     if "--note" in words:
         at = words.index("--note") + 1
         words = words[:at] + [" ".join(words[at:])]

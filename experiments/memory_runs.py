@@ -9,7 +9,7 @@ in a process of its own, whose peak resident memory the OS reports; beside
 it the exact tree bytes (`game.tree_memory`). `fit` is a least-squares line
 through the measured points of a simulation count, nothing beyond them.
 Writes results/memory_runs-<backend>.json (the exact bytes per node without
-running anything: `python -m benchmarks.memory`).
+running anything: the suite's `memory` section, `python -m benchmarks --only memory`).
 """
 
 from __future__ import annotations

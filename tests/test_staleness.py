@@ -156,9 +156,15 @@ def test_moved_modules_run_from_their_new_place():
     # a part that left a module which stayed: only its own commands move
     assert staleness.runnable("python -m benchmarks.memory --runs 1024x32 4096x32") \
         == "python -m experiments.memory_runs --runs 1024x32 4096x32"
-    assert staleness.runnable("python -m benchmarks.memory") == "python -m benchmarks.memory"
     for (old, _), new in staleness.MOVED_PARTS.items():
         assert importlib.util.find_spec(old) is not None and importlib.util.find_spec(new), new
+    # runners folded into suite sections run as their section
+    assert staleness.runnable("/usr/bin/python3 -m benchmarks.memory") \
+        == "python -m benchmarks --full --only memory"
+    from benchmarks import run
+    for old, new in staleness.FOLDED_MODULES.items():
+        mode, section = new.split()[1][2:], new.split()[-1]
+        assert run.selected_sections(run.MODES[mode], [section]) == [section], old
 
 
 def test_every_results_file_of_the_repository_is_reported():
