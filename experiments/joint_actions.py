@@ -148,7 +148,7 @@ def main(argv=None):
                    [[r[c] for c in ("agents", "joint_actions", "simulations", "method",
                                     "policy", "score", "score_min", "optimal", "search_s",
                                     "sims_per_s")] for r in rows],
-                   settings, save_results=not args.no_save)
+                   settings, save_results=not args.no_save, runs=rows)
     return rows
 
 
