@@ -311,11 +311,12 @@ def check_training_learned_model(workdir: str):
 
 
 def check_sampled(mesh):
-    """Sampled search (continuous actions, `sampled.SampledActions`): the
+    """Sampled search (continuous actions, `sampled.SampledActions`, widened
+    by `widening.ProgressiveWidening`): the
     sharded search and its continuation on the re-rooted subtrees equal the
     one-device ones; each row's repeated bandit (no terminal: the tree
     grows deep, so the subtrees keep visits) has its own optimum."""
-    from mcts_jax import sampled
+    from mcts_jax import sampled, widening
 
     targets = jnp.linspace(-0.8, 0.8, BATCH)
 
@@ -327,8 +328,11 @@ def check_sampled(mesh):
 
     root = mcts_jax.RootFnOutput(prior_logits=jnp.zeros((BATCH, 2)), value=jnp.zeros(BATCH),
                                  embedding=targets)
+    # With progressive widening (widening.py): its open slots read the row's
+    # own node statistics, so splitting rows changes nothing.
     policy = mcts_jax.AlphaZeroPolicy.make(plugins=(sampled.SampledActions(
-        sampled.DiagonalGaussian(1, low=-1.0, high=1.0), num_samples=6),))
+        sampled.DiagonalGaussian(1, low=-1.0, high=1.0), num_samples=6),
+        widening.ProgressiveWidening(1.0, 0.5)))
     function = sharding.as_policy(policy, {})
     tree = split_tree = None
     for key in (jax.random.key(9), jax.random.key(10)):
