@@ -2,6 +2,7 @@
 step against gymnax's own, the recurrent_fn's rewards and discounts, a
 sampled search over the true dynamics, and bad settings refused."""
 
+import gymnax  # in the dev extra (and the control extra)
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -10,8 +11,6 @@ import pytest
 import mcts_jax
 from envs.control import ControlTask, zero_evaluator
 from mcts_jax import sampled
-
-gymnax = pytest.importorskip("gymnax")  # in the dev extra: CI installs it
 
 TASK = ControlTask("Pendulum-v1", discount=0.9)
 
