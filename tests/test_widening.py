@@ -88,6 +88,16 @@ def test_sampled_search_visits_exactly_the_first_k_of_n_samples():
     assert (root_visits(wide.search_tree) > 0).all()
 
 
+def test_several_paths_per_step_widen_alike():
+    """P = 4 paths per step: the root still opens exactly the first 10 of 32."""
+    plugins = (sampled.SampledActions(GAUSSIAN, 32), widening.ProgressiveWidening(1.0, 0.5))
+    out = mcts_jax.AlphaZeroPolicy.make(plugins=plugins, dirichlet_fraction=0.0,
+                                        temperature=0.0, simulations_per_step=4)(
+        None, jax.random.PRNGKey(3), continuous_root(8), flat_bandit, 96)
+    visited = root_visits(out.search_tree) > 0
+    np.testing.assert_array_equal(visited, np.broadcast_to(np.arange(32) < 10, visited.shape))
+
+
 def test_widening_finds_the_bandit_optimum():
     """Continuous bandit, 64 samples a node, UCT (every open sample tried
     once): widening still converges, to within 0.1 of a* on average."""
