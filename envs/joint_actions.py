@@ -86,6 +86,10 @@ class JointActions:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"JointActions {name} must be an int >= 1, got {value!r}")
+        if isinstance(self.prior_scale, bool) or not (
+                isinstance(self.prior_scale, (int, float)) and np.isfinite(self.prior_scale)):
+            raise ValueError(f"JointActions prior_scale must be a finite number, got "
+                             f"{self.prior_scale!r}")
         if self.cells < self.num_agents:
             raise ValueError(f"JointActions cells ({self.cells}) must be >= num_agents "
                              f"({self.num_agents}): every agent starts on its own cell")

@@ -58,6 +58,8 @@ def test_bad_settings_are_refused():
         JointActions(0)
     with pytest.raises(ValueError, match="cells"):
         JointActions(9, cells=8)
+    with pytest.raises(ValueError, match="prior_scale"):
+        JointActions(2, prior_scale=float("nan"))
 
 
 def play(problem, policy, dense, simulations):
