@@ -22,10 +22,18 @@ root noise, the most visited move) and "gumbel" (GumbelPolicy, Gumbel noise
 scale 0, m = 16 considered actions: the 16 of highest prior).
 
     python -m experiments.joint_actions --agents 2 3 4 5 6 8 --simulations 1000 10000
+
+`--speed`: instead, simulations per second of one search from the start
+state, dense against sampled (K = --samples) on the same problem, both
+PUCT, interleaved rounds (`harness.interleaved_rounds`), for each N <=
+--dense-up-to and budget:
+
+    python -m experiments.joint_actions --speed --agents 2 3 4 --simulations 1000 --rounds 5
 """
 
 from __future__ import annotations
 
+import functools
 import time
 
 import jax
@@ -91,6 +99,37 @@ def play_prior(problem: JointActions) -> np.ndarray:
     return np.asarray(total, np.float64)
 
 
+def speed_rows(args) -> list:
+    """Dense against sampled search of one step from the start, interleaved."""
+    rows = []
+    for agents in args.agents:
+        if agents > args.dense_up_to:
+            continue
+        problem = JointActions(agents, instances=args.instances, seed=args.seed)
+        for simulations in args.simulations:
+            sides = {}
+            for method in ("dense", "sampled"):
+                policy, dense = make_policy(problem, method, "puct", args)
+                root = problem.root(jnp.arange(problem.instances, dtype=jnp.int32),
+                                    dense=dense)
+                recurrent_fn = problem.recurrent_fn(dense)
+                sides[method] = functools.partial(
+                    lambda policy, root, recurrent_fn: policy(
+                        None, jax.random.key(args.seed), root, recurrent_fn, simulations).action,
+                    policy, root, recurrent_fn)
+            timing = harness.interleaved_rounds(sides, args.rounds,
+                                                pairs=[("sampled", "dense")])
+            work = problem.instances * simulations
+            for method in sides:
+                rows.append(dict(agents=agents, joint_actions=problem.num_joint_actions,
+                                 simulations=simulations, method=method,
+                                 **harness.throughput_fields(timing["sides"][method], work)))
+            rows[-1].update(harness.ratio_fields(timing["ratios"]["sampled/dense"],
+                                                 "sampled_over_dense"))
+            print(rows[-2:], flush=True)
+    return rows
+
+
 def main(argv=None):
     cli = harness.parser(__doc__, seed=True)
     cli.add_argument("--agents", type=int, nargs="+", default=[2, 3, 4, 5, 6, 8])
@@ -104,8 +143,23 @@ def main(argv=None):
     cli.add_argument("--widened-samples", type=int, default=64)
     cli.add_argument("--dense-up-to", type=int, default=4,
                      help="the largest N searched densely (5^N slots per node)")
-    cli.add_argument("--name", default="joint_actions")
+    cli.add_argument("--speed", action="store_true",
+                     help="simulations per second, dense against sampled, interleaved")
+    cli.add_argument("--rounds", type=int, default=5, help="interleaved rounds (--speed)")
+    cli.add_argument("--name", default=None,
+                     help="results name (default joint_actions, or joint_actions_speed)")
     args = cli.parse_args(argv)
+    if args.speed:
+        rows = speed_rows(args)
+        settings = {**vars(args), **harness.provenance(seed=args.seed), "policy": "puct"}
+        columns = ["agents", "joint_actions", "simulations", "method", "sims_per_s",
+                   "sims_per_s_min", "sims_per_s_max", "sampled_over_dense",
+                   "sampled_over_dense_min", "sampled_over_dense_max"]
+        harness.report(args.name or "joint_actions_speed", "Joint actions: simulations per "
+                       "second, dense against sampled (K = %d), PUCT, interleaved" % args.samples,
+                       columns, [[row.get(c, "") for c in columns] for row in rows], settings,
+                       save_results=not args.no_save, runs=rows)
+        return rows
 
     rows = []
     for agents in args.agents:
@@ -141,7 +195,7 @@ def main(argv=None):
                            for k, v in rows[-1].items()}, flush=True)
     settings = {**vars(args), **harness.provenance(seed=args.seed),
                 "problem": dict(cells=8, horizon=3, moves=NUM_MOVES), "considered": CONSIDERED}
-    harness.report(args.name, "Joint actions: plan score (1 optimal, 0 random) by agents, "
+    harness.report(args.name or "joint_actions", "Joint actions: plan score (1 optimal, 0 random) by agents, "
                    "budget, method and policy",
                    ["agents", "joint_actions", "simulations", "method", "policy", "score",
                     "score_min", "optimal", "search_s", "sims_per_s"],
