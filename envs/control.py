@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from typing import Any, Callable, Tuple
 
 import jax
@@ -72,8 +73,7 @@ class ControlTask:
                              f"{self.name} has {type(space).__name__}")
         object.__setattr__(self, "env", env)
         object.__setattr__(self, "env_params", env_params)
-        object.__setattr__(self, "action_dim", int(max(1, len(space.shape))) if space.shape
-                           else 1)
+        object.__setattr__(self, "action_dim", int(math.prod(space.shape)))
         object.__setattr__(self, "low", float(jnp.min(jnp.asarray(space.low))))
         object.__setattr__(self, "high", float(jnp.max(jnp.asarray(space.high))))
         object.__setattr__(self, "max_steps", int(env_params.max_steps_in_episode))

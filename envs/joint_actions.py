@@ -50,6 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcts_jax.base import RecurrentFnOutput, RootFnOutput
+from mcts_jax.sampled import Factored
 
 MOVES = (-2, -1, 0, 1, 2)
 NUM_MOVES = len(MOVES)
@@ -108,6 +109,12 @@ class JointActions:
     @property
     def num_joint_actions(self) -> int:
         return NUM_MOVES ** self.num_agents
+
+    @property
+    def joint_moves(self) -> Factored:
+        """The joint ids' numbering (`Factored(N, 5)`: `moves`, `joint_id`),
+        the one sampled search draws from."""
+        return Factored(self.num_agents, NUM_MOVES)
 
     @property
     def reward_scale(self) -> float:
@@ -199,14 +206,12 @@ class JointActions:
         logits = (self.prior_scale / self.reward_scale) * reward           # [B, N, 5]
         if not dense:
             return logits.reshape(logits.shape[0], -1)
-        moves = np.array(list(itertools.product(range(NUM_MOVES), repeat=self.num_agents)))
-        moves = moves[:, ::-1]  # joint id sum_i move_i 5^i: agent 0 varies fastest
-        return jnp.sum(logits[:, np.arange(self.num_agents), moves], axis=-1)
+        moves = self.joint_moves.moves(jnp.arange(self.num_joint_actions))  # [5^N, N]
+        return jnp.sum(logits[:, jnp.arange(self.num_agents), moves], axis=-1)
 
     def step(self, embedding: Dict[str, jax.Array], joint: jax.Array):
         """(reward [B], the next embedding) of joint ids `joint` [B]."""
-        place = NUM_MOVES ** jnp.arange(self.num_agents, dtype=jnp.int32)
-        moves = (joint.astype(jnp.int32)[:, None] // place) % NUM_MOVES
+        moves = self.joint_moves.moves(joint.astype(jnp.int32))            # [B, N]
         positions = (embedding["positions"] + jnp.asarray(MOVES, jnp.int32)[moves]) % self.cells
         instance, step = embedding["instance"], jnp.minimum(embedding["step"],
                                                              self.horizon - 1)

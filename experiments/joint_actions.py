@@ -53,8 +53,7 @@ def make_policy(problem: JointActions, method: str, policy: str, args):
     plugins = ()
     if method != "dense":
         samples = args.samples if method == "sampled" else args.widened_samples
-        plugins = (sampled.SampledActions(sampled.Factored(problem.num_agents, NUM_MOVES),
-                                          samples),)
+        plugins = (sampled.SampledActions(problem.joint_moves, samples),)
         if method == "widened":
             plugins += (widening.ProgressiveWidening(1.0, 0.5, root=policy != "gumbel"),)
     options = dict(plugins=plugins, value_range=None)
@@ -89,11 +88,10 @@ def play_prior(problem: JointActions) -> np.ndarray:
     """[I] returns of playing every agent's most likely prior move, no search."""
     embedding = problem.root(jnp.arange(problem.instances, dtype=jnp.int32)).embedding
     total = jnp.zeros(problem.instances)
-    place = NUM_MOVES ** jnp.arange(problem.num_agents, dtype=jnp.int32)
     for _ in range(problem.horizon):
         logits = problem.prior_logits(embedding, dense=False).reshape(
             problem.instances, problem.num_agents, NUM_MOVES)
-        joint = jnp.sum(jnp.argmax(logits, axis=-1).astype(jnp.int32) * place, axis=-1)
+        joint = problem.joint_moves.joint_id(jnp.argmax(logits, axis=-1))
         reward, embedding = problem.step(embedding, joint)
         total = total + reward
     return np.asarray(total, np.float64)
