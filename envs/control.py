@@ -37,6 +37,9 @@ from mcts_jax.sampled import DiagonalGaussian
 
 Evaluator = Callable[[Any, jax.Array], Tuple[jax.Array, jax.Array]]
 
+# The control tasks train.py trains (--game NAME): our name -> gymnax id.
+CONTROL_TASKS = {"pendulum": "Pendulum-v1"}
+
 
 def _gymnax():
     try:
@@ -57,6 +60,14 @@ class ControlTask:
 
     name: str = "Pendulum-v1"
     discount: float = 0.99
+    num_players = 1  # one agent: its rewards are the returns
+
+    @classmethod
+    def named(cls, game: str, discount: float = 0.99) -> "ControlTask":
+        """The task of train.py's --game name (`CONTROL_TASKS`)."""
+        if game not in CONTROL_TASKS:
+            raise ValueError(f"unknown control task {game!r}; known: {', '.join(CONTROL_TASKS)}")
+        return cls(CONTROL_TASKS[game], discount)
 
     def __post_init__(self):
         if isinstance(self.discount, bool) or not (
@@ -77,6 +88,12 @@ class ControlTask:
         object.__setattr__(self, "low", float(jnp.min(jnp.asarray(space.low))))
         object.__setattr__(self, "high", float(jnp.max(jnp.asarray(space.high))))
         object.__setattr__(self, "max_steps", int(env_params.max_steps_in_episode))
+        object.__setattr__(self, "observation_shape",
+                           tuple(env.observation_space(env_params).shape))
+
+    def symmetry_tables(self):
+        """None: a control task has no board symmetries to augment with."""
+        return None
 
     def distribution(self) -> DiagonalGaussian:
         """The proposal family: a Gaussian squashed into [low, high]."""

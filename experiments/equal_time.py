@@ -33,7 +33,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 Section = Tuple[Dict[str, Any], List[Tuple[str, Dict[str, Any]]]]
 
 # final.json figures a row keeps (those a run has).
-FIGURES = ("final_score_mean", "final_score_median", "final_tile_1024_rate",
+FIGURES = ("final_score_mean", "final_score_median", "final_score_sem",
+           "final_policy_score_mean", "final_tile_1024_rate",
            "final_tile_2048_rate", "final_random_score_mean", "final_vs_perfect_wins",
            "final_vs_perfect_draws", "final_vs_perfect_losses", "final_vs_perfect_as_first",
            "final_vs_perfect_as_second", "final_policy_optimal", "final_vs_random_score",

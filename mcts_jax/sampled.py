@@ -84,6 +84,12 @@ class DiagonalGaussian:
         noise = jax.random.normal(key, mean.shape[:-1] + (num, self.action_dim))
         return self._squash(mean[..., None, :] + jnp.exp(log_std)[..., None, :] * noise)
 
+    def mean_action(self, params: chex.Array) -> chex.Array:
+        """[..., action_dim] the means, squashed into the bounds: the action
+        of a deterministic policy (no sampling)."""
+        mean, _ = jnp.split(params.astype(jnp.float32), 2, axis=-1)
+        return self._squash(mean)
+
     def log_prob(self, params: chex.Array, actions: chex.Array) -> chex.Array:
         """log density of `actions` [..., num, action_dim] -> [..., num]."""
         mean, log_std = jnp.split(params.astype(jnp.float32), 2, axis=-1)

@@ -32,8 +32,13 @@ def test_the_saved_config_loads_with_every_setting():
     with open(os.path.join(BEFORE, "config.json")) as f:
         saved = json.load(f)
     config = config_lib.load_json(os.path.join(BEFORE, "config.json"))
-    # Every saved setting reaches the config unchanged (none dropped or renamed).
-    assert {f.name: getattr(config, f.name) for f in dataclasses.fields(config)} == saved
+    # Every saved setting reaches the config unchanged (none dropped or
+    # renamed); settings added since (sampled search's) keep their defaults.
+    assert {name: getattr(config, name) for name in saved} == saved
+    added = {f.name for f in dataclasses.fields(config)} - set(saved)
+    assert added == {"num_samples", "proposal_temperature", "sampled_prior"}
+    assert all(getattr(config, name) == getattr(config_lib.TrainConfig(), name)
+               for name in added)
     assert (config.game, config.preset, config.iterations) == ("tic_tac_toe", "tiny", 1)
     config_lib.validate(config)
 

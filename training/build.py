@@ -39,10 +39,12 @@ from typing import Any, Dict, Optional, Union
 import jax
 
 from training import arena, networks
+from training import evaluation as evaluation_lib
 from training import config as config_lib
 from training import learner as learner_lib
 from training import self_play as self_play_lib
 from training.config import TrainConfig
+from training.control.setup import SampledAlphaZero
 from training.muzero.setup import MuZeroFamily
 
 
@@ -103,6 +105,12 @@ class AlphaZero:
                                   max_num_considered_actions=search.max_num_considered_actions,
                                   options=options)
 
+    def evaluation(self, config, game, model, agent, final_agent, log):
+        """The run's evaluation suite: matches and scores on the game
+        (`training.evaluation.Evaluation`)."""
+        return evaluation_lib.Evaluation(config, game, model, agent=agent,
+                                         final_agent=final_agent, log=log)
+
     def identity(self) -> Dict[str, Any]:
         """What a checkpoint must match: the game and the network's
         architecture. The value head's settings are named only when they are
@@ -121,7 +129,7 @@ class AlphaZero:
         return {}
 
 
-Algorithm = Union[AlphaZero, MuZeroFamily]
+Algorithm = Union[AlphaZero, MuZeroFamily, SampledAlphaZero]
 
 
 def algorithm_for(config: TrainConfig) -> Algorithm:
@@ -130,7 +138,10 @@ def algorithm_for(config: TrainConfig) -> Algorithm:
     place that asks which (`records.run.algorithm`, looked up once from
     --algorithm; everything else asks the value's methods)."""
     records = config.records
-    return (MuZeroFamily if records.run.algorithm.learned_model else AlphaZero)(records)
+    kind = records.run.algorithm
+    if kind.sampled:
+        return SampledAlphaZero(records)
+    return (MuZeroFamily if kind.learned_model else AlphaZero)(records)
 
 
 def self_play_settings(records: config_lib.Records, mesh: Optional[jax.sharding.Mesh]):

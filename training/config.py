@@ -38,6 +38,7 @@ import typing
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import envs
+from envs import control
 from mcts_jax import policies as core_policies
 from mcts_jax import selection
 from training import networks, policies, presets
@@ -74,6 +75,9 @@ class AlgorithmKind:
       from the visit counts (MuZero's PUCT; AlphaZero decides by --policy).
     policy: the search policy's name ("": --policy's, with chance nodes for
       Stochastic MuZero).
+    sampled: the search samples K actions per node from a continuous (or
+      huge) action space (`mcts_jax.sampled`): a control task's runs
+      (training/control).
     """
 
     name: str
@@ -82,6 +86,7 @@ class AlgorithmKind:
     chance_codes: bool = False
     sampled_opening: bool = False
     policy: str = ""
+    sampled: bool = False
 
 
 ALGORITHM_KINDS: Dict[str, AlgorithmKind] = {kind.name: kind for kind in (
@@ -89,6 +94,7 @@ ALGORITHM_KINDS: Dict[str, AlgorithmKind] = {kind.name: kind for kind in (
     AlgorithmKind("muzero", "MuZero", learned_model=True, sampled_opening=True,
                   policy="muzero"),
     AlgorithmKind("gumbel_muzero", "Gumbel MuZero", learned_model=True, policy="gumbel_muzero"),
+    AlgorithmKind("sampled_alphazero", "Sampled AlphaZero", learned_model=False, sampled=True),
     AlgorithmKind("stochastic_muzero", "Stochastic MuZero", learned_model=True,
                   chance_codes=True),
 )}
@@ -181,6 +187,16 @@ class TrainConfig:
     max_num_considered_actions: int = setting(selection.MAX_NUM_CONSIDERED_ACTIONS, "gumbel: "
                                               "actions sampled at the root for "
                                               "sequential halving", "positive")
+    num_samples: int = setting(20, "sampled_alphazero: actions sampled at each node from the "
+                               "network's Gaussian (K; the tree's slots per node)", "positive",
+                               shape=True)
+    proposal_temperature: float = setting(1.0, "sampled_alphazero: temperature of the "
+                                          "proposal the K actions are drawn from (1: the "
+                                          "network's policy itself)", "positive_real")
+    sampled_prior: str = setting("corrected", "sampled_alphazero: the K samples' prior, "
+                                 "corrected (Hubert et al. 2021: beta-hat / beta times pi) or "
+                                 "uniform (1/K each, for the ablation)",
+                                 choices=("corrected", "uniform"))
     random_opening_plies: int = setting(0, "games open with U[0, this] random plies that are "
                                         "not recorded", "non_negative")
     random_opening_fraction: float = setting(1.0, "share of games opened with "
@@ -389,11 +405,12 @@ class GameConfig:
 @dataclasses.dataclass(frozen=True)
 class SearchConfig:
     """The search record: how self-play searches (`self_play_policy`,
-    `search_policy_name`; 12 fields).
+    `search_policy_name`; 15 fields).
 
     policy, num_simulations, simulations_per_step, reuse_tree,
     transpositions, dirichlet_fraction, dirichlet_alpha, forced_playouts,
-    max_num_considered_actions, search_mode: the flags'.
+    max_num_considered_actions, search_mode, num_samples,
+    proposal_temperature, sampled_prior: the flags'.
     max_nodes (derived): the tree's capacity, --max-nodes or, for 0,
       num_simulations + 1 (x 4 with --reuse-tree).
     chance_nodes (derived): the game has chance nodes (backgammon, 2048):
@@ -412,6 +429,9 @@ class SearchConfig:
     max_num_considered_actions: int
     search_mode: str
     chance_nodes: bool
+    num_samples: int
+    proposal_temperature: float
+    sampled_prior: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -639,7 +659,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-TRAINABLE_GAMES: Tuple[str, ...] = tuple(envs.GAMES) + tuple(envs.CHANCE_GAMES)
+TRAINABLE_GAMES: Tuple[str, ...] = (tuple(envs.GAMES) + tuple(envs.CHANCE_GAMES)
+                                     + tuple(control.CONTROL_TASKS))
 
 
 def unknown_game(game: str) -> str:
@@ -658,6 +679,11 @@ def game_spec(game: str):
 
 def is_stochastic(game: str) -> bool:
     return game in envs.CHANCE_GAMES
+
+
+def is_control(game: str) -> bool:
+    """A continuous-control task (`envs.control.CONTROL_TASKS`)."""
+    return game in control.CONTROL_TASKS
 
 
 def self_play_policy(search: SearchConfig, game, policy: Any = None):
@@ -782,7 +808,9 @@ def validate(config: TrainConfig) -> None:
                          f"(positions are the game's states, keyed by its rules; a learned "
                          f"model's states and chance nodes have no such keys), got "
                          f"--algorithm {config.algorithm} on {config.game}")
-    if algorithm.learned_model:
+    if algorithm.sampled or is_control(config.game):
+        _validate_control(config)
+    elif algorithm.learned_model:
         _validate_learned_model(config)
     elif is_stochastic(config.game):
         _validate_stochastic(config)
@@ -795,6 +823,8 @@ def make_game(game: GameConfig):
     if not isinstance(game, GameConfig):
         raise TypeError(f"make_game: game must be a GameConfig (a TrainConfig's "
                         f"records.game), got {type(game).__name__}")
+    if is_control(game.game):
+        return control.ControlTask.named(game.game, game.discount)
     made = envs.make(game.game)
     if made.num_players == 1:
         return envs.make(game.game, discount=game.discount)
@@ -847,6 +877,29 @@ def _validate_stochastic(config: TrainConfig) -> None:
     if game_spec(game).num_players == 1 and config.elo_every:
         raise ValueError(f"--elo-every must be 0 for {game}: a one-player game has no "
                          f"matches to rate (its evaluation is the score)")
+
+
+# What a control run does not use: each setting must keep this value.
+CONTROL_FIXED = dict(reuse_tree=False, transpositions=False, forced_playouts=0.0,
+                     fast_simulations=0, random_opening_plies=0, max_game_length=0,
+                     elo_every=0, simulations_per_step=1, temperature_moves=0)
+
+
+def _validate_control(config: TrainConfig) -> None:
+    """A control task trains with --algorithm sampled_alphazero alone, and
+    that algorithm trains the control tasks alone; the board-game settings
+    it has no use for keep their values (`CONTROL_FIXED`)."""
+    if is_control(config.game) != config.records.run.algorithm.sampled:
+        raise ValueError(f"--algorithm sampled_alphazero is for the control tasks "
+                         f"({', '.join(control.CONTROL_TASKS)}), and they train with it: got "
+                         f"--algorithm {config.algorithm} on {config.game}")
+    for name, value in CONTROL_FIXED.items():
+        if getattr(config, name) != value:
+            raise ValueError(f"{flag_name(name)} must be {value!r} for {config.game}: a control "
+                             f"run plays whole episodes from random starts with one search "
+                             f"per step (no reuse, openings, length limit, playout caps or "
+                             f"opponents; every move is the search's choice), got "
+                             f"{getattr(config, name)!r}")
 
 
 def describe(config: TrainConfig) -> str:

@@ -188,7 +188,7 @@ class Run:
     model: Any                         # the network, or the learned model
     player: self_play.SelfPlay
     learner: Any                       # Learner, or LearnedModelLearner
-    suite: evaluation_lib.Evaluation
+    suite: Any                         # the algorithm's evaluation suite (Evaluation, ControlEvaluation)
     checkpoints: checkpoint_lib.Checkpointer
     reporter: reporting.Reporter
     started: float                     # time.perf_counter() at start
@@ -263,9 +263,8 @@ def start_run(config: TrainConfig, run_dir: str, progress: bool,
                                               keep=config.records.run.keep_checkpoints,
                                               identity=algorithm.identity(),
                                               background=jax.process_count() == 1)
-    suite = evaluation_lib.Evaluation(config.records.evaluation, parts.game, parts.model,
-                                      agent=parts.agent, final_agent=parts.final_agent,
-                                      log=reporter.log)
+    suite = algorithm.evaluation(config.records.evaluation, parts.game, parts.model,
+                                 parts.agent, parts.final_agent, reporter.log)
     reporter.log(f"mcts_jax {algorithm.title} training: {config.game}, run folder {run_dir}")
     reporter.log(config_lib.describe(config))
     if policy is not None:

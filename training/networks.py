@@ -249,4 +249,15 @@ def make_model(config: NetworkConfig, game) -> Model:
         raise TypeError(f"make_model: config must be a NetworkConfig, got "
                         f"{type(config).__name__} (a game's default network: "
                         f"training.presets.default_model(game))")
-    return _make_model(config, tuple(game.observation_shape), int(game.num_actions))
+    return make_model_of_shapes(config, game.observation_shape, game.num_actions)
+
+
+def make_model_of_shapes(config: NetworkConfig, observation_shape: Tuple[int, ...],
+                         num_outputs: int) -> Model:
+    """The `Model` of `config` for observations of `observation_shape` and
+    a policy head of `num_outputs` (a game's actions, or a distribution's
+    parameters: training/control). The same arguments give the same object."""
+    if not isinstance(config, NetworkConfig):
+        raise TypeError(f"make_model_of_shapes: config must be a NetworkConfig, got "
+                        f"{type(config).__name__}")
+    return _make_model(config, tuple(observation_shape), int(num_outputs))

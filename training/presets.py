@@ -291,6 +291,28 @@ _PRESETS: Dict[str, GamePresets] = {
                               uct_simulations=4, uct_playout_length=4, elo_every=1,
                               elo_opponents=1, final_games=2, final_simulations=4,
                               max_game_length=8)}),
+    # The control tasks (envs/control.py, gymnax): Sampled AlphaZero only.
+    # Pendulum-v1's episodes are 200 steps from random starts, rewards in
+    # [-16.3, 0]: a value is a discounted return down to about -1,600, a
+    # linear head in units of 100. A sample waits for its episode's end, so
+    # the replay ring holds at least 200 slots per game row.
+    "pendulum": GamePresets(
+        network=NetworkConfig(kind="mlp", hidden=64, num_layers=2, value_hidden=64,
+                              value_head="linear", value_scale=100.0),
+        defaults=dict(algorithm="sampled_alphazero", policy="gumbel", iterations=200,
+                      num_simulations=32, num_samples=20, num_games=64,
+                      moves_per_iteration=50, temperature_moves=0, replay_size=64 * 400,
+                      min_replay=4096, train_batch_size=256, updates_per_iteration=50,
+                      learning_rate=1e-3, discount=0.99, eval_every=20, eval_games=16,
+                      eval_simulations=32, elo_every=0, final_games=100,
+                      final_simulations=32, augment=False),
+        # tiny: two iterations of 100 steps finish the first episodes (200
+        # steps), so the second iteration updates.
+        presets={"tiny": dict(iterations=2, num_simulations=4, num_samples=3, num_games=2,
+                              moves_per_iteration=100, replay_size=400, min_replay=8,
+                              train_batch_size=8, updates_per_iteration=2, hidden=8, layers=1,
+                              value_hidden=8, eval_every=2, eval_games=2, eval_simulations=2,
+                              final_games=2, final_simulations=2)}),
 }
 GAMES = tuple(_PRESETS)
 

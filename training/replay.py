@@ -31,7 +31,7 @@ device and hands each device its share of the minibatch (see there).
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Tuple
 
 import chex
 import jax
@@ -154,11 +154,14 @@ def num_ready(buffer: ReplayBuffer) -> chex.Array:
 
 
 def sample(buffer: ReplayBuffer, rng_key: chex.PRNGKey, batch_size: int,
-           mesh: Optional[Mesh] = None):
+           mesh: Optional[Mesh] = None,
+           fields: Tuple[str, ...] = ("observation", "policy", "value")):
     """`batch_size` ready samples, uniformly with replacement.
 
     Returns (observation [n, ...], policy [n, A], value [n]); the value is for
-    the player to move in the observation. Requires num_ready > 0.
+    the player to move in the observation. Requires num_ready > 0. `fields`:
+    the buffer's arrays to return, in that order (a buffer with more arrays,
+    such as sampled search's actions, names them).
 
     mesh: None (one device), or the mesh the buffer is split over (along B).
     The drawn indices are the same either way (drawn from the replicated
@@ -170,7 +173,7 @@ def sample(buffer: ReplayBuffer, rng_key: chex.PRNGKey, batch_size: int,
     ready = (buffer.status == READY).reshape(-1)
     probabilities = ready / jnp.maximum(jnp.sum(ready), 1)
     index = jax.random.choice(rng_key, ready.shape[0], (batch_size,), p=probabilities)
-    arrays = (buffer.observation, buffer.policy, buffer.value)
+    arrays = tuple(getattr(buffer, name) for name in fields)
     if mesh is None:
         flat = lambda x: x.reshape((-1,) + x.shape[2:])[index]  # noqa: E731
         return tuple(flat(x) for x in arrays)

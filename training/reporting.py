@@ -187,6 +187,7 @@ def describe_summary(evaluation: EvaluationConfig, summary: Dict[str, Any],
             lines.append(f"agent ({search_label}, {sims} simulations) vs {label}: {w} wins, "
                          f"{d} draws, {l} losses in {w + d + l} games (half as each side)")
     for prefix, label in (("final_", f"agent ({search_label}, {sims} simulations)"),
+                          ("final_policy_", "raw policy network (no search)"),
                           ("final_random_", "a random player")):
         if f"{prefix}score_mean" in summary:
             tiles = ", ".join(f"{tile} tile in {100 * summary[f'{prefix}tile_{tile}_rate']:.1f}%"

@@ -24,6 +24,7 @@ from typing import Any, Dict
 
 import numpy as np
 
+from training import evaluation as evaluation_lib
 from training import policies
 from training.config import Records, game_spec, self_play_policy, stochastic_policy_name
 from training.muzero import networks, search
@@ -156,6 +157,12 @@ class MuZeroFamily:
         return search.LearnedModelPlayer(
             simulator=search.LearnedSimulator(model, self.search_discount),
             policy=self.policy(game.num_actions, greedy), num_simulations=num_simulations)
+
+    def evaluation(self, config, game, model, agent, final_agent, log):
+        """The run's evaluation suite: matches and scores on the game
+        (`training.evaluation.Evaluation`)."""
+        return evaluation_lib.Evaluation(config, game, model, agent=agent,
+                                         final_agent=final_agent, log=log)
 
     def identity(self) -> Dict[str, Any]:
         """What a checkpoint of the run must match."""

@@ -1,0 +1,103 @@
+"""Sampled AlphaZero (--algorithm sampled_alphazero): a control task's true
+dynamics as the search's model, K sampled actions per node.
+
+The algorithm value `training.build` builds for a control task (`--game
+pendulum`), with the methods the loop asks of every algorithm
+(`make_model`, `self_play`, `learner`, `agent`, `evaluation`, `identity`,
+`evaluate`). Its search is the run's policy (`--policy gumbel`: Gumbel
+MuZero's sequential halving among the K samples; `alphazero`: PUCT over
+their corrected priors with root noise, the move sampled from the visits
+in self-play) with a `mcts_jax.sampled.SampledActions` plug-in: K =
+`--num-samples` actions drawn at each node from the network's Gaussian at
+`--proposal-temperature`, their prior `--sampled-prior` (the paper's
+correction, or Stoix's uniform one for the ablation). Values are unbounded
+returns, so Q is min-max normalised within each tree (`value_range=None`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict
+
+import mcts_jax
+from mcts_jax import sampled
+from training import config as config_lib
+from training.control import evaluation as evaluation_lib
+from training.control.learner import SampledLearner
+from training.control.model import ControlModel
+from training.control.self_play import ControlSelfPlay
+
+
+@dataclasses.dataclass(frozen=True)
+class SampledAlphaZero:
+    """A control run: sampled search over the true dynamics (module
+    docstring). records: the run's settings by concern."""
+
+    records: config_lib.Records
+
+    @property
+    def title(self) -> str:
+        return self.records.run.algorithm.title
+
+    @property
+    def search_label(self) -> str:
+        search = self.records.search
+        return f"sampled {search.policy}, K={search.num_samples}"
+
+    def make_model(self, task) -> ControlModel:
+        return ControlModel.make(self.records.network, task)
+
+    def policy(self, task, greedy: bool):
+        """The search policy value: self-play's (`greedy` False: root noise,
+        sampled moves) or the agent's (`greedy` True: neither)."""
+        search = self.records.search
+        plugin = sampled.SampledActions(task.distribution(), search.num_samples,
+                                        temperature=search.proposal_temperature,
+                                        prior=search.sampled_prior)
+        options = dict(plugins=(plugin,), max_nodes=search.max_nodes, value_range=None)
+        if search.policy == "gumbel":
+            return mcts_jax.GumbelPolicy.make(
+                max_num_considered_actions=min(search.max_num_considered_actions,
+                                               search.num_samples),
+                gumbel_scale=0.0 if greedy else 1.0, **options)
+        return mcts_jax.AlphaZeroPolicy.make(
+            dirichlet_fraction=0.0 if greedy else search.dirichlet_fraction,
+            dirichlet_alpha=search.dirichlet_alpha, temperature=0.0 if greedy else 1.0,
+            **options)
+
+    def self_play(self, task, model, policy: Any = None, **games) -> ControlSelfPlay:
+        """Self-play of B episodes; `games`: the settings both board-game
+        algorithms share (`build.self_play_settings`), of which a control
+        run uses the simulations, B and the device mesh (config validation
+        refuses the others' non-default values)."""
+        return ControlSelfPlay(
+            task=task, model=model, policy=self.policy(task, False) if policy is None else policy,
+            num_simulations=games["num_simulations"], num_games=games["num_games"],
+            search_value_weight=self.records.self_play.search_value_weight,
+            mesh=games.get("mesh"))
+
+    def learner(self, model, player: ControlSelfPlay, **common) -> SampledLearner:
+        common.pop("symmetries", None)  # a control task has none
+        return SampledLearner(model=model, distribution=player.sampling.distribution, **common)
+
+    def agent(self, task, model, num_simulations: int, greedy: bool = True,
+              simulations_per_step: int = 1) -> evaluation_lib.ControlAgent:
+        """The evaluation's agent: the greedy search at `num_simulations` (0:
+        the raw policy, the Gaussian's squashed mean)."""
+        del greedy, simulations_per_step
+        return evaluation_lib.ControlAgent(task, model, self.policy(task, True), num_simulations)
+
+    def evaluation(self, config, task, model, agent, final_agent, log):
+        """The run's evaluation suite: episodes' returns (no opponents)."""
+        return evaluation_lib.ControlEvaluation(config, task, model, agent=agent,
+                                                final_agent=final_agent, log=log)
+
+    def identity(self) -> Dict[str, Any]:
+        """What a checkpoint must match: the task and the network."""
+        return dict(game=self.records.game.game,
+                    network=dataclasses.asdict(self.records.network))
+
+    def evaluate(self, learner, variables, buffer, key) -> Dict[str, Any]:
+        """No figures beyond the evaluation suite's."""
+        del learner, variables, buffer, key
+        return {}
