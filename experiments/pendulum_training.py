@@ -1,12 +1,14 @@
-"""Sampled AlphaZero on Pendulum-v1: K samples per node, the prior's correction, the policy.
+"""Sampled AlphaZero and MuZero on Pendulum-v1: K samples, the prior's correction, the policy.
 
     python -m experiments.pendulum_training --section samples --seeds 0 1 2
     python -m experiments.pendulum_training --section prior --seeds 0 1 2
     python -m experiments.pendulum_training --section policy --seeds 0 1 2
+    python -m experiments.pendulum_training --section muzero_samples --seeds 0 1 2
 
 Every side is `python train.py --game pendulum` (the preset: 200 iterations
 of 50 steps of 64 episodes, 640,000 environment steps, Gumbel self-play at
-32 simulations, K = 20) with one change, run to its last iteration (equal
+32 simulations, K = 20; Sampled MuZero's: 400 iterations, 1,280,000 steps)
+with one change, run to its last iteration (equal
 environment steps; `--minutes` only caps a run), interleaved seed by seed
 (`experiments.equal_time`), and judged by its final evaluation: the mean
 return of 100 episodes from random starts with the greedy search at 32
@@ -28,6 +30,9 @@ Sections:
   policy   Gumbel self-play (sequential halving among the samples) against
            PUCT (Dirichlet noise on the samples' priors, moves sampled from
            the visits), K = 20.
+  muzero_samples
+           Sampled MuZero (--algorithm sampled_muzero: the search steps a
+           learned model) at K = 3, 10 and 20, the same preset otherwise.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ SECTIONS = {
                        for k in (3, 10, 20) for prior in ("corrected", "uniform")]),
     "policy": (COMMON, [("gumbel", dict(policy="gumbel")),
                         ("puct", dict(policy="alphazero"))]),
+    "muzero_samples": (dict(COMMON, algorithm="sampled_muzero"),
+                       [(f"muzero_K{k}", dict(num_samples=k)) for k in (3, 10, 20)]),
 }
 
 JUDGED = ["final_score_mean", "final_score_sem", "final_policy_score_mean",
@@ -56,11 +63,20 @@ def main(argv=None) -> None:
     parser.add_argument("--section", choices=sorted(SECTIONS), required=True)
     parser.add_argument("--minutes", type=float, default=30.0,
                         help="cap on a run's training time (the preset ends first)")
+    parser.add_argument("--sides", nargs="*", default=None,
+                        help="only these sides of the section (default: all)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--run-root", default=None, help="folder of the run folders")
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
-    equal_time.compare(f"pendulum_training_{args.section}", SECTIONS[args.section],
+    common, sides = SECTIONS[args.section]
+    if args.sides:
+        unknown = sorted(set(args.sides) - {name for name, _ in sides})
+        if unknown:
+            parser.error(f"--sides: no side {unknown} in section {args.section!r} "
+                         f"(it has {[name for name, _ in sides]})")
+        sides = [(name, settings) for name, settings in sides if name in args.sides]
+    equal_time.compare(f"pendulum_training_{args.section}", (common, sides),
                        args.minutes, args.seeds, JUDGED, "score_mean", args.run_root,
                        save=not args.no_save, extra_settings=dict(section=args.section))
 

@@ -19,7 +19,7 @@ from training import build, loop
 from training import config as config_lib
 from training.control import evaluation as control_eval
 from training.control.learner import SampledLearner
-from training.control.model import LOG_STD_RANGE
+from training.networks import LOG_STD_RANGE
 
 TINY = config_lib.resolve(dict(game="pendulum", preset="tiny"))
 DISCOUNT = TINY.discount
@@ -166,8 +166,14 @@ def test_episode_returns_equal_gymnax_s_own_loop(parts):
 
 
 @pytest.mark.parametrize("settings, message", [
-    (dict(game="pendulum", algorithm="alphazero"), "--algorithm sampled_alphazero is for the "
-                                                   "control tasks"),
+    (dict(game="pendulum", algorithm="alphazero"), "--algorithm sampled_alphazero and "
+                                                   "sampled_muzero are for the control tasks"),
+    (dict(game="connect_four", algorithm="sampled_muzero"), "got --algorithm sampled_muzero "
+                                                            "on connect_four"),
+    (dict(game="pendulum", algorithm="sampled_muzero", reanalyse_fraction=0.5),
+     "--reanalyse-fraction must be 0 for --algorithm sampled_muzero"),
+    (dict(game="pendulum", algorithm="sampled_muzero", value_targets="outcome"),
+     "--value-targets must be n_step or auto"),
     (dict(game="tic_tac_toe", algorithm="sampled_alphazero"), "got --algorithm "
                                                               "sampled_alphazero on tic_tac_toe"),
     (dict(game="pendulum", reuse_tree=True), "--reuse-tree must be False for pendulum"),
@@ -187,18 +193,96 @@ def test_a_replay_ring_shorter_than_an_episode_is_refused(parts):
         parts.self_play.new_buffer(100)
 
 
-def test_a_tiny_run_trains_evaluates_and_resumes(tmp_path):
+@pytest.mark.parametrize("algorithm", ["sampled_alphazero", "sampled_muzero"])
+def test_a_tiny_run_trains_evaluates_and_resumes(tmp_path, algorithm):
     run_dir = str(tmp_path / "pendulum")
-    config, _ = loop.open_run(run_dir, dict(game="pendulum", preset="tiny"), log=lambda _: None)
+    settings = dict(game="pendulum", preset="tiny", algorithm=algorithm)
+    config, _ = loop.open_run(run_dir, settings, log=lambda _: None)
+    assert type(build.algorithm_for(config)).__name__ == {
+        "sampled_alphazero": "SampledAlphaZero", "sampled_muzero": "SampledMuZero"}[algorithm]
     summary = loop.train(config, run_dir, progress=False, log=lambda _: None)
-    assert summary["total_updates"] == 2 and summary["total_games"] == 2
+    # The learned model's windows are usable before the episodes end.
+    updates = 2 if algorithm == "sampled_alphazero" else 4
+    assert summary["total_updates"] == updates and summary["total_games"] == 2
     for prefix in ("final_", "final_policy_", "final_random_"):
         assert -2000 < summary[f"{prefix}score_mean"] < 0
     with open(os.path.join(run_dir, "final.json")) as f:
         assert json.load(f)["final_games"] == 2
     lines = []
-    config, _ = loop.open_run(run_dir, dict(game="pendulum", preset="tiny", iterations=3),
-                              log=lines.append)
+    config, _ = loop.open_run(run_dir, dict(settings, iterations=3), log=lines.append)
     summary = loop.train(config, run_dir, progress=False, log=lines.append)
     assert any("resuming from the checkpoint of iteration 2" in line for line in lines)
-    assert summary["iterations"] == 3 and summary["total_updates"] == 4
+    assert summary["iterations"] == 3 and summary["total_updates"] == updates + 2
+
+
+# ---- Sampled MuZero ------------------------------------------------------------------
+
+MUZERO = config_lib.resolve(dict(game="pendulum", preset="tiny", algorithm="sampled_muzero"))
+
+
+@pytest.fixture(scope="module")
+def muzero_parts():
+    return build.build(MUZERO)
+
+
+def test_the_trajectory_replay_keeps_what_was_played(muzero_parts):
+    """Sampled MuZero's self-play writes each step's played action (the
+    search's chosen sample), its reward (gymnax's, replayed), the K root
+    actions beside the weights, and the episode's end; a drawn window's
+    sampled actions line up with its policy and actions slot for slot."""
+    player, model = muzero_parts.self_play, muzero_parts.model
+    variables = model.init(jax.random.key(11))
+    state = player.init(jax.random.key(12))
+    states0 = jax.tree.map(np.asarray, state.states)
+    buffer = player.new_buffer(400)
+    slots = []
+    for t in range(200):
+        state, buffer, stats = player.step(variables, jax.random.key(200 + t), state, buffer)
+        slots.append(np.asarray(stats.action))
+    sampled_actions = np.asarray(buffer.sampled_actions)[:200]            # [T, B, K, 1]
+    played = sampled_actions[np.arange(200)[:, None], np.arange(2)[None, :], np.stack(slots)]
+    np.testing.assert_array_equal(np.asarray(buffer.action)[:200], played)
+    np.testing.assert_allclose(np.asarray(buffer.reward)[:200],
+                               _gymnax_rewards(states0, played), rtol=1e-5, atol=1e-5)
+    over = np.asarray(buffer.game_over)[:200]
+    assert over[199].all() and not over[:199].any()
+    from training.muzero import trajectories
+    window = trajectories.sample(buffer, jax.random.key(13), 8, 4, "n_step")
+    policy = np.asarray(buffer.samples.policy)
+    for n in range(8):
+        for k in range(4):
+            drawn = np.asarray(window.sampled_actions[n, k])
+            hits = [(t, b) for t in range(200) for b in range(2)
+                    if np.array_equal(sampled_actions[t, b], drawn)]
+            assert len(hits) == 1
+            t, b = hits[0]
+            np.testing.assert_array_equal(policy[t, b], np.asarray(window.policy[n, k]))
+            np.testing.assert_array_equal(played[t, b], np.asarray(window.action[n, k]))
+
+
+def test_the_learned_model_s_policy_loss_is_the_sampled_cross_entropy(muzero_parts):
+    """With a policy target at step 0 alone, the unrolled loss's policy
+    term is -sum_k w_k log pi(a_k | s_0), pi the prediction's Gaussian at
+    the representation of the observation, against a hand-written density."""
+    from training.muzero.learner import Targets
+    learner, model = muzero_parts.learner, muzero_parts.model
+    variables = model.init(jax.random.key(14))
+    n, unroll, k = 4, learner.num_unroll, 3
+    keys = jax.random.split(jax.random.key(15), 4)
+    observation = jax.random.normal(keys[0], (n, unroll + 1, 3))
+    sampled_actions = jax.random.uniform(keys[1], (n, unroll + 1, k, 1), minval=-1.9, maxval=1.9)
+    weights = jax.nn.softmax(jax.random.normal(keys[2], (n, unroll + 1, k)))
+    targets = Targets(observation=observation, policy=weights,
+                      has_policy=jnp.zeros((n, unroll + 1), bool).at[:, 0].set(True),
+                      value=jnp.zeros((n, unroll + 1)), reward=jnp.zeros((n, unroll)),
+                      actions=jax.random.uniform(keys[3], (n, unroll, 1), minval=-2, maxval=2),
+                      alive=jnp.ones((n, unroll + 1), bool), sampled_actions=sampled_actions)
+    _, metrics = learner.loss(variables["params"], targets)
+    _, gaussian, _ = model.initial(variables, observation[:, 0])
+    gaussian, sampled_actions, weights = (np.asarray(x, np.float64)
+                                          for x in (gaussian, sampled_actions, weights))
+    expected = -np.mean([sum(weights[i, 0, j] * _squashed_gaussian_log_density(
+        gaussian[i, 0], gaussian[i, 1], sampled_actions[i, 0, j, 0]) for j in range(k))
+        for i in range(n)])
+    assert float(metrics["policy_loss"]) == pytest.approx(expected, rel=1e-4, abs=1e-4)
+    assert LOG_STD_RANGE[0] <= gaussian[:, 1].min() and gaussian[:, 1].max() <= LOG_STD_RANGE[1]

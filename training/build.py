@@ -44,7 +44,7 @@ from training import config as config_lib
 from training import learner as learner_lib
 from training import self_play as self_play_lib
 from training.config import TrainConfig
-from training.control.setup import SampledAlphaZero
+from training.control.setup import SampledAlphaZero, SampledMuZero
 from training.muzero.setup import MuZeroFamily
 
 
@@ -129,7 +129,7 @@ class AlphaZero:
         return {}
 
 
-Algorithm = Union[AlphaZero, MuZeroFamily, SampledAlphaZero]
+Algorithm = Union[AlphaZero, MuZeroFamily, SampledAlphaZero, SampledMuZero]
 
 
 def algorithm_for(config: TrainConfig) -> Algorithm:
@@ -140,7 +140,7 @@ def algorithm_for(config: TrainConfig) -> Algorithm:
     records = config.records
     kind = records.run.algorithm
     if kind.sampled:
-        return SampledAlphaZero(records)
+        return (SampledMuZero if kind.learned_model else SampledAlphaZero)(records)
     return (MuZeroFamily if kind.learned_model else AlphaZero)(records)
 
 

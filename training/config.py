@@ -95,6 +95,7 @@ ALGORITHM_KINDS: Dict[str, AlgorithmKind] = {kind.name: kind for kind in (
                   policy="muzero"),
     AlgorithmKind("gumbel_muzero", "Gumbel MuZero", learned_model=True, policy="gumbel_muzero"),
     AlgorithmKind("sampled_alphazero", "Sampled AlphaZero", learned_model=False, sampled=True),
+    AlgorithmKind("sampled_muzero", "Sampled MuZero", learned_model=True, sampled=True),
     AlgorithmKind("stochastic_muzero", "Stochastic MuZero", learned_model=True,
                   chance_codes=True),
 )}
@@ -154,7 +155,9 @@ class TrainConfig:
     algorithm: str = setting("alphazero", "what is trained: alphazero (the search steps the "
                              "real game) or a learned model that the search steps instead "
                              "(muzero, gumbel_muzero, stochastic_muzero; see "
-                             "docs/learned_models.md)", choices=ALGORITHMS, shape=True)
+                             "docs/learned_models.md); for a control task (pendulum), "
+                             "sampled_alphazero or sampled_muzero (docs/sampled.md)",
+                             choices=ALGORITHMS, shape=True)
     # ---- self-play ----
     policy: str = setting("gumbel", "search used in self-play", choices=("gumbel", "alphazero"),
                           shape=True)
@@ -187,13 +190,13 @@ class TrainConfig:
     max_num_considered_actions: int = setting(selection.MAX_NUM_CONSIDERED_ACTIONS, "gumbel: "
                                               "actions sampled at the root for "
                                               "sequential halving", "positive")
-    num_samples: int = setting(20, "sampled_alphazero: actions sampled at each node from the "
+    num_samples: int = setting(20, "sampled algorithms: actions sampled at each node from the "
                                "network's Gaussian (K; the tree's slots per node)", "positive",
                                shape=True)
-    proposal_temperature: float = setting(1.0, "sampled_alphazero: temperature of the "
+    proposal_temperature: float = setting(1.0, "sampled algorithms: temperature of the "
                                           "proposal the K actions are drawn from (1: the "
                                           "network's policy itself)", "positive_real")
-    sampled_prior: str = setting("corrected", "sampled_alphazero: the K samples' prior, "
+    sampled_prior: str = setting("corrected", "sampled algorithms: the K samples' prior, "
                                  "corrected (Hubert et al. 2021: beta-hat / beta times pi) or "
                                  "uniform (1/K each, for the ablation)",
                                  choices=("corrected", "uniform"))
@@ -889,10 +892,22 @@ def _validate_control(config: TrainConfig) -> None:
     """A control task trains with --algorithm sampled_alphazero alone, and
     that algorithm trains the control tasks alone; the board-game settings
     it has no use for keep their values (`CONTROL_FIXED`)."""
-    if is_control(config.game) != config.records.run.algorithm.sampled:
-        raise ValueError(f"--algorithm sampled_alphazero is for the control tasks "
-                         f"({', '.join(control.CONTROL_TASKS)}), and they train with it: got "
-                         f"--algorithm {config.algorithm} on {config.game}")
+    algorithm = config.records.run.algorithm
+    if is_control(config.game) != algorithm.sampled:
+        raise ValueError(f"--algorithm sampled_alphazero and sampled_muzero are for the "
+                         f"control tasks ({', '.join(control.CONTROL_TASKS)}), and they train "
+                         f"with these alone: got --algorithm {config.algorithm} on "
+                         f"{config.game}")
+    if algorithm.learned_model and config.reanalyse_fraction:
+        raise ValueError(f"--reanalyse-fraction must be 0 for --algorithm {config.algorithm} "
+                         f"(reanalysing sampled searches is not built), got "
+                         f"{config.reanalyse_fraction}")
+    if algorithm.learned_model and (config.support_bins % 2 == 0 or config.support_bins < 3):
+        raise ValueError(f"--support-bins must be odd and >= 3, got {config.support_bins}")
+    if algorithm.learned_model and config.value_targets == "outcome":
+        raise ValueError(f"--value-targets must be n_step or auto for --algorithm "
+                         f"{config.algorithm} (the learner bootstraps from the search's "
+                         f"values), got outcome")
     for name, value in CONTROL_FIXED.items():
         if getattr(config, name) != value:
             raise ValueError(f"{flag_name(name)} must be {value!r} for {config.game}: a control "

@@ -47,6 +47,20 @@ Variables = Dict[str, Any]
 VALUE_HEADS = ("tanh", "linear")
 
 
+# A Gaussian policy head's log standard deviations are clipped to this range
+# (before a squash into the action bounds): e^-5 = 0.007 to e^1 = 2.7, so a
+# proposal neither collapses to a point nor spreads far past the bounds.
+LOG_STD_RANGE = (-5.0, 1.0)
+
+
+def gaussian_parameters(raw: jax.Array) -> jax.Array:
+    """A policy head's outputs [..., 2 d] as a Gaussian's parameters (the
+    means, then the log standard deviations clipped to `LOG_STD_RANGE`):
+    the continuous-action networks' head (training/control)."""
+    mean, log_std = jnp.split(raw.astype(jnp.float32), 2, axis=-1)
+    return jnp.concatenate([mean, jnp.clip(log_std, *LOG_STD_RANGE)], axis=-1)
+
+
 @dataclasses.dataclass(frozen=True)
 class NetworkConfig:
     """Architecture of a policy-value network (hashable).

@@ -29,31 +29,33 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcts_jax import sampled
-from training.control.model import ControlModel
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ControlAgent:
     """Acts in B episodes at once (compared by identity: a static argument).
 
-    task: the `ControlTask`; model: `ControlModel`; policy: a greedy policy
+    simulator: what the search steps (`training.control.model.TrueDynamics`
+    or `LearnedDynamics`, which hold the task); policy: a greedy policy
     value with a `SampledActions` plug-in; num_simulations: per step (0:
     the raw policy, the Gaussian's squashed mean).
     """
 
-    task: Any
-    model: ControlModel
+    simulator: Any
     policy: Any
     num_simulations: int
+
+    @property
+    def task(self):
+        return self.simulator.task
 
     def actions(self, variables, rng_key, states) -> jax.Array:
         """[B, d] actions at gymnax states [B]."""
         if self.num_simulations == 0:
-            gaussian, _ = self.model.predict(variables, self.task.observe(states))
+            gaussian = self.simulator.proposal(variables, self.task.observe(states))
             return self.task.distribution().mean_action(gaussian)
-        root = self.task.root(self.model.evaluator, variables, states)
-        out = self.policy(variables, rng_key, root, self.task.recurrent_fn(self.model.evaluator),
-                          self.num_simulations)
+        out = self.policy(variables, rng_key, self.simulator.root(variables, states),
+                          self.simulator.recurrent_fn, self.num_simulations)
         return sampled.chosen_action(out.search_tree, out.action)
 
 
@@ -106,7 +108,7 @@ class ControlEvaluation:
     """The evaluation suite of a control run (module docstring); the
     loop's interface: `periodic`, `final`, `elo_matches`."""
 
-    def __init__(self, config, task, model: ControlModel, *, agent: ControlAgent,
+    def __init__(self, config, task, model: Any, *, agent: ControlAgent,
                  final_agent: ControlAgent, log: Callable[[str], None] = print):
         self.config, self.task, self.model = config, task, model
         self.agent, self.final_agent, self.log = agent, final_agent, log

@@ -22,7 +22,8 @@ import jax.numpy as jnp
 import optax
 
 from training import replay
-from training.control.model import ControlModel, LOG_STD_RANGE
+from training.control.model import ControlModel
+from training.networks import LOG_STD_RANGE
 from training.learner import LearnerState
 
 SAMPLE_FIELDS = ("observation", "actions", "policy", "value")

@@ -1,4 +1,4 @@
-"""The network of a control task: a Gaussian policy over the actions and a value.
+"""The network of a control task, and what a control run's search steps.
 
 `ControlModel` wraps a `training.networks.Model` (an MLP over the task's
 observation [B, obs_dim]) whose policy head has the distribution's
@@ -9,12 +9,17 @@ log standard deviations) instead of action logits:
     variables = model.init(key)
     gaussian, value = model.predict(variables, observation)   # [B, 2 d], [B]
 
-The log standard deviations are clipped to `LOG_STD_RANGE` (before the
-tanh squash into the task's bounds), in search and in training alike, so
-that a proposal neither collapses to a point nor spreads past the bounds.
+The log standard deviations are clipped to `networks.LOG_STD_RANGE`
+(`networks.gaussian_parameters`), in search and in training alike.
 `value` is the discounted return still to come from the observation (the
 one agent's point of view), on the task's reward scale (the network's
 `value_scale` is its unit).
+
+What the search steps (`root`, `recurrent_fn`, and `proposal`: the
+policy's parameters at an observation, for the raw policy):
+`TrueDynamics` (Sampled AlphaZero: the task's own step, this network at
+the leaves) or `LearnedDynamics` (Sampled MuZero: a learned model of
+continuous actions, `training.muzero.networks.make_continuous_model`).
 """
 
 from __future__ import annotations
@@ -24,20 +29,10 @@ import functools
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 
+from mcts_jax.base import RootFnOutput
 from training import networks
-
-# Pre-squash standard deviations between e^-5 (0.007) and e^1 (2.7).
-LOG_STD_RANGE = (-5.0, 1.0)
-
-
-def bounded(raw: jax.Array) -> jax.Array:
-    """[..., 2 d] network outputs -> Gaussian parameters, the log standard
-    deviations (the second half) clipped to `LOG_STD_RANGE`."""
-    mean, log_std = jnp.split(raw.astype(jnp.float32), 2, axis=-1)
-    return jnp.concatenate([mean, jnp.clip(log_std, *LOG_STD_RANGE)], axis=-1)
-
+from training.muzero.search import LearnedRecurrentFn
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ControlModel:
@@ -64,12 +59,12 @@ class ControlModel:
     def predict(self, variables, observation: jax.Array):
         """(Gaussian parameters [B, 2 d], value [B]) of observations [B, obs_dim]."""
         raw, value = self.network.predict(variables, observation)
-        return bounded(raw), value
+        return networks.gaussian_parameters(raw), value
 
     def apply_train(self, variables, observation: jax.Array):
         """(Gaussian parameters, value, new batch_stats) in training mode."""
         raw, value, batch_stats = self.network.apply_train(variables, observation)
-        return bounded(raw), value, batch_stats
+        return networks.gaussian_parameters(raw), value, batch_stats
 
     @functools.cached_property
     def evaluator(self) -> Any:
@@ -81,3 +76,50 @@ class ControlModel:
 @functools.lru_cache(maxsize=None)
 def _make(config: networks.NetworkConfig, observation_shape, num_params: int) -> ControlModel:
     return ControlModel(networks.make_model_of_shapes(config, observation_shape, num_params))
+
+
+# ---- what a search steps: the task itself, or a learned model ------------------------
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class TrueDynamics:
+    """Sampled AlphaZero's model: the task's own step
+    (`ControlTask.recurrent_fn`), the `ControlModel` at the leaves."""
+
+    task: Any
+    model: ControlModel
+
+    def root(self, variables, states):
+        """The search's root at gymnax states [B]."""
+        return self.task.root(self.model.evaluator, variables, states)
+
+    @property
+    def recurrent_fn(self):
+        return self.task.recurrent_fn(self.model.evaluator)
+
+    def proposal(self, variables, observation: jax.Array) -> jax.Array:
+        """[B, 2 d] the proposal's parameters at observations [B, obs_dim]."""
+        return self.model.predict(variables, observation)[0]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class LearnedDynamics:
+    """Sampled MuZero's model: a `LearnedModel` with continuous actions
+    (`training.muzero.networks.make_continuous_model`) from the state's
+    observation on; `discount` is the search's discount of one step."""
+
+    task: Any
+    model: Any
+    discount: float
+
+    def root(self, variables, states):
+        latent, gaussian, value_logits = self.model.initial(variables, self.task.observe(states))
+        return RootFnOutput(prior_logits=gaussian,
+                            value=self.model.config.value_support.scalar(value_logits),
+                            embedding=latent)
+
+    @property
+    def recurrent_fn(self):
+        return LearnedRecurrentFn(self.model, self.discount)
+
+    def proposal(self, variables, observation: jax.Array) -> jax.Array:
+        return self.model.initial(variables, observation)[1]

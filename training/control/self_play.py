@@ -31,7 +31,8 @@ import jax.numpy as jnp
 
 from mcts_jax import sampled
 from training import replay
-from training.control.model import ControlModel
+from training.control.model import ControlModel, LearnedDynamics, TrueDynamics
+from training.muzero import trajectories
 from training.self_play import StepStats
 
 
@@ -86,11 +87,16 @@ class ControlSelfPlay:
                              f"got {len(plugins)}")
         object.__setattr__(self, "sampling", plugins[0])
 
+    @property
+    def simulator(self) -> TrueDynamics:
+        """What the search steps: the task's own dynamics."""
+        return TrueDynamics(self.task, self.model)
+
     def search(self, variables, rng_key, states, num_simulations: Optional[int] = None):
         """The `PolicyOutput` of a search at gymnax states [B]."""
-        root = self.task.root(self.model.evaluator, variables, states)
-        return self.policy(variables, rng_key, root, self.task.recurrent_fn(self.model.evaluator),
-                           num_simulations or self.num_simulations)
+        simulator = self.simulator
+        return self.policy(variables, rng_key, simulator.root(variables, states),
+                           simulator.recurrent_fn, num_simulations or self.num_simulations)
 
     def init(self, rng_key: chex.PRNGKey) -> EpisodeState:
         """B fresh episodes."""
@@ -113,10 +119,59 @@ class ControlSelfPlay:
         return SampledReplay(**{f.name: getattr(ring, f.name)
                                 for f in dataclasses.fields(ring)}, actions=actions)
 
-    def step(self, variables, rng_key: chex.PRNGKey, state: EpisodeState,
-             buffer: SampledReplay):
+    def record(self, buffer: SampledReplay, observation, root_actions, weights, action,
+               search_value) -> SampledReplay:
+        """The buffer with one pending sample per row written (traced):
+        observations [B, obs_dim], the K root actions [B, K, d], the
+        search's weights [B, K], the played action [B, d] (unused here),
+        the root value [B]."""
+        del action
+        buffer = buffer.replace(actions=jax.lax.dynamic_update_index_in_dim(
+            buffer.actions, root_actions, buffer.cursor, axis=0))
+        return replay.add(buffer, observation, weights,
+                          jnp.zeros((self.num_games,), jnp.int32), search_value=search_value,
+                          search_value_weight=self.search_value_weight)
+
+    def credit(self, buffer: SampledReplay, reward, done) -> SampledReplay:
+        """The buffer after the step (traced): reward [B], done [B]."""
+        return replay.credit_rewards(buffer, reward[:, None], done, self.search_value_weight,
+                                     self.task.discount)
+
+    def step(self, variables, rng_key: chex.PRNGKey, state: EpisodeState, buffer):
         """One step of every episode: (state, buffer, `StepStats`). Compiled once."""
         return _step(self, variables, rng_key, state, buffer)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class LearnedControlSelfPlay(ControlSelfPlay):
+    """Sampled MuZero's self-play: the search steps a learned model
+    (`LearnedDynamics`, from the observation on), and every step goes to
+    the trajectory replay (`training.muzero.trajectories`) with its played
+    action [d], its reward, the K sampled root actions and the search's
+    weights and root value. `discount`: the search's discount of one step."""
+
+    discount: float = 0.99
+
+    @property
+    def simulator(self) -> LearnedDynamics:
+        return LearnedDynamics(self.task, self.model, self.discount)
+
+    def new_buffer(self, num_slots: int) -> trajectories.TrajectoryBuffer:
+        distribution = self.sampling.distribution
+        return trajectories.init(num_slots, self.num_games, self.task.observation_shape,
+                                 jnp.float32, self.sampling.num_samples,
+                                 sampled_action_shape=tuple(distribution.action_shape),
+                                 action_dtype=distribution.action_dtype)
+
+    def record(self, buffer, observation, root_actions, weights, action, search_value):
+        every = jnp.ones(weights.shape, jnp.bool_)  # any sampled slot may be searched
+        return trajectories.add(buffer, observation, every, weights,
+                                jnp.zeros((self.num_games,), jnp.int32), action, search_value,
+                                jnp.ones((self.num_games,), jnp.bool_),
+                                sampled_actions=root_actions)
+
+    def credit(self, buffer, reward, done):
+        return trajectories.credit(buffer, reward[:, None], done, discount=self.task.discount)
 
 
 @functools.partial(jax.jit, static_argnums=0, donate_argnums=(3, 4))
@@ -127,15 +182,11 @@ def _step(self: ControlSelfPlay, variables, rng_key, state: EpisodeState,
     tree = out.search_tree
     action = sampled.chosen_action(tree, out.action)                 # [B, d]
     search_value = tree.summary().value
-    buffer = buffer.replace(actions=jax.lax.dynamic_update_index_in_dim(
-        buffer.actions, sampled.root_actions(tree), buffer.cursor, axis=0))
     num_games = self.num_games
-    buffer = replay.add(buffer, self.task.observe(state.states), out.action_weights,
-                        jnp.zeros((num_games,), jnp.int32), search_value=search_value,
-                        search_value_weight=self.search_value_weight)
+    buffer = self.record(buffer, self.task.observe(state.states), sampled.root_actions(tree),
+                         out.action_weights, action, search_value)
     _, next_states, reward, done = self.task.step(state.states, action)
-    buffer = replay.credit_rewards(buffer, reward[:, None], done, self.search_value_weight,
-                                   self.task.discount)
+    buffer = self.credit(buffer, reward, done)
     returns = state.returns + reward
     _, fresh = self.task.reset(reset_key, num_games)
     restart = lambda new, old: jnp.where(  # noqa: E731

@@ -1,7 +1,9 @@
-"""Sampled AlphaZero (--algorithm sampled_alphazero): a control task's true
-dynamics as the search's model, K sampled actions per node.
+"""Sampled AlphaZero and Sampled MuZero on a control task: K sampled actions per node.
 
-The algorithm value `training.build` builds for a control task (`--game
+    --algorithm sampled_alphazero   the search steps the task's true dynamics
+    --algorithm sampled_muzero      the search steps a learned model
+
+The algorithm values `training.build` builds for a control task (`--game
 pendulum`), with the methods the loop asks of every algorithm
 (`make_model`, `self_play`, `learner`, `agent`, `evaluation`, `identity`,
 `evaluate`). Its search is the run's policy (`--policy gumbel`: Gumbel
@@ -12,6 +14,12 @@ in self-play) with a `mcts_jax.sampled.SampledActions` plug-in: K =
 `--proposal-temperature`, their prior `--sampled-prior` (the paper's
 correction, or Stoix's uniform one for the ablation). Values are unbounded
 returns, so Q is min-max normalised within each tree (`value_range=None`).
+
+Sampled MuZero (Hubert et al. 2021) learns the model as MuZero does
+(`training.muzero`: representation, dynamics of the action vector,
+prediction of the Gaussian and the value; K-step unrolls, n-step value
+targets, categorical supports) and trains its policy on each unrolled
+step's sampled actions (`LearnedModelLearner` with `distribution`).
 """
 
 from __future__ import annotations
@@ -24,8 +32,11 @@ from mcts_jax import sampled
 from training import config as config_lib
 from training.control import evaluation as evaluation_lib
 from training.control.learner import SampledLearner
-from training.control.model import ControlModel
-from training.control.self_play import ControlSelfPlay
+from training.control.model import ControlModel, LearnedDynamics, TrueDynamics
+from training.control.self_play import ControlSelfPlay, LearnedControlSelfPlay
+from training.muzero import networks as learned_networks
+from training.muzero.learner import LearnedModelLearner
+from training.muzero.setup import MuZeroFamily
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +45,10 @@ class SampledAlphaZero:
     docstring). records: the run's settings by concern."""
 
     records: config_lib.Records
+
+    def simulator(self, task, model) -> TrueDynamics:
+        """What the search steps: the task itself, the network at the leaves."""
+        return TrueDynamics(task, model)
 
     @property
     def title(self) -> str:
@@ -85,7 +100,8 @@ class SampledAlphaZero:
         """The evaluation's agent: the greedy search at `num_simulations` (0:
         the raw policy, the Gaussian's squashed mean)."""
         del greedy, simulations_per_step
-        return evaluation_lib.ControlAgent(task, model, self.policy(task, True), num_simulations)
+        return evaluation_lib.ControlAgent(self.simulator(task, model), self.policy(task, True),
+                                           num_simulations)
 
     def evaluation(self, config, task, model, agent, final_agent, log):
         """The run's evaluation suite: episodes' returns (no opponents)."""
@@ -101,3 +117,46 @@ class SampledAlphaZero:
         """No figures beyond the evaluation suite's."""
         del learner, variables, buffer, key
         return {}
+
+
+@dataclasses.dataclass(frozen=True)
+class SampledMuZero(SampledAlphaZero):
+    """A control run whose search steps a learned model (module docstring):
+    the same search, self-play loop and evaluation as Sampled AlphaZero,
+    MuZero's model and unrolled learner (`--latent-size`, `--num-unroll-steps`,
+    `--td-steps`, the supports)."""
+
+    def model_config(self) -> learned_networks.ModelConfig:
+        return MuZeroFamily(self.records).model_config()
+
+    def make_model(self, task) -> learned_networks.LearnedModel:
+        return learned_networks.make_continuous_model(self.model_config(), task)
+
+    def simulator(self, task, model) -> LearnedDynamics:
+        return LearnedDynamics(task, model, float(self.records.game.discount))
+
+    def self_play(self, task, model, policy: Any = None, **games) -> LearnedControlSelfPlay:
+        return LearnedControlSelfPlay(
+            task=task, model=model, policy=self.policy(task, False) if policy is None else policy,
+            num_simulations=games["num_simulations"], num_games=games["num_games"],
+            mesh=games.get("mesh"), discount=float(self.records.game.discount))
+
+    def learner(self, model, player: LearnedControlSelfPlay, **common) -> LearnedModelLearner:
+        """MuZero's unrolled learner on n-step targets, the policy on the
+        sampled actions (no reanalyse: config validation refuses it)."""
+        common.pop("symmetries", None)
+        learned = self.records.learned_model
+        discount = float(self.records.game.discount)
+        return LearnedModelLearner(
+            model=model, num_unroll=learned.num_unroll_steps, value_targets="n_step",
+            td_steps=learned.td_steps, discount=discount, search_discount=discount,
+            consistency_weight=learned.consistency_weight,
+            distribution=player.sampling.distribution, **common)
+
+    def identity(self) -> Dict[str, Any]:
+        return dict(game=self.records.game.game, algorithm=self.records.run.algorithm.name,
+                    model=repr(self.model_config()))
+
+    def evaluate(self, learner, variables, buffer, key) -> Dict[str, Any]:
+        """The learned model's drift from the task along replayed steps."""
+        return MuZeroFamily(self.records).evaluate(learner, variables, buffer, key)

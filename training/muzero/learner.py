@@ -26,6 +26,12 @@ of the real next observation, EfficientZero's temporal consistency; it also
 gives Stochastic MuZero's encoder a reason to use its codes]; weight decay
 is in adamw.
 
+Sampled MuZero (`distribution` set, training/control): the policy target
+of a step is the search's weights w over its K sampled root actions a_k,
+and the policy loss is `-sum_k w_k log pi(a_k | s)` with pi the
+prediction's distribution (a density for continuous actions); the played
+actions the unroll replays are vectors. No augmentation, no reanalyse.
+
 Reanalyse (MuZero Reanalyse): a `reanalyse_fraction` of each minibatch
 gets fresh targets from the current network: the policy targets of its
 K + 1 positions from a new search with the learned model, and, for n-step
@@ -64,9 +70,11 @@ class Targets:
     """What one minibatch is trained towards ([n, K + 1] unless said).
 
     policy [n, K + 1, A] and has_policy; value; actions [n, K] (random past
-    a game's end); reward [n, K]; alive [n, K + 1]; observation [n, K + 1,
+    a game's end; [n, K, d] vectors, 0 past the end, for continuous
+    actions); reward [n, K]; alive [n, K + 1]; observation [n, K + 1,
     ...] (the encoder's inputs, Stochastic MuZero; the first is the
-    representation's input)."""
+    representation's input); sampled_actions [n, K + 1, K_s, ...]: the
+    sampled root actions `policy` weighs (Sampled MuZero), or None."""
 
     observation: chex.Array
     policy: chex.Array
@@ -75,6 +83,7 @@ class Targets:
     actions: chex.Array
     reward: chex.Array
     alive: chex.Array
+    sampled_actions: Optional[chex.Array] = None
 
 
 @chex.dataclass(frozen=True)
@@ -119,6 +128,7 @@ class LearnedModelLearner:
     reanalyse_simulations: int = 0
     symmetries: Optional[str] = None   # game name whose symmetries augment windows
     mesh: Optional[Mesh] = None
+    distribution: Any = None           # Sampled MuZero's proposal family (None: action ids)
 
     @property
     def window(self) -> int:
@@ -155,15 +165,21 @@ class LearnedModelLearner:
                 bootstrap = window.search_value.at[:count].set(fresh_bootstrap)
         value = trajectories.value_targets(window, unroll, self.value_targets, self.td_steps,
                                            self.discount, bootstrap)
-        num_actions = policy.shape[-1]
-        random_actions = jax.random.randint(rng_key, (self.batch_size, unroll), 0, num_actions)
         alive = window.alive[:, :steps]
+        played = window.action[:, :unroll]
+        if self.distribution is None:
+            past_end = jax.random.randint(rng_key, played.shape, 0, policy.shape[-1])
+        else:  # a sampled search's actions: past the end, zeros
+            past_end = jnp.zeros_like(played)
+        living = alive[:, :unroll].reshape(alive[:, :unroll].shape + (1,) * (played.ndim - 2))
+        sampled_actions = window.sampled_actions
         return Targets(observation=window.observation[:, :steps], policy=policy,
                        has_policy=has_policy, value=value,
-                       actions=jnp.where(alive[:, :unroll], window.action[:, :unroll],
-                                         random_actions),
+                       actions=jnp.where(living, played, past_end),
                        reward=jnp.where(alive[:, :unroll], window.reward[:, :unroll], 0.0),
-                       alive=alive)
+                       alive=alive,
+                       sampled_actions=None if sampled_actions is None
+                       else sampled_actions[:, :steps])
 
     def augment(self, rng_key, targets: Targets) -> Targets:
         """Each window seen through one random board symmetry of its own: its
@@ -240,13 +256,18 @@ class LearnedModelLearner:
 
         for k, (logits, value_logits) in enumerate(unrolled.predictions):
             weight = 1.0 if k == 0 else 1.0 / unroll
-            log_probs = jax.nn.log_softmax(logits, axis=-1)
             mask = targets.has_policy[:, k].astype(jnp.float32)
             policy_target = targets.policy[:, k]
+            if self.distribution is None:
+                log_probs = jax.nn.log_softmax(logits, axis=-1)
+            else:  # log pi of the K sampled actions (a density: no KL to report)
+                log_probs = self.distribution.log_prob(logits, targets.sampled_actions[:, k])
             cross_entropy = -jnp.sum(policy_target * log_probs, axis=-1)
-            entropy = -jnp.sum(policy_target * jnp.log(jnp.maximum(policy_target, 1e-12)), -1)
             add("policy_loss", weight * jnp.mean(mask * cross_entropy))
-            add("policy_kl", weight * jnp.mean(mask * (cross_entropy - entropy)))
+            if self.distribution is None:
+                entropy = -jnp.sum(policy_target * jnp.log(jnp.maximum(policy_target, 1e-12)),
+                                   -1)
+                add("policy_kl", weight * jnp.mean(mask * (cross_entropy - entropy)))
             add("value_loss", weight * jnp.mean(config.value_support.loss(value_logits,
                                                                           targets.value[:, k])))
             value_error = jnp.mean(jnp.abs(config.value_support.scalar(value_logits)

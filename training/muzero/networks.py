@@ -40,6 +40,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from training.muzero.support import Support
+from training.networks import gaussian_parameters
 
 Variables = Dict[str, Any]
 
@@ -133,7 +134,7 @@ class LearnedModelNet(nnx.Module):
     """Every function of the learned model (see the module docstring)."""
 
     def __init__(self, observation_shape: Tuple[int, ...], num_actions: int,
-                 config: ModelConfig, rngs: nnx.Rngs):
+                 config: ModelConfig, rngs: nnx.Rngs, action_size: int = 0):
         latent, hidden, layers = config.latent_size, config.hidden, config.num_layers
         values, rewards = config.value_support.num_bins, config.reward_support.num_bins
         if config.kind == "resnet":
@@ -148,9 +149,10 @@ class LearnedModelNet(nnx.Module):
                 size *= d
             self.representation = Trunk(size, hidden, layers, latent, rngs)
         self.num_actions = num_actions
+        self.action_size = action_size
         codes = config.num_chance_codes
-        self.dynamics_trunk = Trunk(latent + (codes or num_actions), hidden, layers,
-                                    latent + rewards, rngs)
+        self.dynamics_trunk = Trunk(latent + (codes or action_size or num_actions), hidden,
+                                    layers, latent + rewards, rngs)
         self.prediction_trunk = Trunk(latent, hidden, layers, num_actions + values, rngs)
         if codes:
             self.afterstate_trunk = Trunk(latent + num_actions, hidden, layers, latent, rngs)
@@ -169,12 +171,15 @@ class LearnedModelNet(nnx.Module):
 
     def predict(self, latent):
         out = self.prediction_trunk(latent)
-        return out[:, :self.num_actions], out[:, self.num_actions:]
+        policy = out[:, :self.num_actions]
+        if self.action_size:  # continuous actions: a Gaussian's parameters
+            policy = gaussian_parameters(policy)
+        return policy, out[:, self.num_actions:]
 
     def dynamics(self, latent, action_or_code):
         """(next latent, reward logits) from a latent (an afterstate for
         Stochastic MuZero) and an action id (a chance code: one-hot [B, C]
-        or an id)."""
+        or an id), or a continuous action [B, action_size]."""
         width = self.config.num_chance_codes or self.num_actions
         if action_or_code.ndim == 1:
             action_or_code = jax.nn.one_hot(action_or_code, width)
@@ -214,13 +219,14 @@ class LearnedModel:
 
     config: ModelConfig
     observation_shape: Tuple[int, ...]
-    num_actions: int
+    num_actions: int            # policy outputs: a game's actions, or a Gaussian's 2 d
     graphdef: Any
     abstract_params: Any
+    action_size: int = 0        # 0: action ids; d: continuous actions [B, d]
 
     def init(self, rng_key: jax.Array) -> Variables:
         module = LearnedModelNet(self.observation_shape, self.num_actions, self.config,
-                                 nnx.Rngs(rng_key))
+                                 nnx.Rngs(rng_key), self.action_size)
         return {"params": nnx.to_pure_dict(nnx.state(module, nnx.Param)), "batch_stats": {}}
 
     def module(self, variables: Variables) -> LearnedModelNet:
@@ -247,12 +253,13 @@ class LearnedModel:
 
 @functools.lru_cache(maxsize=None)
 def _make_model(config: ModelConfig, observation_shape: Tuple[int, ...],
-                num_actions: int) -> LearnedModel:
+                num_actions: int, action_size: int = 0) -> LearnedModel:
     abstract = nnx.eval_shape(lambda: LearnedModelNet(observation_shape, num_actions, config,
-                                                      nnx.Rngs(0)))
+                                                      nnx.Rngs(0), action_size))
     graphdef, params = nnx.split(abstract, nnx.Param)
     return LearnedModel(config=config, observation_shape=tuple(observation_shape),
-                        num_actions=num_actions, graphdef=graphdef, abstract_params=params)
+                        num_actions=num_actions, graphdef=graphdef, abstract_params=params,
+                        action_size=action_size)
 
 
 def make_model(config: ModelConfig, game) -> LearnedModel:
@@ -262,3 +269,16 @@ def make_model(config: ModelConfig, game) -> LearnedModel:
         raise TypeError(f"make_model: config must be a ModelConfig, got "
                         f"{type(config).__name__}")
     return _make_model(config, tuple(game.observation_shape), int(game.num_actions))
+
+
+def make_continuous_model(config: ModelConfig, task) -> LearnedModel:
+    """The `LearnedModel` of `config` for a control task
+    (`envs.control.ControlTask`): its dynamics take action vectors [B, d],
+    its prediction gives the task's proposal parameters (a Gaussian's 2 d,
+    `training.networks.gaussian_parameters`) as the policy. The same
+    arguments give the same object."""
+    if config.num_chance_codes:
+        raise ValueError("a continuous-action learned model has no chance codes")
+    distribution = task.distribution()
+    return _make_model(config, tuple(task.observation_shape), distribution.num_params,
+                       int(task.action_dim))

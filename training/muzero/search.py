@@ -55,7 +55,7 @@ class LearnedRecurrentFn:
     def __call__(self, params, rng_key, action, latent):
         del rng_key
         reward, logits, value, next_latent = _transition(self.model, params, latent, action)
-        discount = jnp.full(action.shape, self.discount, jnp.float32)
+        discount = jnp.full(action.shape[:1], self.discount, jnp.float32)
         return mcts_jax.RecurrentFnOutput(reward=reward, discount=discount, prior_logits=logits,
                                           value=value), next_latent
 

@@ -55,6 +55,11 @@ class TrajectoryBuffer:
     game_over: [T, B] bool, the game ended (or was cut) with this move.
     written_at: [T] int32, the write count when the slot was written (-1: never).
     writes: [] int32, slots written so far.
+    sampled_actions: [T, B, K, *action_shape], sampled search's K root
+      actions, over which `policy` [T, B, K] is the target (None: the
+      policy is over the game's A actions). With them `action` is the
+      played action itself, [T, B, *action_shape] (a vector for continuous
+      control).
     """
 
     samples: replay.ReplayBuffer
@@ -66,6 +71,7 @@ class TrajectoryBuffer:
     game_over: chex.Array
     written_at: chex.Array
     writes: chex.Array
+    sampled_actions: Optional[chex.Array] = None
 
     @property
     def num_slots(self) -> int:
@@ -80,7 +86,7 @@ class Window:
     reward, search_value, outcome (the outcome value) [n, W]; searched
     [n, W] bool; alive [n, W] bool: the step is a position of the start's
     game (step 0 always); ended [n, W] bool: the step is past that game's
-    end (absorbing).
+    end (absorbing). sampled_actions [n, W, K, ...]: the buffer's, or None.
     """
 
     observation: chex.Array
@@ -93,16 +99,27 @@ class Window:
     searched: chex.Array
     alive: chex.Array
     ended: chex.Array
+    sampled_actions: Optional[chex.Array] = None
 
 
 def init(num_slots: int, batch_size: int, observation_shape, observation_dtype,
-         num_actions: int) -> TrajectoryBuffer:
-    """An empty ring of `num_slots` x `batch_size` moves."""
+         num_actions: int, sampled_action_shape: Optional[tuple] = None,
+         action_dtype=jnp.int32) -> TrajectoryBuffer:
+    """An empty ring of `num_slots` x `batch_size` moves. With
+    `sampled_action_shape` (a sampled search's actions: () for ids, (d,)
+    for vectors; `num_actions` is then K, its samples per node) the ring
+    keeps each move's K sampled root actions and the played action itself."""
     shape = (num_slots, batch_size)
+    sampled = None
+    action_shape = ()
+    if sampled_action_shape is not None:
+        action_shape = tuple(sampled_action_shape)
+        sampled = jnp.zeros(shape + (num_actions,) + action_shape, action_dtype)
     return TrajectoryBuffer(
         samples=replay.init(num_slots, batch_size, observation_shape, observation_dtype,
                             num_actions),
-        action=jnp.zeros(shape, jnp.int32), reward=jnp.zeros(shape, jnp.float32),
+        action=jnp.zeros(shape + action_shape, action_dtype),
+        reward=jnp.zeros(shape, jnp.float32), sampled_actions=sampled,
         legal=jnp.zeros(shape + (num_actions,), jnp.bool_),
         search_value=jnp.zeros(shape, jnp.float32), searched=jnp.zeros(shape, jnp.bool_),
         game_over=jnp.zeros(shape, jnp.bool_),
@@ -110,15 +127,18 @@ def init(num_slots: int, batch_size: int, observation_shape, observation_dtype,
 
 
 def add(buffer: TrajectoryBuffer, observation, legal, policy, player, action, search_value,
-        searched) -> TrajectoryBuffer:
+        searched, sampled_actions=None) -> TrajectoryBuffer:
     """Writes one move of every row at the cursor (observation [B, ...], legal
     [B, A], policy [B, A], player [B], action [B], search_value [B], searched
-    [B] bool). Its reward and end come with `credit`."""
+    [B] bool; a sampled search's: sampled_actions [B, K, ...], action [B,
+    ...]). Its reward and end come with `credit`."""
     cursor = buffer.samples.cursor
 
     def put(array, row):
         return jax.lax.dynamic_update_index_in_dim(array, row.astype(array.dtype), cursor, 0)
 
+    if sampled_actions is not None:
+        buffer = buffer.replace(sampled_actions=put(buffer.sampled_actions, sampled_actions))
     return buffer.replace(
         samples=replay.add(buffer.samples, observation, policy, player),
         action=put(buffer.action, action), legal=put(buffer.legal, legal),
@@ -165,7 +185,7 @@ def sample(buffer: TrajectoryBuffer, rng_key, batch_size: int, window: int,
     ok = usable(buffer, window, value_targets).reshape(-1)
     start = jax.random.choice(rng_key, ok.shape[0], (batch_size,), p=ok / jnp.maximum(
         jnp.sum(ok), 1))
-    num_slots, num_rows = buffer.action.shape
+    num_slots, num_rows = buffer.action.shape[:2]
     slot0, row = start // num_rows, start % num_rows
     steps = jnp.arange(window)
     slots = (slot0[:, None] + steps) % num_slots                       # [n, W]
@@ -173,18 +193,20 @@ def sample(buffer: TrajectoryBuffer, rng_key, batch_size: int, window: int,
     per_slot = (buffer.samples.observation, buffer.legal, buffer.samples.policy, buffer.action,
                 buffer.reward, buffer.search_value, buffer.samples.value, buffer.searched,
                 buffer.game_over)
+    if buffer.sampled_actions is not None:
+        per_slot += (buffer.sampled_actions,)
     if mesh is None:
         gathered = tuple(x.reshape((-1,) + x.shape[2:])[flat] for x in per_slot)
     else:
         gathered = replay.gather_rows(per_slot, flat, mesh)
     (observation, legal, policy, action, reward, search_value, outcome, searched,
-     game_over) = (x.reshape((batch_size, window) + x.shape[1:]) for x in gathered)
+     game_over, *sampled) = (x.reshape((batch_size, window) + x.shape[1:]) for x in gathered)
     consecutive = buffer.written_at[slots] == buffer.written_at[slot0][:, None] + steps
     consecutive = sharding.constrain_batch(consecutive, mesh)
     alive, ended = _alive_and_ended(consecutive, game_over)
     return Window(observation=observation, legal=legal, policy=policy, action=action,
                   reward=reward, search_value=search_value, outcome=outcome, searched=searched,
-                  alive=alive, ended=ended)
+                  alive=alive, ended=ended, sampled_actions=sampled[0] if sampled else None)
 
 
 def _alive_and_ended(consecutive, game_over):
