@@ -175,13 +175,8 @@ def main(argv=None) -> None:
     parser.add_argument("--run-root", default=None, help="folder of the run folders")
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
-    common, sides = SECTIONS[args.section]
-    if args.sides:
-        unknown = sorted(set(args.sides) - {name for name, _ in sides})
-        if unknown:
-            parser.error(f"--sides: no side {unknown} in section {args.section!r} "
-                         f"(it has {[name for name, _ in sides]})")
-        sides = [(name, settings) for name, settings in sides if name in args.sides]
+    common, sides = equal_time.select_sides(parser, args.section, SECTIONS[args.section],
+                                            args.sides)
     equal_time.compare(f"connect_four_recipe_{args.section}", (common, sides), args.minutes,
                        args.seeds, JUDGED, "solver_search_accuracy", args.run_root,
                        save=not args.no_save, extra_settings=dict(section=args.section))

@@ -114,6 +114,20 @@ def plot(curves: Dict[str, List[Dict[str, Any]]], name: str, key: str, title: st
     return path
 
 
+def select_sides(parser, section_name: str, section: Section, chosen) -> Section:
+    """`section` with only the sides named in `chosen` (None or empty: all);
+    an unknown name is a command-line error of `parser` (an argparse
+    parser) naming the section's sides."""
+    common, sides = section
+    if not chosen:
+        return section
+    unknown = sorted(set(chosen) - {name for name, _ in sides})
+    if unknown:
+        parser.error(f"--sides: no side {unknown} in section {section_name!r} "
+                     f"(it has {[name for name, _ in sides]})")
+    return common, [(name, settings) for name, settings in sides if name in chosen]
+
+
 def compare(name: str, section: Section, minutes: float, seeds: Sequence[int],
             judged: Sequence[str], plot_key: str, run_root: str = None,
             save: bool = True, extra_settings: Dict[str, Any] = None) -> List[Dict[str, Any]]:
