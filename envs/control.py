@@ -12,6 +12,12 @@ recurrent_fn steps the true environment.
 - reward: the task's reward of the step (Pendulum: minus the cost of the
   state the step starts from, in [-16.3, 0]); discount: `discount`, 0 once
   the episode ends (a natural end or the time limit: 200 steps for Pendulum);
+- an observation is gymnax's, and with `time_in_observation` one more
+  entry: the share of the episode's steps still to come (1 at the start, 0
+  at the time limit). The time limit ends an episode, so a value depends
+  on the time left; with it in the observation a value function can see
+  it (Pardo et al. 2018, "Time Limits in Reinforcement Learning"); train.py's
+  control runs turn it on;
 - the proposal is `distribution()`, a `DiagonalGaussian` squashed into the
   bounds, whose parameters [B, 2 * action_dim] (means, then log standard
   deviations) the evaluator gives with its value.
@@ -56,18 +62,22 @@ class ControlTask:
     Attributes:
       name: a gymnax id with a continuous (Box) action space, e.g. "Pendulum-v1".
       discount: the search's discount of one step, in (0, 1].
+      time_in_observation: append the share of the episode still to come
+        to each observation (module docstring).
     """
 
     name: str = "Pendulum-v1"
     discount: float = 0.99
+    time_in_observation: bool = False
     num_players = 1  # one agent: its rewards are the returns
 
     @classmethod
     def named(cls, game: str, discount: float = 0.99) -> "ControlTask":
-        """The task of train.py's --game name (`CONTROL_TASKS`)."""
+        """The task of train.py's --game name (`CONTROL_TASKS`), the time
+        left in its observations."""
         if game not in CONTROL_TASKS:
             raise ValueError(f"unknown control task {game!r}; known: {', '.join(CONTROL_TASKS)}")
-        return cls(CONTROL_TASKS[game], discount)
+        return cls(CONTROL_TASKS[game], discount, time_in_observation=True)
 
     def __post_init__(self):
         if isinstance(self.discount, bool) or not (
@@ -88,8 +98,10 @@ class ControlTask:
         object.__setattr__(self, "low", float(jnp.min(jnp.asarray(space.low))))
         object.__setattr__(self, "high", float(jnp.max(jnp.asarray(space.high))))
         object.__setattr__(self, "max_steps", int(env_params.max_steps_in_episode))
-        object.__setattr__(self, "observation_shape",
-                           tuple(env.observation_space(env_params).shape))
+        shape = tuple(env.observation_space(env_params).shape)
+        if self.time_in_observation:
+            shape = shape[:-1] + (shape[-1] + 1,)
+        object.__setattr__(self, "observation_shape", shape)
 
     def symmetry_tables(self):
         """None: a control task has no board symmetries to augment with."""
@@ -103,7 +115,9 @@ class ControlTask:
     def reset(self, key: jax.Array, batch_size: int):
         """(observations [B, obs_dim], states [B]) of `batch_size` new episodes."""
         keys = jax.random.split(key, batch_size)
-        return jax.vmap(self.env.reset_env, in_axes=(0, None))(keys, self.env_params)
+        observation, states = jax.vmap(self.env.reset_env, in_axes=(0, None))(
+            keys, self.env_params)
+        return self._with_time(observation, states), states
 
     def step(self, states, actions: jax.Array):
         """(observations, states, rewards [B], done [B] bool) of `actions`
@@ -114,11 +128,20 @@ class ControlTask:
             self.env.step_env, in_axes=(0, 0, 0, None))(keys, states, action, self.env_params)
         # gymnax's step_env reports natural ends only; the time limit ends an episode too.
         done = done.astype(jnp.bool_) | (states.time >= self.max_steps)
-        return observation, states, reward.astype(jnp.float32), done
+        return self._with_time(observation, states), states, reward.astype(jnp.float32), done
 
     def observe(self, states) -> jax.Array:
         """[B, obs_dim] observations of `states`."""
-        return jax.vmap(self.env.get_obs, in_axes=(0, None))(states, self.env_params)
+        return self._with_time(
+            jax.vmap(self.env.get_obs, in_axes=(0, None))(states, self.env_params), states)
+
+    def _with_time(self, observation: jax.Array, states) -> jax.Array:
+        """gymnax's observations [B, n], with the time left appended when
+        `time_in_observation` ([B, n + 1])."""
+        if not self.time_in_observation:
+            return observation
+        left = 1.0 - states.time.astype(jnp.float32) / self.max_steps
+        return jnp.concatenate([observation, left[:, None]], axis=-1)
 
     # ---- the search contract ----------------------------------------------------------------
     def root(self, evaluator: Evaluator, params: Any, states) -> RootFnOutput:

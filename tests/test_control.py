@@ -67,3 +67,16 @@ def test_bad_settings_are_refused():
         ControlTask("Pendulum-v9")
     with pytest.raises(ValueError, match="continuous"):
         ControlTask("CartPole-v1")
+
+
+def test_the_time_left_is_appended_to_observations_when_asked():
+    task = ControlTask.named("pendulum")
+    plain = ControlTask("Pendulum-v1")
+    assert task.time_in_observation and task.observation_shape == (4,)
+    observation, states = task.reset(jax.random.key(4), 2)
+    np.testing.assert_allclose(np.asarray(observation[:, 3]), 1.0)
+    for step in range(3):
+        observation, states, _, _ = task.step(states, jnp.full((2, 1), 0.5))
+    np.testing.assert_allclose(np.asarray(observation[:, 3]), 1.0 - 3 / 200)
+    np.testing.assert_allclose(np.asarray(observation[:, :3]), np.asarray(plain.observe(states)))
+    np.testing.assert_allclose(np.asarray(task.observe(states)), np.asarray(observation))

@@ -85,7 +85,7 @@ def _squashed_gaussian_log_density(mean, log_std, action, low=-2.0, high=2.0):
 def test_policy_loss_is_the_search_weighted_log_density(parts):
     learner, model = parts.learner, parts.model
     variables = model.init(jax.random.key(2))
-    observation = jax.random.normal(jax.random.key(3), (4, 3))
+    observation = jax.random.normal(jax.random.key(3), (4,) + parts.game.observation_shape)
     actions = jax.random.uniform(jax.random.key(4), (4, 3, 1), minval=-1.9, maxval=1.9)
     weights = jax.nn.softmax(jax.random.normal(jax.random.key(5), (4, 3)))
     values = jnp.array([-10.0, -50.0, 0.0, -300.0])
@@ -178,7 +178,10 @@ def test_episode_returns_equal_gymnax_s_own_loop(parts):
                                                               "sampled_alphazero on tic_tac_toe"),
     (dict(game="pendulum", reuse_tree=True), "--reuse-tree must be False for pendulum"),
     (dict(game="pendulum", elo_every=5), "--elo-every must be 0 for pendulum"),
-    (dict(game="pendulum", temperature_moves=3), "--temperature-moves must be 0 for pendulum"),
+    (dict(game="pendulum", network="resnet"), "--network must be 'mlp' for pendulum"),
+    (dict(game="pendulum", value_head="tanh"), "--value-head must be 'linear' for pendulum"),
+    (dict(game="pendulum", algorithm="sampled_muzero", search_value_weight=0.5),
+     "--search-value-weight must be 0 for --algorithm sampled_muzero"),
     (dict(game="pendulum", sampled_prior="flat"), "--sampled-prior must be one of"),
     (dict(game="pendulum", num_samples=0), "--num-samples must be >= 1"),
 ])
@@ -196,7 +199,9 @@ def test_a_replay_ring_shorter_than_an_episode_is_refused(parts):
 @pytest.mark.parametrize("algorithm", ["sampled_alphazero", "sampled_muzero"])
 def test_a_tiny_run_trains_evaluates_and_resumes(tmp_path, algorithm):
     run_dir = str(tmp_path / "pendulum")
-    settings = dict(game="pendulum", preset="tiny", algorithm=algorithm)
+    # The agents search more than self-play (4): their trees fit each call.
+    settings = dict(game="pendulum", preset="tiny", algorithm=algorithm, eval_simulations=5,
+                    final_simulations=6)
     config, _ = loop.open_run(run_dir, settings, log=lambda _: None)
     assert type(build.algorithm_for(config)).__name__ == {
         "sampled_alphazero": "SampledAlphaZero", "sampled_muzero": "SampledMuZero"}[algorithm]
@@ -269,7 +274,7 @@ def test_the_learned_model_s_policy_loss_is_the_sampled_cross_entropy(muzero_par
     variables = model.init(jax.random.key(14))
     n, unroll, k = 4, learner.num_unroll, 3
     keys = jax.random.split(jax.random.key(15), 4)
-    observation = jax.random.normal(keys[0], (n, unroll + 1, 3))
+    observation = jax.random.normal(keys[0], (n, unroll + 1) + muzero_parts.game.observation_shape)
     sampled_actions = jax.random.uniform(keys[1], (n, unroll + 1, k, 1), minval=-1.9, maxval=1.9)
     weights = jax.nn.softmax(jax.random.normal(keys[2], (n, unroll + 1, k)))
     targets = Targets(observation=observation, policy=weights,

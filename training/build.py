@@ -105,11 +105,8 @@ class AlphaZero:
                                   max_num_considered_actions=search.max_num_considered_actions,
                                   options=options)
 
-    def evaluation(self, config, game, model, agent, final_agent, log):
-        """The run's evaluation suite: matches and scores on the game
-        (`training.evaluation.Evaluation`)."""
-        return evaluation_lib.Evaluation(config, game, model, agent=agent,
-                                         final_agent=final_agent, log=log)
+    # The run's evaluation suite: matches and scores on the game.
+    evaluation_suite = evaluation_lib.Evaluation
 
     def identity(self) -> Dict[str, Any]:
         """What a checkpoint must match: the game and the network's

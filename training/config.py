@@ -858,8 +858,7 @@ def _validate_learned_model(config: TrainConfig) -> None:
                          f"times in a row, which the learned model's search cannot tell")
     if getattr(spec, "num_players", 2) not in (1, 2):
         raise ValueError(f"--algorithm {config.algorithm} trains one- and two-player games")
-    if config.support_bins % 2 == 0 or config.support_bins < 3:
-        raise ValueError(f"--support-bins must be odd and >= 3, got {config.support_bins}")
+    _check_support(config)
     if config.reuse_tree and is_stochastic(config.game):
         raise ValueError(f"--reuse-tree is not supported for {config.game}: pgx's step does not "
                          f"say which chance outcome happened")
@@ -882,16 +881,24 @@ def _validate_stochastic(config: TrainConfig) -> None:
                          f"matches to rate (its evaluation is the score)")
 
 
-# What a control run does not use: each setting must keep this value.
+# What a control run does not use: each setting must keep this value. Its
+# network is an MLP with a linear value head (returns down to about -1,600).
 CONTROL_FIXED = dict(reuse_tree=False, transpositions=False, forced_playouts=0.0,
                      fast_simulations=0, random_opening_plies=0, max_game_length=0,
-                     elo_every=0, simulations_per_step=1, temperature_moves=0)
+                     elo_every=0, simulations_per_step=1, network="mlp", value_head="linear")
+
+
+def _check_support(config: TrainConfig) -> None:
+    if config.support_bins % 2 == 0 or config.support_bins < 3:
+        raise ValueError(f"--support-bins must be odd and >= 3, got {config.support_bins}")
 
 
 def _validate_control(config: TrainConfig) -> None:
-    """A control task trains with --algorithm sampled_alphazero alone, and
-    that algorithm trains the control tasks alone; the board-game settings
-    it has no use for keep their values (`CONTROL_FIXED`)."""
+    """A control task trains with --algorithm sampled_alphazero or
+    sampled_muzero alone, and those train the control tasks alone; the
+    board-game settings they have no use for keep their values
+    (`CONTROL_FIXED`); Sampled MuZero reanalyses nothing, bootstraps its
+    value targets and takes no search-value share."""
     algorithm = config.records.run.algorithm
     if is_control(config.game) != algorithm.sampled:
         raise ValueError(f"--algorithm sampled_alphazero and sampled_muzero are for the "
@@ -902,8 +909,12 @@ def _validate_control(config: TrainConfig) -> None:
         raise ValueError(f"--reanalyse-fraction must be 0 for --algorithm {config.algorithm} "
                          f"(reanalysing sampled searches is not built), got "
                          f"{config.reanalyse_fraction}")
-    if algorithm.learned_model and (config.support_bins % 2 == 0 or config.support_bins < 3):
-        raise ValueError(f"--support-bins must be odd and >= 3, got {config.support_bins}")
+    if algorithm.learned_model:
+        _check_support(config)
+    if algorithm.learned_model and config.search_value_weight:
+        raise ValueError(f"--search-value-weight must be 0 for --algorithm {config.algorithm} "
+                         f"(its n-step targets bootstrap from the search's values already), "
+                         f"got {config.search_value_weight}")
     if algorithm.learned_model and config.value_targets == "outcome":
         raise ValueError(f"--value-targets must be n_step or auto for --algorithm "
                          f"{config.algorithm} (the learner bootstraps from the search's "
@@ -913,7 +924,7 @@ def _validate_control(config: TrainConfig) -> None:
             raise ValueError(f"{flag_name(name)} must be {value!r} for {config.game}: a control "
                              f"run plays whole episodes from random starts with one search "
                              f"per step (no reuse, openings, length limit, playout caps or "
-                             f"opponents; every move is the search's choice), got "
+                             f"opponents) and an MLP with a linear value head, got "
                              f"{getattr(config, name)!r}")
 
 

@@ -71,6 +71,10 @@ class Learner:
     symmetries: Optional[str] = None   # game name whose symmetries augment samples
     mesh: Optional[Mesh] = None        # data-parallel over its "data" axis (None: one device)
 
+    # The replay's arrays a minibatch draws, in the order `loss` takes them
+    # after the variables (a learner of another target names its own).
+    sample_fields = ("observation", "policy", "value")
+
     def init(self, variables) -> LearnerState:
         return LearnerState(variables=variables,
                             opt_state=self.optimizer.init(variables["params"]),
@@ -104,19 +108,19 @@ class Learner:
 @functools.partial(jax.jit, static_argnums=0, donate_argnums=1)
 def _update(self: Learner, state: LearnerState, rng_key, buffer):
     sample_key, sym_key = jax.random.split(rng_key)
-    observation, policy_target, value_target = replay.sample(buffer, sample_key,
-                                                             self.batch_size, self.mesh)
+    batch = replay.sample(buffer, sample_key, self.batch_size, self.mesh,
+                          fields=self.sample_fields)
     if self.symmetries is not None:
+        observation, policy_target, value_target = batch
         tables = envs.make(self.symmetries).symmetry_tables()
         index = jax.random.randint(sym_key, (self.batch_size,), 0, tables["observation"].shape[0])
         index = sharding.constrain_batch(index, self.mesh)
         observation, policy_target = symmetry.apply(tables, index, observation, policy_target)
-    observation, policy_target, value_target = sharding.constrain_batch(
-        (observation, policy_target, value_target), self.mesh)
+        batch = (observation, policy_target, value_target)
+    batch = sharding.constrain_batch(batch, self.mesh)
     grad_fn = jax.grad(self.loss, has_aux=True)
     grads, (metrics, batch_stats) = grad_fn(state.variables["params"],
-                                            state.variables["batch_stats"], observation,
-                                            policy_target, value_target)
+                                            state.variables["batch_stats"], *batch)
     updates, opt_state = self.optimizer.update(grads, state.opt_state,
                                                state.variables["params"])
     params = optax.apply_updates(state.variables["params"], updates)

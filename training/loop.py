@@ -263,8 +263,9 @@ def start_run(config: TrainConfig, run_dir: str, progress: bool,
                                               keep=config.records.run.keep_checkpoints,
                                               identity=algorithm.identity(),
                                               background=jax.process_count() == 1)
-    suite = algorithm.evaluation(config.records.evaluation, parts.game, parts.model,
-                                 parts.agent, parts.final_agent, reporter.log)
+    suite = algorithm.evaluation_suite(config.records.evaluation, parts.game, parts.model,
+                                       agent=parts.agent, final_agent=parts.final_agent,
+                                       log=reporter.log)
     reporter.log(f"mcts_jax {algorithm.title} training: {config.game}, run folder {run_dir}")
     reporter.log(config_lib.describe(config))
     if policy is not None:

@@ -291,7 +291,10 @@ _PRESETS: Dict[str, GamePresets] = {
                               uct_simulations=4, uct_playout_length=4, elo_every=1,
                               elo_opponents=1, final_games=2, final_simulations=4,
                               max_game_length=8)}),
-    # The control tasks (envs/control.py, gymnax): Sampled AlphaZero only.
+    # The control tasks (envs/control.py, gymnax): Sampled AlphaZero (and,
+    # with --algorithm sampled_muzero, Sampled MuZero). PUCT self-play
+    # samples every step's action from its visits (temperature_moves = the
+    # episode's 200 steps); Gumbel's own noise explores.
     # Pendulum-v1's episodes are 200 steps from random starts, rewards in
     # [-16.3, 0]: a value is a discounted return down to about -1,600, a
     # linear head in units of 100. A sample waits for its episode's end, so
@@ -301,7 +304,7 @@ _PRESETS: Dict[str, GamePresets] = {
                               value_head="linear", value_scale=100.0),
         defaults=dict(algorithm="sampled_alphazero", policy="gumbel", iterations=200,
                       num_simulations=32, num_samples=20, num_games=64,
-                      moves_per_iteration=50, temperature_moves=0, replay_size=64 * 400,
+                      moves_per_iteration=50, temperature_moves=200, replay_size=64 * 400,
                       min_replay=4096, train_batch_size=256, updates_per_iteration=50,
                       learning_rate=1e-3, discount=0.99, eval_every=20, eval_games=16,
                       eval_simulations=32, elo_every=0, final_games=100,

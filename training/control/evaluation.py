@@ -110,7 +110,8 @@ class ControlEvaluation:
 
     def __init__(self, config, task, model: Any, *, agent: ControlAgent,
                  final_agent: ControlAgent, log: Callable[[str], None] = print):
-        self.config, self.task, self.model = config, task, model
+        del model  # the agents hold it
+        self.config, self.task = config, task
         self.agent, self.final_agent, self.log = agent, final_agent, log
         self.policy_agent = dataclasses.replace(agent, num_simulations=0)
 

@@ -1,12 +1,14 @@
 """Self-play of a control task: B episodes at once, one sampled search per step.
 
 Each step searches every row's state with the run's policy value and a
-`mcts_jax.sampled.SampledActions` plug-in over the task's true dynamics
-(`envs.control.ControlTask.recurrent_fn`: the Sampled AlphaZero setting),
-the network's Gaussian as the proposal and its value at the leaves. It
-writes one pending sample per row into the replay ring, plays the searched
-action, credits the reward to the row's pending samples and restarts the
-rows whose episode ended (gymnax's reset: a random start).
+`mcts_jax.sampled.SampledActions` plug-in over what the run's search steps
+(`training.control.model`: the task's true dynamics with the network at
+the leaves for Sampled AlphaZero, `ControlSelfPlay`; a learned model for
+Sampled MuZero, `LearnedControlSelfPlay`), the network's Gaussian as the
+proposal. It writes one pending sample per row into the replay, plays the
+searched action (sampled from the search's weights for the first
+`temperature_moves` steps), credits the reward and restarts the rows
+whose episode ended (gymnax's reset: a random start).
 
 A sample is (observation [obs_dim], the K sampled root actions [K, d], the
 search's weights over them [K], the value target): the policy target is
@@ -65,7 +67,10 @@ class ControlSelfPlay:
     task: `envs.control.ControlTask`; model: `ControlModel`; policy: a
     policy value whose plug-ins include `SampledActions`;
     num_simulations, num_games (B): per step; search_value_weight: the
-    value target's share of the root value.
+    value target's share of the root value; temperature_moves: the first
+    steps of each episode whose action is sampled from the search's
+    weights (the most visited sample after them; 0 for Gumbel, whose own
+    noise explores).
     """
 
     task: Any
@@ -75,6 +80,7 @@ class ControlSelfPlay:
     num_games: int
     search_value_weight: float = 0.0
     mesh: Optional[Any] = None
+    temperature_moves: int = 0
 
     def __post_init__(self):
         if self.mesh is not None and self.mesh.devices.size > 1:
@@ -157,6 +163,8 @@ class LearnedControlSelfPlay(ControlSelfPlay):
         return LearnedDynamics(self.task, self.model, self.discount)
 
     def new_buffer(self, num_slots: int) -> trajectories.TrajectoryBuffer:
+        """An empty trajectory ring of `num_slots` x B steps, with K sampled
+        actions per step (a window may span an episode's end: no minimum)."""
         distribution = self.sampling.distribution
         return trajectories.init(num_slots, self.num_games, self.task.observation_shape,
                                  jnp.float32, self.sampling.num_samples,
@@ -164,6 +172,10 @@ class LearnedControlSelfPlay(ControlSelfPlay):
                                  action_dtype=distribution.action_dtype)
 
     def record(self, buffer, observation, root_actions, weights, action, search_value):
+        """The ring with one step per row written at the cursor (traced):
+        observation [B, obs_dim], root_actions [B, K, d], weights [B, K],
+        the played action [B, d], the root value [B]; its reward and end
+        come with `credit`."""
         every = jnp.ones(weights.shape, jnp.bool_)  # any sampled slot may be searched
         return trajectories.add(buffer, observation, every, weights,
                                 jnp.zeros((self.num_games,), jnp.int32), action, search_value,
@@ -171,6 +183,7 @@ class LearnedControlSelfPlay(ControlSelfPlay):
                                 sampled_actions=root_actions)
 
     def credit(self, buffer, reward, done):
+        """The ring after the step (traced): reward [B], done [B]."""
         return trajectories.credit(buffer, reward[:, None], done, discount=self.task.discount)
 
 
@@ -180,7 +193,13 @@ def _step(self: ControlSelfPlay, variables, rng_key, state: EpisodeState,
     search_key, reset_key = jax.random.split(rng_key)
     out = self.search(variables, search_key, state.states)
     tree = out.search_tree
-    action = sampled.chosen_action(tree, out.action)                 # [B, d]
+    slot = out.action                                                # [B]
+    if self.temperature_moves > 0:
+        drawn = jax.random.categorical(
+            jax.random.fold_in(rng_key, 1),
+            jnp.log(jnp.maximum(out.action_weights, 1e-30))).astype(jnp.int32)
+        slot = jnp.where(state.ply < self.temperature_moves, drawn, slot)
+    action = sampled.chosen_action(tree, slot)                       # [B, d]
     search_value = tree.summary().value
     num_games = self.num_games
     buffer = self.record(buffer, self.task.observe(state.states), sampled.root_actions(tree),
@@ -193,7 +212,7 @@ def _step(self: ControlSelfPlay, variables, rng_key, state: EpisodeState,
         done.reshape((-1,) + (1,) * (new.ndim - 1)), new, old)
     stats = StepStats(games=jnp.sum(done, dtype=jnp.int32),
                       plies=jnp.sum(jnp.where(done, state.ply + 1, 0), dtype=jnp.int32),
-                      draws=jnp.zeros((), jnp.int32), action=out.action, done=done,
+                      draws=jnp.zeros((), jnp.int32), action=slot, done=done,
                       full_search=jnp.bool_(True), recorded=jnp.ones((num_games,), jnp.bool_),
                       search_value=search_value,
                       score=jnp.sum(jnp.where(done, returns, 0.0)))

@@ -64,12 +64,16 @@ class SampledAlphaZero:
 
     def policy(self, task, greedy: bool):
         """The search policy value: self-play's (`greedy` False: root noise,
-        sampled moves) or the agent's (`greedy` True: neither)."""
+        the run's tree capacity) or the agent's (`greedy` True: no noise, a
+        tree sized to each call's simulations). Either plays the most
+        visited sample (Gumbel: its halving's choice); self-play samples
+        the first --temperature-moves steps' actions itself."""
         search = self.records.search
         plugin = sampled.SampledActions(task.distribution(), search.num_samples,
                                         temperature=search.proposal_temperature,
                                         prior=search.sampled_prior)
-        options = dict(plugins=(plugin,), max_nodes=search.max_nodes, value_range=None)
+        options = dict(plugins=(plugin,), max_nodes=None if greedy else search.max_nodes,
+                       value_range=None)
         if search.policy == "gumbel":
             return mcts_jax.GumbelPolicy.make(
                 max_num_considered_actions=min(search.max_num_considered_actions,
@@ -77,8 +81,15 @@ class SampledAlphaZero:
                 gumbel_scale=0.0 if greedy else 1.0, **options)
         return mcts_jax.AlphaZeroPolicy.make(
             dirichlet_fraction=0.0 if greedy else search.dirichlet_fraction,
-            dirichlet_alpha=search.dirichlet_alpha, temperature=0.0 if greedy else 1.0,
-            **options)
+            dirichlet_alpha=search.dirichlet_alpha, temperature=0.0, **options)
+
+    def sampled_steps(self) -> int:
+        """The steps of each episode whose action self-play samples from the
+        search's weights: --temperature-moves with PUCT, none with Gumbel
+        (its own noise explores), as for the board games."""
+        if self.records.search.policy == "gumbel":
+            return 0
+        return self.records.self_play.temperature_moves
 
     def self_play(self, task, model, policy: Any = None, **games) -> ControlSelfPlay:
         """Self-play of B episodes; `games`: the settings both board-game
@@ -89,7 +100,7 @@ class SampledAlphaZero:
             task=task, model=model, policy=self.policy(task, False) if policy is None else policy,
             num_simulations=games["num_simulations"], num_games=games["num_games"],
             search_value_weight=self.records.self_play.search_value_weight,
-            mesh=games.get("mesh"))
+            mesh=games.get("mesh"), temperature_moves=self.sampled_steps())
 
     def learner(self, model, player: ControlSelfPlay, **common) -> SampledLearner:
         common.pop("symmetries", None)  # a control task has none
@@ -103,10 +114,8 @@ class SampledAlphaZero:
         return evaluation_lib.ControlAgent(self.simulator(task, model), self.policy(task, True),
                                            num_simulations)
 
-    def evaluation(self, config, task, model, agent, final_agent, log):
-        """The run's evaluation suite: episodes' returns (no opponents)."""
-        return evaluation_lib.ControlEvaluation(config, task, model, agent=agent,
-                                                final_agent=final_agent, log=log)
+    # The run's evaluation suite: episodes' returns (no opponents).
+    evaluation_suite = evaluation_lib.ControlEvaluation
 
     def identity(self) -> Dict[str, Any]:
         """What a checkpoint must match: the task and the network."""
@@ -139,7 +148,8 @@ class SampledMuZero(SampledAlphaZero):
         return LearnedControlSelfPlay(
             task=task, model=model, policy=self.policy(task, False) if policy is None else policy,
             num_simulations=games["num_simulations"], num_games=games["num_games"],
-            mesh=games.get("mesh"), discount=float(self.records.game.discount))
+            mesh=games.get("mesh"), temperature_moves=self.sampled_steps(),
+            discount=float(self.records.game.discount))
 
     def learner(self, model, player: LearnedControlSelfPlay, **common) -> LearnedModelLearner:
         """MuZero's unrolled learner on n-step targets, the policy on the

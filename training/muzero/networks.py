@@ -268,7 +268,7 @@ def make_model(config: ModelConfig, game) -> LearnedModel:
     if not isinstance(config, ModelConfig):
         raise TypeError(f"make_model: config must be a ModelConfig, got "
                         f"{type(config).__name__}")
-    return _make_model(config, tuple(game.observation_shape), int(game.num_actions))
+    return _make_model(config, tuple(game.observation_shape), int(game.num_actions), 0)
 
 
 def make_continuous_model(config: ModelConfig, task) -> LearnedModel:

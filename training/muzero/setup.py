@@ -158,11 +158,8 @@ class MuZeroFamily:
             simulator=search.LearnedSimulator(model, self.search_discount),
             policy=self.policy(game.num_actions, greedy), num_simulations=num_simulations)
 
-    def evaluation(self, config, game, model, agent, final_agent, log):
-        """The run's evaluation suite: matches and scores on the game
-        (`training.evaluation.Evaluation`)."""
-        return evaluation_lib.Evaluation(config, game, model, agent=agent,
-                                         final_agent=final_agent, log=log)
+    # The run's evaluation suite: matches and scores on the game.
+    evaluation_suite = evaluation_lib.Evaluation
 
     def identity(self) -> Dict[str, Any]:
         """What a checkpoint of the run must match."""
