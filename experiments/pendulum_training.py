@@ -67,11 +67,13 @@ def main(argv=None) -> None:
                         help="only these sides of the section (default: all)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--run-root", default=None, help="folder of the run folders")
+    parser.add_argument("--name", default=None,
+                        help="results file name (default pendulum_training_<section>)")
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args(argv)
     common, sides = equal_time.select_sides(parser, args.section, SECTIONS[args.section],
                                             args.sides)
-    equal_time.compare(f"pendulum_training_{args.section}", (common, sides),
+    equal_time.compare(args.name or f"pendulum_training_{args.section}", (common, sides),
                        args.minutes, args.seeds, JUDGED, "score_mean", args.run_root,
                        save=not args.no_save, extra_settings=dict(section=args.section))
 
