@@ -30,9 +30,8 @@ from typing import Any
 
 import jax
 
-from mcts_jax.base import RootFnOutput
 from training import networks
-from training.muzero.search import LearnedRecurrentFn
+from training.muzero.search import LearnedRecurrentFn, learned_root
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ControlModel:
@@ -105,21 +104,22 @@ class TrueDynamics:
 class LearnedDynamics:
     """Sampled MuZero's model: a `LearnedModel` with continuous actions
     (`training.muzero.networks.make_continuous_model`) from the state's
-    observation on; `discount` is the search's discount of one step."""
+    observation on, discounting each step by the task's discount."""
 
     task: Any
     model: Any
-    discount: float
 
     def root(self, variables, states):
-        latent, gaussian, value_logits = self.model.initial(variables, self.task.observe(states))
-        return RootFnOutput(prior_logits=gaussian,
-                            value=self.model.config.value_support.scalar(value_logits),
-                            embedding=latent)
+        """The search's root at gymnax states [B]: the learned model's
+        (`learned_root`; every sampled action is allowed)."""
+        observation = self.task.observe(states)
+        legal = jax.numpy.ones((observation.shape[0], 1), bool)
+        root, _ = learned_root(self.model, variables, observation, legal)
+        return root
 
     @property
     def recurrent_fn(self):
-        return LearnedRecurrentFn(self.model, self.discount)
+        return LearnedRecurrentFn(self.model, self.task.discount)
 
     def proposal(self, variables, observation: jax.Array) -> jax.Array:
         return self.model.initial(variables, observation)[1]

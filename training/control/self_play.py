@@ -33,7 +33,6 @@ import jax.numpy as jnp
 
 from mcts_jax import sampled
 from training import replay
-from training.control.model import ControlModel, LearnedDynamics, TrueDynamics
 from training.muzero import trajectories
 from training.self_play import StepStats
 
@@ -64,7 +63,8 @@ class ControlSelfPlay:
     (with a `SampledActions` plug-in). Compared by identity: it is the
     static argument of the compiled step.
 
-    task: `envs.control.ControlTask`; model: `ControlModel`; policy: a
+    simulator: what the search steps (`training.control.model.TrueDynamics`
+    or `LearnedDynamics`, which hold the task and the model); policy: a
     policy value whose plug-ins include `SampledActions`;
     num_simulations, num_games (B): per step; search_value_weight: the
     value target's share of the root value; temperature_moves: the first
@@ -73,8 +73,7 @@ class ControlSelfPlay:
     noise explores).
     """
 
-    task: Any
-    model: ControlModel
+    simulator: Any
     policy: Any
     num_simulations: int
     num_games: int
@@ -94,9 +93,9 @@ class ControlSelfPlay:
         object.__setattr__(self, "sampling", plugins[0])
 
     @property
-    def simulator(self) -> TrueDynamics:
-        """What the search steps: the task's own dynamics."""
-        return TrueDynamics(self.task, self.model)
+    def task(self):
+        """The `envs.control.ControlTask` the episodes play."""
+        return self.simulator.task
 
     def search(self, variables, rng_key, states, num_simulations: Optional[int] = None):
         """The `PolicyOutput` of a search at gymnax states [B]."""
@@ -154,13 +153,7 @@ class LearnedControlSelfPlay(ControlSelfPlay):
     (`LearnedDynamics`, from the observation on), and every step goes to
     the trajectory replay (`training.muzero.trajectories`) with its played
     action [d], its reward, the K sampled root actions and the search's
-    weights and root value. `discount`: the search's discount of one step."""
-
-    discount: float = 0.99
-
-    @property
-    def simulator(self) -> LearnedDynamics:
-        return LearnedDynamics(self.task, self.model, self.discount)
+    weights and root value."""
 
     def new_buffer(self, num_slots: int) -> trajectories.TrajectoryBuffer:
         """An empty trajectory ring of `num_slots` x B steps, with K sampled

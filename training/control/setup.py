@@ -91,13 +91,17 @@ class SampledAlphaZero:
             return 0
         return self.records.self_play.temperature_moves
 
+    # Self-play writes samples with their discounted returns.
+    self_play_class = ControlSelfPlay
+
     def self_play(self, task, model, policy: Any = None, **games) -> ControlSelfPlay:
         """Self-play of B episodes; `games`: the settings both board-game
         algorithms share (`build.self_play_settings`), of which a control
         run uses the simulations, B and the device mesh (config validation
         refuses the others' non-default values)."""
-        return ControlSelfPlay(
-            task=task, model=model, policy=self.policy(task, False) if policy is None else policy,
+        return self.self_play_class(
+            simulator=self.simulator(task, model),
+            policy=self.policy(task, False) if policy is None else policy,
             num_simulations=games["num_simulations"], num_games=games["num_games"],
             search_value_weight=self.records.self_play.search_value_weight,
             mesh=games.get("mesh"), temperature_moves=self.sampled_steps())
@@ -142,14 +146,10 @@ class SampledMuZero(SampledAlphaZero):
         return learned_networks.make_continuous_model(self.model_config(), task)
 
     def simulator(self, task, model) -> LearnedDynamics:
-        return LearnedDynamics(task, model, float(self.records.game.discount))
+        return LearnedDynamics(task, model)
 
-    def self_play(self, task, model, policy: Any = None, **games) -> LearnedControlSelfPlay:
-        return LearnedControlSelfPlay(
-            task=task, model=model, policy=self.policy(task, False) if policy is None else policy,
-            num_simulations=games["num_simulations"], num_games=games["num_games"],
-            mesh=games.get("mesh"), temperature_moves=self.sampled_steps(),
-            discount=float(self.records.game.discount))
+    # Self-play writes trajectories for the unrolled learner.
+    self_play_class = LearnedControlSelfPlay
 
     def learner(self, model, player: LearnedControlSelfPlay, **common) -> LearnedModelLearner:
         """MuZero's unrolled learner on n-step targets, the policy on the
