@@ -10,6 +10,8 @@
     python -m experiments.connect_four_recipe --section forced_playouts --minutes 20 --seeds 0
     python -m experiments.connect_four_recipe --section learning --minutes 20 --seeds 0
     python -m experiments.connect_four_recipe --section ablation --minutes 55 --seeds 0 1 2
+    python -m experiments.connect_four_recipe --section ablation --sides preset no_playout_cap \
+        --side-by-side --minutes 40 --seeds 0 1 2 --name connect_four_playout_cap
 
 Every side is `python train.py --game connect_four --preset cpu` with one
 change, stopped by `--max-training-s` at the same training budget, and
@@ -174,12 +176,19 @@ def main(argv=None) -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--run-root", default=None, help="folder of the run folders")
     parser.add_argument("--no-save", action="store_true")
+    parser.add_argument("--name", default=None,
+                        help="results file name (default connect_four_recipe_<section>)")
+    parser.add_argument("--side-by-side", action="store_true",
+                        help="run a seed's sides at the same time, each on its own equal "
+                             "share of the cores (equal_time.compare's side_by_side)")
     args = parser.parse_args(argv)
     common, sides = equal_time.select_sides(parser, args.section, SECTIONS[args.section],
                                             args.sides)
-    equal_time.compare(f"connect_four_recipe_{args.section}", (common, sides), args.minutes,
-                       args.seeds, JUDGED, "solver_search_accuracy", args.run_root,
-                       save=not args.no_save, extra_settings=dict(section=args.section))
+    equal_time.compare(args.name or f"connect_four_recipe_{args.section}", (common, sides),
+                       args.minutes, args.seeds, JUDGED, "solver_search_accuracy",
+                       args.run_root, save=not args.no_save,
+                       extra_settings=dict(section=args.section),
+                       side_by_side=args.side_by_side)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ run in a subprocess, alone on the machine, with `--max-training-s` (every
 side stops after the first iteration past the same budget) and the same
 settings but the ones compared. The runs are interleaved seed by seed (A
 seed 0, B seed 0, A seed 1, ...), so a drift of the machine's speed falls
-on every side.
+on every side. With `side_by_side` a seed's sides run at the same time
+instead, each pinned to its own share of the cores.
 
 The results file (benchmarks/results/<name>-cpu.json) keeps, per run, its
 settings, iterations, self-play games and final figures, the run folder
@@ -63,19 +64,48 @@ def command(run_dir: str, settings: Dict[str, Any], seed: int, seconds: float) -
     return line
 
 
-def run_cell(run_dir: str, settings: Dict[str, Any], seed: int, seconds: float) -> Dict[str, Any]:
-    """One train.py run; its final.json figures."""
+def start_cell(run_dir: str, settings: Dict[str, Any], seed: int, seconds: float,
+               cores: Sequence[int] = None) -> Tuple[List[str], float, subprocess.Popen]:
+    """Starts one train.py run in a subprocess, pinned to `cores` (CPU
+    numbers; None: the cores this process may use). Returns (command line,
+    start time, process) for `finish_cell`."""
     line = command(run_dir, settings, seed, seconds)
-    tick = time.perf_counter()
-    done = subprocess.run(line, capture_output=True, text=True, cwd=ROOT)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(line)} failed:\n{done.stderr[-3000:]}")
+    pin = None if cores is None else (lambda: os.sched_setaffinity(0, set(cores)))
+    process = subprocess.Popen(line, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True, cwd=ROOT, preexec_fn=pin)
+    return line, time.perf_counter(), process
+
+
+def finish_cell(run_dir: str, started: Tuple[List[str], float, subprocess.Popen]
+                ) -> Dict[str, Any]:
+    """Waits for a run `start_cell` started; its final.json figures, its wall
+    time and its command."""
+    line, tick, process = started
+    _, stderr = process.communicate()
+    if process.returncode != 0:
+        raise RuntimeError(f"{' '.join(line)} failed:\n{stderr[-3000:]}")
     with open(os.path.join(run_dir, "final.json")) as f:
         final = json.load(f)
     row = {k: final[k] for k in FIGURES if k in final}
     row["wall_s"] = round(time.perf_counter() - tick, 1)
     row["command"] = " ".join(line[1:])
     return row
+
+
+def run_cell(run_dir: str, settings: Dict[str, Any], seed: int, seconds: float) -> Dict[str, Any]:
+    """One train.py run, alone on the machine; its final.json figures."""
+    return finish_cell(run_dir, start_cell(run_dir, settings, seed, seconds))
+
+
+def core_shares(num_sides: int) -> List[List[int]]:
+    """The cores this process may use, split into `num_sides` equal disjoint
+    shares (the first ones), for sides run at the same time."""
+    cores = sorted(os.sched_getaffinity(0))
+    if num_sides > len(cores):
+        raise ValueError(f"side_by_side: {num_sides} sides need as many cores, this process "
+                         f"may use {len(cores)} ({cores})")
+    share = len(cores) // num_sides
+    return [cores[i * share:(i + 1) * share] for i in range(num_sides)]
 
 
 def curve(run_dir: str) -> List[Dict[str, Any]]:
@@ -130,23 +160,45 @@ def select_sides(parser, section_name: str, section: Section, chosen) -> Section
 
 def compare(name: str, section: Section, minutes: float, seeds: Sequence[int],
             judged: Sequence[str], plot_key: str, run_root: str = None,
-            save: bool = True, extra_settings: Dict[str, Any] = None) -> List[Dict[str, Any]]:
+            save: bool = True, extra_settings: Dict[str, Any] = None,
+            side_by_side: bool = False) -> List[Dict[str, Any]]:
     """Runs every side of `section` for `minutes` of training per seed,
     interleaved; prints a row per run, plots `plot_key` and writes
-    results/<name>-cpu.json (columns: the run's size and `judged`)."""
+    results/<name>-cpu.json (columns: the run's size and `judged`).
+
+    side_by_side: run a seed's sides at the same time, each pinned to its own
+    equal share of the cores (`core_shares`; with 2 cores and 2 sides, one
+    core each), instead of one after the other with the whole machine: half
+    the wall time, and a drift of the machine falls on both sides at once.
+    Each run then has fewer cores, so its figures are not those of a run
+    alone on the machine."""
     run_root = run_root or tempfile.mkdtemp(prefix=f"{name}_")
     common, sides = section
+    shares = core_shares(len(sides)) if side_by_side else None
     rows: List[Dict[str, Any]] = []
     for seed in seeds:
-        for side, settings in sides:
-            run_dir = os.path.join(run_root, f"{side}_seed{seed}")
-            row = dict(side=side, seed=seed, run_dir=run_dir,
-                       **run_cell(run_dir, dict(common, **settings), seed, 60.0 * minutes))
+        cells = [(side, settings, os.path.join(run_root, f"{side}_seed{seed}"))
+                 for side, settings in sides]
+        if side_by_side:
+            started = [start_cell(run_dir, dict(common, **settings), seed, 60.0 * minutes,
+                                  cores=share)
+                       for (_, settings, run_dir), share in zip(cells, shares)]
+            finished = [finish_cell(run_dir, run)
+                        for (_, _, run_dir), run in zip(cells, started)]
+        else:
+            finished = [run_cell(run_dir, dict(common, **settings), seed, 60.0 * minutes)
+                        for _, settings, run_dir in cells]
+        for (side, _, run_dir), figures, share in zip(cells, finished,
+                                                       shares or [None] * len(cells)):
+            row = dict(side=side, seed=seed, run_dir=run_dir, **figures)
+            if share is not None:
+                row["cores"] = share
             rows.append(row)
             print(json.dumps({k: row[k] for k in row if k not in ("command", "run_dir")}),
                   flush=True)
     settings = dict(harness.provenance(seed=list(seeds)), minutes=minutes, seeds=list(seeds),
-                    run_dir=run_root, common=common, sides=dict(sides), **(extra_settings or {}))
+                    run_dir=run_root, common=common, sides=dict(sides), side_by_side=side_by_side,
+                    cores=shares, **(extra_settings or {}))
     columns = ["side", "seed", "iterations", "total_games", "training_s"] + list(judged)
     curves = {f"{row['side']}_seed{row['seed']}": curve(row["run_dir"]) for row in rows}
     if save and any(plot_key in r for c in curves.values() for r in c):

@@ -467,3 +467,12 @@ def test_a_command_writes_its_results_into_its_own_folder(monkeypatch):
     for other in ("pytest", "training.loop", None):
         assert results_dir_when_run_as(other) == os.path.join(harness.REPOSITORY, "benchmarks",
                                                               "results")
+
+
+def test_equal_time_side_by_side_gives_each_side_its_own_cores(monkeypatch):
+    from experiments import equal_time
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3, 0, 2, 1})
+    assert equal_time.core_shares(2) == [[0, 1], [2, 3]]
+    assert equal_time.core_shares(3) == [[0], [1], [2]]
+    with pytest.raises(ValueError, match="5 sides need as many cores"):
+        equal_time.core_shares(5)
