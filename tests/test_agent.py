@@ -66,3 +66,23 @@ def test_load_an_earlier_checkpoint_and_missing_folder(run_dir, tmp_path):
     assert any(differs)
     with pytest.raises(FileNotFoundError):
         Agent.load(str(tmp_path / "nothing"))
+
+
+def test_self_play_stops_keeps_every_move_and_measures_the_targets(run_dir):
+    """experiments.self_play_stops on a trained run: the stopped search plays
+    the full search's move in every row (the experiment fails otherwise),
+    and a target can change only where simulations were saved."""
+    from experiments import self_play_stops
+
+    agent = Agent.load(run_dir)
+    positions = self_play_stops.self_play_positions(agent, games=4, steps=6,
+                                                    num_simulations=8, seed=0)
+    assert jax.tree.leaves(positions)[0].shape[0] == 24
+    assert not np.asarray(agent.game.is_terminal(positions)).any()
+    [row] = self_play_stops.main(["--run-dir", run_dir, "--budgets", "16", "--games", "4",
+                                  "--steps", "6", "--batch", "8", "--batches", "2",
+                                  "--rounds", "1", "--no-save"])
+    assert row["same_move_pct"] == 100.0 and 0.0 <= row["saved_pct"] < 100.0
+    assert 0.0 <= row["target_tv_mean"] <= 1.0 and 0.0 <= row["target_changed_pct"] <= 100.0
+    if row["saved_pct"] == 0.0:
+        assert row["target_changed_pct"] == 0.0 and row["root_value_change"] == 0.0
