@@ -22,9 +22,12 @@ the run's network:
      share of N saved;
    - the share of moves equal to the full search's (100% by construction:
      checked, the run fails otherwise);
-   - how far the stopped search's policy target (its visit distribution)
-     is from the full one's: total variation distance, mean and 90th
-     percentile, and the share of rows whose target changed at all;
+   - the share of rows stopped before their first simulation (a single
+     legal move: nothing can overtake it), which leave no visit
+     distribution, so no policy target;
+   - for the other rows, how far the stopped search's policy target (its
+     visit distribution) is from the full one's: total variation distance,
+     mean and 90th percentile, and the share whose target changed at all;
    - the root value's change (the search value that `search_value_weight`
      mixes into the value target), mean absolute;
    - the wall time of one batch, full and stopped, over interleaved rounds:
@@ -48,7 +51,8 @@ from mcts_jax import stopping
 from training import arena
 from training.agent import Agent
 
-COLUMNS = ["N", "B", "batches", "saved_pct", "same_move_pct", "target_changed_pct",
+COLUMNS = ["N", "B", "batches", "saved_pct", "same_move_pct", "no_target_pct",
+           "target_changed_pct",
            "target_tv_mean", "target_tv_p90", "root_value_change", "full_s", "stopped_s",
            "full/stopped"]
 
@@ -105,7 +109,7 @@ def compare(agent: Agent, positions, num_simulations: int, batch: int, batches: 
                                                                         True)
     count = int(jax.tree.leaves(positions)[0].shape[0])
     rng = np.random.default_rng(seed)
-    spent, same, tv, changed, value_change = [], [], [], [], []
+    spent, same, tv, changed, value_change, unsearched = [], [], [], [], [], []
     draws = []
     for index in range(batches):
         rows = np.sort(rng.choice(count, batch, replace=count < batch))
@@ -116,13 +120,23 @@ def compare(agent: Agent, positions, num_simulations: int, batch: int, batches: 
         visits_full = np.asarray(out_full.search_tree.summary().visit_counts, np.float64)
         visits_stopped = np.asarray(out_stopped.search_tree.summary().visit_counts,
                                     np.float64)
+        # A row stopped before its first simulation (one legal move: nothing
+        # can overtake it) has no visit distribution, so no target to compare.
+        searched = visits_stopped.sum(axis=1) > 0
+        legal = np.asarray(states.legal_action_mask).sum(axis=1)
+        if np.any(~searched & (legal > 1)):
+            raise SystemExit(f"N={num_simulations}: VisitGap stopped a row with "
+                             f"{legal[~searched & (legal > 1)].min()} legal moves before its "
+                             f"first simulation: a bug in stopping.py")
         target_full = visits_full / visits_full.sum(axis=1, keepdims=True)
-        target_stopped = visits_stopped / visits_stopped.sum(axis=1, keepdims=True)
+        target_stopped = visits_stopped / np.maximum(visits_stopped.sum(axis=1, keepdims=True),
+                                                     1.0)
         distance = 0.5 * np.abs(target_full - target_stopped).sum(axis=1)
         spent.append(visits_stopped.sum(axis=1))
         same.append(np.asarray(out_full.action) == np.asarray(out_stopped.action))
-        tv.append(distance)
-        changed.append(distance > 0)
+        unsearched.append(~searched)
+        tv.append(distance[searched])
+        changed.append(distance[searched] > 0)
         value_change.append(np.abs(np.asarray(out_full.search_tree.summary().value)
                                    - np.asarray(out_stopped.search_tree.summary().value)))
     spent, same, tv = np.concatenate(spent), np.concatenate(same), np.concatenate(tv)
@@ -139,6 +153,7 @@ def compare(agent: Agent, positions, num_simulations: int, batch: int, batches: 
     row = dict(N=num_simulations, B=batch, batches=batches,
                saved_pct=round(100 * (1 - float(spent.mean()) / num_simulations), 1),
                same_move_pct=round(100 * float(same.mean()), 1),
+               no_target_pct=round(100 * float(np.concatenate(unsearched).mean()), 1),
                target_changed_pct=round(100 * float(np.concatenate(changed).mean()), 1),
                target_tv_mean=round(float(tv.mean()), 4),
                target_tv_p90=round(float(np.percentile(tv, 90)), 4),
