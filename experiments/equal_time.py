@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from benchmarks import harness
 
@@ -71,23 +71,44 @@ def start_cell(run_dir: str, settings: Dict[str, Any], seed: int, seconds: float
     start time, process) for `finish_cell`."""
     line = command(run_dir, settings, seed, seconds)
     pin = None if cores is None else (lambda: os.sched_setaffinity(0, set(cores)))
-    process = subprocess.Popen(line, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True, cwd=ROOT, preexec_fn=pin)
+    # stderr to a file, not a pipe: a run that writes more than a pipe holds
+    # while another is awaited would block.
+    errors = tempfile.TemporaryFile(mode="w+")
+    process = subprocess.Popen(line, stdout=subprocess.DEVNULL, stderr=errors, text=True,
+                               cwd=ROOT, preexec_fn=pin)
+    process.errors = errors
     return line, time.perf_counter(), process
 
 
-def finish_cell(run_dir: str, started: Tuple[List[str], float, subprocess.Popen]
-                ) -> Dict[str, Any]:
+def wait_all(started: Sequence[Tuple[List[str], float, subprocess.Popen]]) -> List[float]:
+    """Waits for every run `start_cell` started; the `time.perf_counter()`
+    time each one ended (seen within a second)."""
+    ended: List[Optional[float]] = [None] * len(started)
+    while any(t is None for t in ended):
+        for index, (_, _, process) in enumerate(started):
+            if ended[index] is None and process.poll() is not None:
+                ended[index] = time.perf_counter()
+        if any(t is None for t in ended):
+            time.sleep(1.0)
+    return ended
+
+
+def finish_cell(run_dir: str, started: Tuple[List[str], float, subprocess.Popen],
+                ended: Optional[float] = None) -> Dict[str, Any]:
     """Waits for a run `start_cell` started; its final.json figures, its wall
-    time and its command."""
+    time (to `ended`, when `wait_all` saw it end; else to now) and its
+    command."""
     line, tick, process = started
-    _, stderr = process.communicate()
+    process.wait()
+    process.errors.seek(0)
+    stderr = process.errors.read()
+    process.errors.close()
     if process.returncode != 0:
         raise RuntimeError(f"{' '.join(line)} failed:\n{stderr[-3000:]}")
     with open(os.path.join(run_dir, "final.json")) as f:
         final = json.load(f)
     row = {k: final[k] for k in FIGURES if k in final}
-    row["wall_s"] = round(time.perf_counter() - tick, 1)
+    row["wall_s"] = round((ended or time.perf_counter()) - tick, 1)
     row["command"] = " ".join(line[1:])
     return row
 
@@ -183,8 +204,9 @@ def compare(name: str, section: Section, minutes: float, seeds: Sequence[int],
             started = [start_cell(run_dir, dict(common, **settings), seed, 60.0 * minutes,
                                   cores=share)
                        for (_, settings, run_dir), share in zip(cells, shares)]
-            finished = [finish_cell(run_dir, run)
-                        for (_, _, run_dir), run in zip(cells, started)]
+            ended = wait_all(started)
+            finished = [finish_cell(run_dir, run, end)
+                        for (_, _, run_dir), run, end in zip(cells, started, ended)]
         else:
             finished = [run_cell(run_dir, dict(common, **settings), seed, 60.0 * minutes)
                         for _, settings, run_dir in cells]

@@ -476,3 +476,13 @@ def test_equal_time_side_by_side_gives_each_side_its_own_cores(monkeypatch):
     assert equal_time.core_shares(3) == [[0], [1], [2]]
     with pytest.raises(ValueError, match="5 sides need as many cores"):
         equal_time.core_shares(5)
+
+
+def test_equal_time_wait_all_sees_each_run_end():
+    import subprocess
+    import time
+    from experiments import equal_time
+    tick = time.perf_counter()
+    started = [([], tick, subprocess.Popen(["sleep", seconds])) for seconds in ("2.5", "0.1")]
+    slow, fast = equal_time.wait_all(started)
+    assert fast - tick < 1.6 and slow - tick >= 2.5 and slow > fast
