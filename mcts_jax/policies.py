@@ -30,7 +30,8 @@ from mcts_jax import tree as tree_lib
 from mcts_jax import validation
 from mcts_jax.hashable import HashableFunction
 from mcts_jax.options import SearchOptions
-from mcts_jax.policy import Policy, check_final_action_name, play_proven, root_actions_view
+from mcts_jax.policy import (Policy, check_final_action_name, play_proven, root_actions_view,
+                             with_priors_where_unsearched)
 from mcts_jax.qtransforms import (check_tree_function, qtransform_by_parent_and_siblings,
                                   qtransform_completed_by_mix_value)
 
@@ -215,7 +216,8 @@ class AlphaZeroPolicy(Policy):
         pruned = in_actions(selection.prune_forced_visits(
             tree, root, stats, forced_playouts=self.forced_playouts, pb_c_init=self.pb_c_init,
             pb_c_base=self.pb_c_base, qtransform=self.qtransform), 0.0)
-        return action, pruned / jnp.maximum(jnp.sum(pruned, axis=-1, keepdims=True), 1.0)
+        return action, with_priors_where_unsearched(
+            tree, pruned / jnp.maximum(jnp.sum(pruned, axis=-1, keepdims=True), 1.0))
 
 
 # ---- Gumbel MuZero --------------------------------------------------------------------------

@@ -195,7 +195,7 @@ class Policy:
         distribution."""
         action = choose_action(rng_key, tree, getattr(self, "final_action", "most_visited"),
                                temperature, options.solver)
-        return action, tree.summary().visit_probs
+        return action, with_priors_where_unsearched(tree, tree.summary().visit_probs)
 
 
 # ---- the final action from the root's statistics ---------------------------------------------
@@ -208,6 +208,19 @@ def root_actions_view(tree: tree_lib.Tree):
     return stats, lambda per_slot, fill: tree_lib.slots_to_actions(tree, root, per_slot, fill)
 
 
+def with_priors_where_unsearched(tree: tree_lib.Tree, weights: chex.Array) -> chex.Array:
+    """`weights` [B, A] (a distribution over the root's actions from its
+    visits), with the root's prior probabilities [B, A] (as searched: masked,
+    with any root noise) in the rows whose root has no child visits: rows a
+    stop rule ended before their first simulation (`stopping`), whose
+    answer is that of a search of 0 simulations."""
+    stats, in_actions = root_actions_view(tree)
+    unsearched = jnp.all(stats.visits == 0, axis=-1, keepdims=True)
+    priors = in_actions(jnp.where(stats.legal, stats.priors, 0.0), 0.0)
+    priors = priors / jnp.maximum(jnp.sum(priors, axis=-1, keepdims=True), 1e-30)
+    return jnp.where(unsearched, priors.astype(weights.dtype), weights)
+
+
 def choose_action(rng_key: chex.PRNGKey, tree: tree_lib.Tree, final_action: str,
                   temperature: chex.Array, solver: bool = False) -> chex.Array:
     """The action [B] to play from each root.
@@ -216,6 +229,9 @@ def choose_action(rng_key: chex.PRNGKey, tree: tree_lib.Tree, final_action: str,
     "highest_value": highest Q among visited root actions.
     "sampled": `pi(a) ~ N(a) ** (1 / temperature)`; temperature 0 is
     "most_visited".
+    A root with no child visits (a stop rule ended its row before the first
+    simulation) plays its legal action of highest prior, as a search of 0
+    simulations would.
     With the solver, a proven win is always played; a proven root plays a
     move that realises its exact value; otherwise proven losses are excluded
     while any other legal move remains.
@@ -248,6 +264,8 @@ def choose_action(rng_key: chex.PRNGKey, tree: tree_lib.Tree, final_action: str,
     # Nothing allowed was visited (the solver excluded every visited move):
     # fall back to the most visited allowed move, which may be unvisited.
     action = jnp.where(jnp.any(allowed & (visits > 0), axis=-1), action, most_visited)
+    prior_best = jnp.argmax(jnp.where(allowed, in_actions(stats.priors, 0.0), -jnp.inf), axis=-1)
+    action = jnp.where(jnp.all(visits == 0, axis=-1), prior_best, action)
     if solver:
         action = play_proven(tree, stats, action)
     return action.astype(jnp.int32)

@@ -61,6 +61,41 @@ def test_a_row_stopped_by_the_visit_gap_plays_the_full_searchs_move():
                                   np.asarray(full.action)[stopped_rows])
 
 
+def test_a_row_stopped_before_its_first_simulation_answers_from_its_priors():
+    """VisitGap ends a row with one legal move before any simulation: its
+    move and its action weights (one-hot) are the full search's. A user's
+    rule that stops every row at once leaves each root unvisited: it plays
+    its legal action of highest prior, with the masked priors as weights."""
+    num_actions = 4
+    logits = jnp.array([[0.0, 0.0, 1.0, 2.0], [0.5, 0.0, 3.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
+    invalid = jnp.array([[True, True, False, False], [True, False, True, True],
+                         [False, False, False, False]])
+    root = mcts_jax.RootFnOutput(prior_logits=logits, value=jnp.zeros(3),
+                                 embedding=jnp.zeros(3))
+
+    def recurrent_fn(params, key, action, embedding):
+        del params, action
+        return mcts_jax.RecurrentFnOutput(
+            reward=jnp.zeros(3), discount=-jnp.ones(3), prior_logits=jnp.zeros((3, num_actions)),
+            value=jax.random.uniform(key, (3,), minval=-1.0)), embedding
+
+    def run(policy):
+        return policy(None, jax.random.key(0), root, recurrent_fn, 12, invalid_actions=invalid)
+
+    full, gap = run(POLICY), run(STOPPING)
+    assert spent_per_row(gap.search_tree)[1] == 0  # one legal move: nothing to search
+    np.testing.assert_array_equal(gap.action, full.action)
+    np.testing.assert_array_equal(gap.action_weights[1], full.action_weights[1])
+    np.testing.assert_array_equal(gap.action_weights[1], [0.0, 1.0, 0.0, 0.0])
+    at_once = run(POLICY.replace(plugins=(stopping.StopWhen(
+        lambda tree, budget: jnp.ones(tree.node_visits.shape[:1], bool)),)))
+    assert np.all(spent_per_row(at_once.search_tree) == 0)
+    np.testing.assert_array_equal(at_once.action, [3, 1, 0])
+    legal_priors = np.where(np.asarray(invalid), 0.0, np.exp(np.asarray(logits)))
+    np.testing.assert_allclose(at_once.action_weights,
+                               legal_priors / legal_priors.sum(-1, keepdims=True), rtol=1e-5)
+
+
 def test_a_stop_truncates_the_search_and_changes_nothing_before():
     _, stopped = full_and_stopped()
     spent = spent_per_row(stopped.search_tree)
