@@ -117,9 +117,10 @@ def compare(agent: Agent, positions, num_simulations: int, batch: int, batches: 
         key = jax.random.key(seed * 1000 + index)
         draws.append((key, states))
         out_full, out_stopped = full(key, states), stopped(key, states)
-        visits_full = np.asarray(out_full.search_tree.summary().visit_counts, np.float64)
-        visits_stopped = np.asarray(out_stopped.search_tree.summary().visit_counts,
-                                    np.float64)
+        summary_full = out_full.search_tree.summary()
+        summary_stopped = out_stopped.search_tree.summary()
+        visits_full = np.asarray(summary_full.visit_counts, np.float64)
+        visits_stopped = np.asarray(summary_stopped.visit_counts, np.float64)
         # A row stopped before its first simulation (one legal move: nothing
         # can overtake it) has no visit distribution, so no target to compare.
         searched = visits_stopped.sum(axis=1) > 0
@@ -137,8 +138,8 @@ def compare(agent: Agent, positions, num_simulations: int, batch: int, batches: 
         unsearched.append(~searched)
         tv.append(distance[searched])
         changed.append(distance[searched] > 0)
-        value_change.append(np.abs(np.asarray(out_full.search_tree.summary().value)
-                                   - np.asarray(out_stopped.search_tree.summary().value)))
+        value_change.append(np.abs(np.asarray(summary_full.value)
+                                   - np.asarray(summary_stopped.value)))
     spent, same, tv = np.concatenate(spent), np.concatenate(same), np.concatenate(tv)
     if not same.all() or spent.max() > num_simulations:
         raise SystemExit(f"N={num_simulations}: VisitGap changed {1 - same.mean():.1%} of the "

@@ -216,7 +216,7 @@ def with_priors_where_unsearched(tree: tree_lib.Tree, weights: chex.Array) -> ch
     answer is that of a search of 0 simulations."""
     stats, in_actions = root_actions_view(tree)
     unsearched = jnp.all(stats.visits == 0, axis=-1, keepdims=True)
-    priors = in_actions(jnp.where(stats.legal, stats.priors, 0.0), 0.0)
+    priors = in_actions(stats.priors, 0.0)  # 0 on illegal slots (`ChildrenStats`)
     priors = priors / jnp.maximum(jnp.sum(priors, axis=-1, keepdims=True), 1e-30)
     return jnp.where(unsearched, priors.astype(weights.dtype), weights)
 
