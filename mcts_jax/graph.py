@@ -49,7 +49,9 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from mcts_jax import plugin
 from mcts_jax import tree as tree_lib
+from mcts_jax.plugin import Plugins
 
 # Table slots probed per lookup or insertion (double hashing: a key's
 # probes step through the table by an odd stride of its own, so keys that
@@ -363,6 +365,97 @@ def stops_at_child(child: chex.Array, edge_visits: chex.Array,
     than this descent would add)."""
     rows = tree_lib.batch_rows(child.shape[0])
     return (child >= 0) & (edge_visits < node_visits[rows, jnp.maximum(child, 0)])
+
+
+# ---- expanding and backing up a graph (the phases call these) ----------------------------
+
+def link_new_nodes(tree: tree_lib.Tree, new: Any, keys: chex.Array, creates: chex.Array,
+                   edge_paths: Optional[Path], options: Any):
+    """A graph search's expansion (`phases.expand`): where each edge (`creates` [B, E]) leads
+    (`link_edges`), and the new nodes as written, a repetition node
+    made terminal, unproven and worth `options.repetition_value`. Returns
+    (tree with the table, new nodes, the node each edge points to [B, E],
+    created [B, E])."""
+    edge_on_path = None
+    if edge_paths is not None:
+        def edge_on_path(node, e):
+            stamp = edge_paths.stamp[:, jnp.minimum(e, edge_paths.stamp.shape[1] - 1)]
+            return on_path(edge_paths._replace(stamp=stamp), node)
+
+    linked = link_edges(tree, keys, new.reward, new.discount, creates, edge_on_path)
+    repetition = linked.repetition
+    new = new.replace(
+        terminal=new.terminal | repetition,
+        value=jnp.where(repetition, options.repetition_value_internal(), new.value),
+        slots=new.slots.replace(
+            codes=jnp.where(repetition[..., None], tree_lib.ILLEGAL, new.slots.codes).astype(
+                new.slots.codes.dtype),
+            priors=jnp.where(repetition[..., None], 0.0, new.slots.priors)),
+        solved=new.terminal & ~repetition)
+    return (tree.replace(transposition_table=linked.table), new, linked.target,
+            linked.created)
+
+
+class GraphBackupCarry(NamedTuple):
+    """The carry of `backup_graph`'s loop: the statistics being written
+    ([B, N], edge visits [B, N, K]), what each plug-in carries (a tuple in
+    plug-in order), the depth on each path of the node being updated (-1
+    once past the root), the slot through which the path left that node
+    (read one depth below) and the strategy's in-flight count."""
+
+    node_visits: chex.Array
+    value_sums: chex.Array
+    edge_visits: chex.Array
+    plugin_states: tuple
+    depth: chex.Array
+    slot_below: chex.Array
+    in_flight: Any
+
+
+def backup_graph(tree: tree_lib.Tree, update: Any, plugins: Plugins, strategy: Any,
+                 in_flight: Any = None) -> tuple[tree_lib.Tree, Any]:
+    """A graph search's backup (`phases.backup`, `update` a `phases.Backup`
+    with its paths): walks each path (`update.path`) from its
+    last node (`update.depth`) up to the root. Every edge on the way gains
+    `update.count` visits, and every node on the way is recomputed from its
+    children (`recomputed`: visits 1 + its edge visits, value its raw
+    value plus its edges' visits times their children's Q), then shown to
+    each plug-in (`back_up_node`). Paths of one step ([B, P]) that share an
+    edge add up. Returns (tree, the strategy's in-flight count)."""
+    max_nodes = tree.max_nodes
+    path, count = update.path, update.count
+    rows = tree_lib.batch_rows(tree.batch_size).reshape((-1,) + (1,) * (count.ndim - 1))
+    last = update.depth
+
+    def body(state: GraphBackupCarry) -> GraphBackupCarry:
+        on_path = state.depth >= 0
+        node, slot_above = path_step(path, jnp.maximum(state.depth, 0), tree.num_slots)
+        below = on_path & (state.depth < last)  # the edge to the next node of the path
+        edge_visits = state.edge_visits.at[
+            rows, jnp.where(below, node, max_nodes), state.slot_below].add(count, mode="drop")
+        visits, value = recomputed(tree, state.node_visits, state.value_sums,
+                                         edge_visits, node)
+        # The writes depend on the reads (a recomputed value is never NaN), so
+        # XLA updates the carried arrays in place instead of copying them.
+        write_at = jnp.where(on_path & ~jnp.isnan(value), node, max_nodes)
+        plugin_states = plugin.back_up_node(plugins, tree, state.plugin_states, node, on_path)
+        return GraphBackupCarry(
+            node_visits=state.node_visits.at[rows, write_at].set(visits, mode="drop"),
+            value_sums=state.value_sums.at[rows, write_at].set(value, mode="drop"),
+            edge_visits=edge_visits, plugin_states=plugin_states,
+            depth=jnp.where(on_path, state.depth - 1, -1), slot_below=slot_above,
+            in_flight=strategy.backs_up_node(state.in_flight, rows, node, on_path))
+
+    walks = strategy.walks_up(update)
+    state = GraphBackupCarry(node_visits=tree.node_visits, value_sums=tree.value_sums,
+                             edge_visits=tree.edge_visits,
+                             plugin_states=plugin.backup_states(plugins, tree),
+                             depth=jnp.where(walks, last, -1), slot_below=jnp.zeros_like(last),
+                             in_flight=in_flight)
+    state = jax.lax.while_loop(lambda state: jnp.any(state.depth >= 0), body, state)
+    tree = tree.replace(node_visits=state.node_visits, value_sums=state.value_sums,
+                        edge_visits=state.edge_visits)
+    return plugin.after_backup(plugins, tree, state.plugin_states), state.in_flight
 
 
 # ---- re-rooting a graph ----------------------------------------------------------------------

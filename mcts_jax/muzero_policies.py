@@ -32,10 +32,9 @@ from mcts_jax import tree_search
 from mcts_jax import validation
 from mcts_jax.hashable import HashableFunction
 from mcts_jax.options import SearchOptions
-from mcts_jax.policies import (DIRICHLET_ALPHA, DIRICHLET_FRACTION, GumbelPolicy,
-                               check_puct_fields, puct_rule)
+from mcts_jax.policies import (DIRICHLET_ALPHA, DIRICHLET_FRACTION, PARENT_AND_SIBLINGS,
+                               GumbelPolicy, check_puct_fields, puct_rule)
 from mcts_jax.policy import Policy, play_proven, root_actions_view
-from mcts_jax.qtransforms import qtransform_by_parent_and_siblings
 
 
 def muzero_root_logits(rng_key: chex.PRNGKey, prior_logits: chex.Array,
@@ -100,7 +99,7 @@ class MuZeroPolicy(Policy):
     pb_c_base: Any = selection.PB_C_BASE
     dirichlet_fraction: Any = DIRICHLET_FRACTION
     dirichlet_alpha: Any = DIRICHLET_ALPHA
-    qtransform: Callable = qtransform_by_parent_and_siblings
+    qtransform: Callable = PARENT_AND_SIBLINGS
     temperature: Any = 1.0
 
     def __post_init__(self):

@@ -16,8 +16,8 @@ options: they belong to a policy (`policies.py`).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-import functools
 from typing import Any, Callable, Optional, Tuple
 
 import jax
@@ -31,19 +31,62 @@ from mcts_jax import validation
 STEERINGS = ("unobserved", "virtual_loss")
 
 
-def option(default: Any, meaning: str) -> Any:
-    """A field of `SearchOptions`: its default and what it means."""
-    return dataclasses.field(default=default, metadata={"meaning": meaning})
+def option(default: Any, meaning: str, check: Optional[Callable] = None) -> Any:
+    """A field of `SearchOptions`: its default, what it means, and its check
+    `check(name, value) -> value` (the value as the record keeps it, or a
+    clear error naming the field). The default is valid by construction, so
+    a field left at its default is not checked."""
+    return dataclasses.field(default=default, metadata={"meaning": meaning, "check": check})
 
 
-def _check_optional_count(name: str, value: Any, low: int) -> Optional[int]:
-    if value is None:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be None or a Python int, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be None or an int >= {low}, got {value!r}")
-    return int(value)
+def _optional_count(low: int) -> Callable:
+    def check(name: str, value: Any) -> Optional[int]:
+        if value is None:
+            return None
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{name} must be None or a Python int, got {value!r}")
+        if value < low:
+            raise ValueError(f"{name} must be None or an int >= {low}, got {value!r}")
+        return int(value)
+    return check
+
+
+def _count(low: int) -> Callable:
+    return lambda name, value: validation.check_count(name, value, low=low)
+
+
+def _steering(name: str, value: Any) -> str:
+    if value not in STEERINGS:
+        raise ValueError(f"{name} must be 'unobserved' or 'virtual_loss', got {value!r}")
+    return value
+
+
+def _depth(name: str, value: Any) -> Optional[int]:
+    if value is not None and (isinstance(value, (bool, np.bool_))
+                              or not isinstance(value, (int, np.integer)) or value < 1):
+        raise ValueError(f"{name} must be None or an int >= 1, got {value!r}")
+    return None if value is None else int(value)
+
+
+def _loop(name: str, value: Any) -> Callable:
+    if not callable(value):
+        raise TypeError(f"{name} must be callable like jax.lax.fori_loop, got "
+                        f"{type(value).__name__}")
+    return value
+
+
+def _position_key(name: str, value: Any) -> Optional[Callable]:
+    if value is not None and not callable(value):
+        raise TypeError(f"{name} must be None or callable like mcts_jax.hash_embedding, got "
+                        f"{type(value).__name__}")
+    return value
+
+
+def _optional_number(name: str, value: Any) -> Optional[float]:
+    return None if value is None else validation.check_number(name, value)
+
+
+_flag = validation.check_flag
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,114 +102,90 @@ class SearchOptions:
 
     max_nodes: Optional[int] = option(
         None, "tree capacity N per search; None: num_simulations + 1 (x K with expand_all); "
-              "a full tree re-evaluates leaves, nothing is written past it")
+              "a full tree re-evaluates leaves, nothing is written past it", _optional_count(1))
     max_depth: Optional[int] = option(
-        None, "deepest node depth that can be created (root = 0); None: unlimited")
+        None, "deepest node depth that can be created (root = 0); None: unlimited", _depth)
     max_children: Optional[int] = option(
         None, "K child slots per node (compact layout: the K highest-prior legal actions); "
-              "None: dense, one slot per action")
+              "None: dense, one slot per action", _optional_count(1))
     plugins: Tuple[Any, ...] = option(
         (), "your own search plug-ins (mcts_jax.SearchPlugin values, frozen dataclasses): "
-            "hooks the phases call, run after the built-in ones (docs/plugins.md)")
+            "hooks the phases call, run after the built-in ones (docs/plugins.md)",
+        check_plugins)
     solver: bool = option(
         False, "MCTS-solver: proven wins, losses and draws propagate; proven subtrees are "
-               "never searched again")
+               "never searched again", _flag)
     expand_all: bool = option(
         False, "a leaf's first expansion creates and evaluates every legal child "
-               "(Tiny-MCTS style)")
+               "(Tiny-MCTS style)", _flag)
     replay_embeddings: bool = option(
         False, "store only the root's embedding; a leaf's state is recomputed by replaying "
-               "its path (deterministic transitions only)")
+               "its path (deterministic transitions only)", _flag)
     value_range: Optional[Tuple[float, float]] = option(
         (-1.0, 1.0), "scale of rewards and values: (-1, 1); (0, 1), each reward and value "
                      "mapped by itself, x -> 2x - 1 (a [-1, 1] game rescaled result by result: "
                      "no reward is 0.5); or None for unbounded returns and rewards that add up "
-                     "to a score (Q min-max normalised for selection)")
+                     "to a score (Q min-max normalised for selection)",
+        lambda name, value: validation.check_value_range(value))
     stop_at_terminal: bool = option(
         True, "an edge whose recurrent_fn discount is 0 ends the game: its node is terminal "
               "(value 0, never expanded nor evaluated below; a simulation that reaches it "
               "again backs up its reward and creates no node). False: mctx's semantics, "
-              "discount 0 is only a factor and the node is searched below like any other")
+              "discount 0 is only a factor and the node is searched below like any other",
+        _flag)
     node_per_simulation: bool = option(
         False, "mctx's node numbering: simulation i writes node slot i + 1 (left empty "
                "when the simulation creates no node, so num_nodes is num_simulations + 1). "
-               "False: nodes are numbered in the order they are created, with no gaps")
+               "False: nodes are numbered in the order they are created, with no gaps",
+        _flag)
     keep_prior_logits: bool = option(
         False, "also store each node's prior logits as given (Tree.prior_logits [B, N, K], "
                "4 bytes per child slot); Tree.priors always holds the probabilities. "
-               "mctx's view of a tree reads them as children_prior_logits")
+               "mctx's view of a tree reads them as children_prior_logits", _flag)
     loop_fn: Callable = option(
         jax.lax.fori_loop, "the simulation loop, loop_fn(lower, upper, body, init): "
-                           "jax.lax.fori_loop, or e.g. a Python loop to debug a search")
+                           "jax.lax.fori_loop, or e.g. a Python loop to debug a search",
+        _loop)
     simulations_per_step: int = option(
         1, "P paths per tree per step, their B x P leaves evaluated in one recurrent_fn "
-           "call; num_simulations stays the total")
+           "call; num_simulations stays the total", _count(1))
     steering: str = option(
         "unobserved", "with simulations_per_step P > 1, how the paths of one step that are "
                       "still in flight steer the later ones away: 'unobserved' (WU-UCT: the "
                       "visit counts a rule reads include them, Q-values do not change) or "
                       "'virtual_loss' (each in-flight visit also counts as a loss for the "
-                      "player choosing the edge); the tree's statistics never keep them")
+                      "player choosing the edge); the tree's statistics never keep them",
+        _steering)
     transpositions: bool = option(
         False, "graph search: one node per position (found by position_key), edge visits "
-               "apart from node visits, values recomputed from children (graph.py)")
+               "apart from node visits, values recomputed from children (graph.py)", _flag)
     position_key: Optional[Callable] = option(
         None, "with transpositions, embedding [M, ...] -> [M, 2] uint32 keys of the "
-              "positions; None: mcts_jax.hash_embedding (every leaf of the embedding)")
+              "positions; None: mcts_jax.hash_embedding (every leaf of the embedding)",
+        _position_key)
     repetition_value: Optional[float] = option(
         None, "with transpositions, the value of a position that repeats one already on "
               "its own path (a cycle: chess, Go): that edge gets a terminal node worth this "
               "value, for the player to move there, on the value_range scale, never proven; "
-              "None: a draw (the middle of value_range)")
+              "None: a draw (the middle of value_range)", _optional_number)
     checks: str = option(
         "host", "value checks (non-finite logits or values, an all-illegal root row, ...): "
                 "'host' (the root arrays are copied to the host and checked when they are "
                 "concrete, i.e. outside the caller's jit; skipped inside it), 'off' (shape "
                 "checks only), or 'checkify' (compiled into the search with "
-                "jax.experimental.checkify, recurrent_fn's outputs too)")
+                "jax.experimental.checkify, recurrent_fn's outputs too)",
+        lambda name, value: validation.check_mode(value))
     num_simulations: Optional[int] = option(
-        None, "simulations of one search (set by resolve from the call)")
+        None, "simulations of one search (set by resolve from the call)", _optional_count(1))
     num_chance_outcomes: int = option(
         0, "C of a stochastic tree, whose edge ids are A decisions then C outcomes (set by "
-           "the stochastic policy)")
+           "the stochastic policy)", _count(0))
 
     def __post_init__(self):
-        set_field = functools.partial(object.__setattr__, self)
-        set_field("max_nodes", _check_optional_count("max_nodes", self.max_nodes, low=1))
-        if self.max_depth is not None and (
-                isinstance(self.max_depth, (bool, np.bool_))
-                or not isinstance(self.max_depth, (int, np.integer)) or self.max_depth < 1):
-            raise ValueError(f"max_depth must be None or an int >= 1, got {self.max_depth!r}")
-        set_field("max_depth", None if self.max_depth is None else int(self.max_depth))
-        set_field("max_children", _check_optional_count("max_children", self.max_children,
-                                                        low=1))
-        set_field("plugins", check_plugins("plugins", self.plugins))
-        for name in ("solver", "expand_all", "replay_embeddings", "stop_at_terminal",
-                     "node_per_simulation", "keep_prior_logits"):
-            set_field(name, validation.check_flag(name, getattr(self, name)))
-        set_field("value_range", validation.check_value_range(self.value_range))
-        if not callable(self.loop_fn):
-            raise TypeError(f"loop_fn must be callable like jax.lax.fori_loop, got "
-                            f"{type(self.loop_fn).__name__}")
-        set_field("simulations_per_step", validation.check_count(
-            "simulations_per_step", self.simulations_per_step, low=1))
-        if self.steering not in STEERINGS:
-            raise ValueError(f"steering must be 'unobserved' or 'virtual_loss', got "
-                             f"{self.steering!r}")
-        set_field("transpositions", validation.check_flag("transpositions",
-                                                          self.transpositions))
-        if self.position_key is not None and not callable(self.position_key):
-            raise TypeError(f"position_key must be None or callable like "
-                            f"mcts_jax.hash_embedding, got {type(self.position_key).__name__}")
-        if self.repetition_value is not None:
-            set_field("repetition_value", validation.check_number(
-                "repetition_value", self.repetition_value))
-        set_field("checks", validation.check_mode(self.checks))
-        if self.num_simulations is not None:
-            set_field("num_simulations", validation.check_count(
-                "num_simulations", self.num_simulations, low=1))
-        set_field("num_chance_outcomes", validation.check_count(
-            "num_chance_outcomes", self.num_chance_outcomes, low=0))
+        for field in dataclasses.fields(self):  # each field by its own check
+            value = getattr(self, field.name)
+            if value is not field.default:
+                object.__setattr__(self, field.name, field.metadata["check"](field.name, value))
         self._check_combinations()
 
     def _check_combinations(self) -> None:
@@ -228,6 +247,14 @@ class SearchOptions:
         """A copy with `changes` (checked again)."""
         return dataclasses.replace(self, **changes)
 
+    def replace_checked(self, **values) -> "SearchOptions":
+        """A copy with `values` that are checked already (`resolve`'s): one
+        validation pass per call."""
+        resolved = copy.copy(self)
+        for name, value in values.items():
+            object.__setattr__(resolved, name, value)
+        return resolved
+
     @property
     def depth_limit(self) -> int:
         """max_depth, or N when unlimited (no path is longer); resolved records."""
@@ -274,14 +301,15 @@ class SearchOptions:
         max_children = validation.check_layout(max_children, replay_embeddings, num_actions)
         if max_nodes is None and self.expand_all:
             max_nodes = num_simulations * (max_children or num_actions) + 1
-        max_nodes = validation.check_search_args(num_simulations, max_nodes, self.max_depth,
-                                                 self.value_range, continuing=tree is not None,
+        max_nodes = validation.check_search_args(num_simulations, max_nodes,
+                                                 continuing=tree is not None,
                                                  graph=self.transpositions)
         if tree is not None:
             validation.check_tree(tree, root, batch_size, num_actions, max_nodes,
                                   self.value_range, max_children, bool(replay_embeddings),
                                   self.transpositions)
-        return self.replace(num_simulations=int(num_simulations), max_nodes=max_nodes,
+        # Every value is checked by now: the resolved record is made without checking again.
+        return self.replace_checked(num_simulations=int(num_simulations), max_nodes=max_nodes,
                             max_children=max_children, replay_embeddings=bool(replay_embeddings),
                             simulations_per_step=min(self.simulations_per_step,
                                                      int(num_simulations)),

@@ -42,10 +42,9 @@ import jax.numpy as jnp
 from mcts_jax import base
 from mcts_jax import graph
 from mcts_jax import plugin
-from mcts_jax import stochastic
+from mcts_jax import replay_embeddings
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
-from mcts_jax.hashable import HashableFunction
 from mcts_jax.options import SearchOptions
 from mcts_jax.plugin import Plugins
 from mcts_jax.selection import Rules, check_slot_values, screens_its_own_slots
@@ -103,14 +102,9 @@ class Backup:
     depth: Optional[chex.Array] = None
 
 
-def rule_screens_its_slots(rule) -> bool:
-    """True for one of our rules with our Q transforms
-    (`selection.screens_its_own_slots`), also inside the stochastic wrapper
-    (`stochastic.ChanceAware`, whose chance scores are ours): its scores are
-    -inf on closed slots and never NaN, so the descent reads them as they are."""
-    while isinstance(rule, (HashableFunction, stochastic.ChanceAware)):
-        rule = rule.fn if isinstance(rule, HashableFunction) else rule.decision_rule
-    return screens_its_own_slots(rule)
+# One of our rules with our Q transforms, also inside a wrapper: its scores
+# are -inf on closed slots and never NaN, so the descent reads them as they are.
+rule_screens_its_slots = screens_its_own_slots
 
 
 def usable_scores(scores: chex.Array, stats: tree_lib.ChildrenStats,
@@ -467,47 +461,6 @@ def read_embeddings(tree: tree_lib.Tree, node: chex.Array):
     return jax.lax.platform_dependent(node, cpu=isolated, default=read)
 
 
-def replay_path_embeddings(tree: tree_lib.Tree, node: chex.Array, step_fn,
-                      max_path_length: int):
-    """The states at `node` [B] (or [B, P] paths) of a tree that stores only
-    its root's state: walks up to the root collecting the actions of each
-    path (at most `max_path_length`), then steps the root state down it with
-    `step_fn(action [B * P], embedding) -> embedding` (one batch of every
-    path). Costs depth simulator steps per call; paths that arrive early keep
-    their state. Leaves come back shaped like `node` + the state's shape."""
-    shape = node.shape
-    node = node.reshape(-1)
-    lanes = jnp.arange(node.shape[0], dtype=jnp.int32)
-    rows = jnp.repeat(tree_lib.batch_rows(tree.batch_size), node.shape[0] // tree.batch_size)
-
-    def walk_up(state):
-        node, depth, path = state
-        on_path = node > tree_lib.ROOT_INDEX
-        path = path.at[lanes, jnp.where(on_path, depth, max_path_length)].set(
-            tree.actions_from_parent[rows, node], mode="drop")
-        return (jnp.where(on_path, tree.parents[rows, node], tree_lib.ROOT_INDEX),
-                depth + on_path.astype(jnp.int32), path)
-
-    _, depth, path = jax.lax.while_loop(
-        lambda state: jnp.any(state[0] > tree_lib.ROOT_INDEX), walk_up,
-        (node, jnp.zeros_like(node), jnp.zeros((node.shape[0], max_path_length), jnp.int32)))
-
-    def step_down(state):
-        step, embedding = state
-        action = path[lanes, jnp.clip(depth - 1 - step, 0, max_path_length - 1)]
-        stepped = step_fn(action, embedding)
-        moves = step < depth
-        embedding = jax.tree.map(
-            lambda new, old: jnp.where(moves.reshape((-1,) + (1,) * (new.ndim - 1)), new, old),
-            stepped, embedding)
-        return step + 1, embedding
-
-    root_embedding = jax.tree.map(lambda leaf: leaf[rows, tree_lib.ROOT_INDEX], tree.embeddings)
-    _, embedding = jax.lax.while_loop(lambda state: state[0] < jnp.max(depth), step_down,
-                                      (jnp.int32(0), root_embedding))
-    return jax.tree.map(lambda leaf: leaf.reshape(shape + leaf.shape[1:]), embedding)
-
-
 def leaf_embeddings(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
                     recurrent_fn: base.RecurrentFn, node: chex.Array, max_path_length: int):
     """The embeddings at `node` [B] (or [B, P]): read from the tree, or, with
@@ -520,7 +473,7 @@ def leaf_embeddings(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.T
     def step_fn(action, embedding):
         return recurrent_fn(params, rng_key, action, embedding)[1]
 
-    return replay_path_embeddings(tree, node, step_fn, max_path_length)
+    return replay_embeddings.replay_path_embeddings(tree, node, step_fn, max_path_length)
 
 
 def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
@@ -579,8 +532,8 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     new = new_nodes_from_output(output, tree, slot_key(rng_key), options.stop_at_terminal)
 
     if tree.is_graph:
-        tree, new, new_index, created = link_new_nodes(tree, new, keys, creates, edge_paths,
-                                                       options)
+        tree, new, new_index, created = graph.link_new_nodes(tree, new, keys, creates,
+                                                             edge_paths, options)
         new_visits = 1
     else:
         new_index = tree.num_nodes[:, None] + jnp.cumsum(creates, axis=1, dtype=jnp.int32) - 1
@@ -601,33 +554,6 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
         tree = tree.replace(edge_visits=tree.edge_visits.at[
             rows, jnp.where(points, parent, max_nodes), slot].add(1, mode="drop"))
     return tree, new, new_index, created
-
-
-def link_new_nodes(tree: tree_lib.Tree, new: NewNodes, keys: chex.Array, creates: chex.Array,
-                   edge_paths: Optional[graph.Path], options: SearchOptions):
-    """A graph search's expansion: where each edge (`creates` [B, E]) leads
-    (`graph.link_edges`), and the new nodes as written, a repetition node
-    made terminal, unproven and worth `options.repetition_value`. Returns
-    (tree with the table, new nodes, the node each edge points to [B, E],
-    created [B, E])."""
-    on_path = None
-    if edge_paths is not None:
-        def on_path(node, e):
-            stamp = edge_paths.stamp[:, jnp.minimum(e, edge_paths.stamp.shape[1] - 1)]
-            return graph.on_path(edge_paths._replace(stamp=stamp), node)
-
-    linked = graph.link_edges(tree, keys, new.reward, new.discount, creates, on_path)
-    repetition = linked.repetition
-    new = new.replace(
-        terminal=new.terminal | repetition,
-        value=jnp.where(repetition, options.repetition_value_internal(), new.value),
-        slots=new.slots.replace(
-            codes=jnp.where(repetition[..., None], tree_lib.ILLEGAL, new.slots.codes).astype(
-                new.slots.codes.dtype),
-            priors=jnp.where(repetition[..., None], 0.0, new.slots.priors)),
-        solved=new.terminal & ~repetition)
-    return (tree.replace(transposition_table=linked.table), new, linked.target,
-            linked.created)
 
 
 def edges_of_leaf(tree: tree_lib.Tree, leaf: LeafChoice, parent_embedding: Any,
@@ -718,9 +644,9 @@ def backup(tree: tree_lib.Tree, update: Backup, plugins: Plugins,
     that add visits, nothing seen; `parallel.TakeBack` takes the step's virtual
     visits back). Returns (tree, the strategy's in-flight count).
 
-    A graph search's update carries its paths: `backup_graph`."""
+    A graph search's update carries its paths: `graph.backup_graph`."""
     if update.path is not None:
-        return backup_graph(tree, update, plugins, strategy, in_flight)
+        return graph.backup_graph(tree, update, plugins, strategy, in_flight)
     batch_size, max_nodes = tree.batch_size, tree.max_nodes
     rows = tree_lib.batch_rows(batch_size).reshape((-1,) + (1,) * (update.start.ndim - 1))
 
@@ -747,68 +673,6 @@ def backup(tree: tree_lib.Tree, update: Backup, plugins: Plugins,
                         count=update.count, value=update.value, in_flight=in_flight)
     state = jax.lax.while_loop(lambda state: jnp.any(state.node >= 0), body, state)
     tree = tree.replace(node_visits=state.node_visits, value_sums=state.value_sums)
-    return plugin.after_backup(plugins, tree, state.plugin_states), state.in_flight
-
-
-class GraphBackupCarry(NamedTuple):
-    """The carry of `backup_graph`'s loop: the statistics being written
-    ([B, N], edge visits [B, N, K]), what each plug-in carries (a tuple in
-    plug-in order), the depth on each path of the node being updated (-1
-    once past the root), the slot through which the path left that node
-    (read one depth below) and the strategy's in-flight count."""
-
-    node_visits: chex.Array
-    value_sums: chex.Array
-    edge_visits: chex.Array
-    plugin_states: tuple
-    depth: chex.Array
-    slot_below: chex.Array
-    in_flight: Any
-
-
-def backup_graph(tree: tree_lib.Tree, update: Backup, plugins: Plugins,
-                 strategy: OnePathPerStep = ONE_PATH_PER_STEP,
-                 in_flight: Any = None) -> tuple[tree_lib.Tree, Any]:
-    """A graph search's backup: walks each path (`update.path`) from its
-    last node (`update.depth`) up to the root. Every edge on the way gains
-    `update.count` visits, and every node on the way is recomputed from its
-    children (`graph.recomputed`: visits 1 + its edge visits, value its raw
-    value plus its edges' visits times their children's Q), then shown to
-    each plug-in (`back_up_node`). Paths of one step ([B, P]) that share an
-    edge add up. Returns (tree, the strategy's in-flight count)."""
-    max_nodes = tree.max_nodes
-    path, count = update.path, update.count
-    rows = tree_lib.batch_rows(tree.batch_size).reshape((-1,) + (1,) * (count.ndim - 1))
-    last = update.depth
-
-    def body(state: GraphBackupCarry) -> GraphBackupCarry:
-        on_path = state.depth >= 0
-        node, slot_above = graph.path_step(path, jnp.maximum(state.depth, 0), tree.num_slots)
-        below = on_path & (state.depth < last)  # the edge to the next node of the path
-        edge_visits = state.edge_visits.at[
-            rows, jnp.where(below, node, max_nodes), state.slot_below].add(count, mode="drop")
-        visits, value = graph.recomputed(tree, state.node_visits, state.value_sums,
-                                         edge_visits, node)
-        # The writes depend on the reads (a recomputed value is never NaN), so
-        # XLA updates the carried arrays in place instead of copying them.
-        write_at = jnp.where(on_path & ~jnp.isnan(value), node, max_nodes)
-        plugin_states = plugin.back_up_node(plugins, tree, state.plugin_states, node, on_path)
-        return GraphBackupCarry(
-            node_visits=state.node_visits.at[rows, write_at].set(visits, mode="drop"),
-            value_sums=state.value_sums.at[rows, write_at].set(value, mode="drop"),
-            edge_visits=edge_visits, plugin_states=plugin_states,
-            depth=jnp.where(on_path, state.depth - 1, -1), slot_below=slot_above,
-            in_flight=strategy.backs_up_node(state.in_flight, rows, node, on_path))
-
-    walks = strategy.walks_up(update)
-    state = GraphBackupCarry(node_visits=tree.node_visits, value_sums=tree.value_sums,
-                             edge_visits=tree.edge_visits,
-                             plugin_states=plugin.backup_states(plugins, tree),
-                             depth=jnp.where(walks, last, -1), slot_below=jnp.zeros_like(last),
-                             in_flight=in_flight)
-    state = jax.lax.while_loop(lambda state: jnp.any(state.depth >= 0), body, state)
-    tree = tree.replace(node_visits=state.node_visits, value_sums=state.value_sums,
-                        edge_visits=state.edge_visits)
     return plugin.after_backup(plugins, tree, state.plugin_states), state.in_flight
 
 

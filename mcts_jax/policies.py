@@ -30,8 +30,8 @@ from mcts_jax import tree as tree_lib
 from mcts_jax import validation
 from mcts_jax.hashable import HashableFunction
 from mcts_jax.options import SearchOptions
-from mcts_jax.policy import (Policy, check_final_action_name, play_proven, root_actions_view,
-                             with_priors_where_unsearched)
+from mcts_jax.policy import (Policy, check_fields, check_final_action_name, play_proven,
+                             root_actions_view, with_priors_where_unsearched)
 from mcts_jax.qtransforms import (check_tree_function, qtransform_by_parent_and_siblings,
                                   qtransform_completed_by_mix_value)
 
@@ -89,21 +89,35 @@ def checked_qtransform(qtransform: Optional[Callable], default: Optional[Callabl
     return HashableFunction(qtransform)
 
 
+def number_at_least(low: float, low_inclusive: bool = True, high: float = np.inf):
+    """A policy constant's check (`policy.check_fields`): `static_number` in range."""
+    return lambda name, value: static_number(name, value, low=low, high=high,
+                                             low_inclusive=low_inclusive)
+
+
+def final_action_check(name: str, value: Any) -> str:
+    return check_final_action_name(value)
+
+
+# The checks of the fields a PUCT policy value holds: numbers made Python
+# floats (errors name the field), the Q transform made comparable by value.
+PUCT_CHECKS = dict(
+    pb_c_init=number_at_least(0.0),
+    pb_c_base=number_at_least(0.0, low_inclusive=False),
+    dirichlet_fraction=number_at_least(0.0, high=1.0),
+    dirichlet_alpha=number_at_least(0.0, low_inclusive=False),
+    qtransform=lambda name, value: checked_qtransform(value, qtransform_by_parent_and_siblings),
+)
+
+# The default Q transform of the PUCT policies, made comparable by value once.
+PARENT_AND_SIBLINGS = HashableFunction(qtransform_by_parent_and_siblings)
+
+
 def check_puct_fields(policy: Policy) -> None:
-    """Checks, in place, the fields a PUCT policy value holds (`pb_c_init`,
-    `pb_c_base`, `dirichlet_fraction`, `dirichlet_alpha`, `qtransform`):
-    numbers made Python floats (errors name the field), the Q transform made
-    comparable by value. For `__post_init__` of frozen policy dataclasses."""
-    set_field = functools.partial(object.__setattr__, policy)
-    set_field("pb_c_init", static_number("pb_c_init", policy.pb_c_init, low=0.0))
-    set_field("pb_c_base", static_number("pb_c_base", policy.pb_c_base, low=0.0,
-                                         low_inclusive=False))
-    set_field("dirichlet_fraction", static_number(
-        "dirichlet_fraction", policy.dirichlet_fraction, low=0.0, high=1.0))
-    set_field("dirichlet_alpha", static_number("dirichlet_alpha", policy.dirichlet_alpha,
-                                               low=0.0, low_inclusive=False))
-    set_field("qtransform", checked_qtransform(policy.qtransform,
-                                               qtransform_by_parent_and_siblings))
+    """Checks, in place, the fields a PUCT policy value holds (`PUCT_CHECKS`:
+    `pb_c_init`, `pb_c_base`, `dirichlet_fraction`, `dirichlet_alpha`,
+    `qtransform`). For `__post_init__` of frozen policy dataclasses."""
+    check_fields(policy, PUCT_CHECKS)
 
 
 def puct_rule(pb_c_init, pb_c_base, qtransform: Callable,
@@ -139,8 +153,7 @@ class UCTPolicy(Policy):
 
     def __post_init__(self):
         super().__post_init__()
-        object.__setattr__(self, "uct_c", validation.check_number("uct_c", self.uct_c, low=0.0))
-        check_final_action_name(self.final_action)
+        check_fields(self, dict(uct_c=number_at_least(0.0), final_action=final_action_check))
 
     def rules(self, options: SearchOptions) -> selection.Rules:
         return selection.everywhere(HashableFunction(functools.partial(
@@ -167,19 +180,17 @@ class AlphaZeroPolicy(Policy):
     pb_c_base: Any = selection.PB_C_BASE
     dirichlet_fraction: Any = DIRICHLET_FRACTION
     dirichlet_alpha: Any = DIRICHLET_ALPHA
-    qtransform: Callable = qtransform_by_parent_and_siblings
+    qtransform: Callable = PARENT_AND_SIBLINGS
     final_action: str = "sampled"
     temperature: Any = 1.0
     forced_playouts: Any = 0.0
 
     def __post_init__(self):
         super().__post_init__()
-        check_puct_fields(self)
-        check_final_action_name(self.final_action)
-        # A Python number (it picks the root rule when the search is traced).
-        object.__setattr__(self, "forced_playouts",
-                           validation.check_number("forced_playouts", self.forced_playouts,
-                                                   low=0.0))
+        # forced_playouts: a Python number (it picks the root rule when the search is traced).
+        check_fields(self, dict(PUCT_CHECKS, final_action=final_action_check,
+                                forced_playouts=lambda name, value: validation.check_number(
+                                    name, value, low=0.0)))
 
     def split_key(self, rng_key):
         return tuple(jax.random.split(rng_key, 3))

@@ -292,6 +292,18 @@ def check_final_action_name(final_action: Any) -> str:
     return final_action
 
 
+def check_fields(policy: Policy, checks: dict) -> None:
+    """Checks, in place, the fields of a frozen policy value that `checks`
+    names, `{field: check(name, value) -> value}` (the value as the policy
+    keeps it, or a clear error naming the field). For `__post_init__`. A
+    field left at its class default is valid by construction: not checked."""
+    defaults = {field.name: field.default for field in dataclasses.fields(policy)}
+    for name, check in checks.items():
+        value = getattr(policy, name)
+        if value is not defaults[name]:
+            object.__setattr__(policy, name, check(name, value))
+
+
 # ---- the user's rules ----------------------------------------------------------------------
 
 _RULE_EXAMPLE = "functools.partial(mcts_jax.puct_scores, pb_c_init=1.25)"

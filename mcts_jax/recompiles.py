@@ -135,6 +135,14 @@ def _code_of(fn: Any) -> Any:
     return None
 
 
+def _defined_once(fn: Any) -> bool:
+    """A function defined at a module's top level (also in a `HashableFunction`):
+    it is one object for the life of the program, so it never compiles again."""
+    fn = fn.fn if isinstance(fn, HashableFunction) else fn
+    return (isinstance(fn, types.FunctionType) and fn.__closure__ is None
+            and "<" not in fn.__qualname__)
+
+
 def _rule_functions(settings: Any, found: list, depth: int = 0) -> list:
     """The functions a search's static settings hold: the `HashableFunction`s and bare
     functions or partials in `settings` (`Rules`, a policy value's fields),
@@ -171,6 +179,8 @@ def check_recompiles(settings: Any) -> None:
     object or of an unhashable bound value (an array), which the compiled
     search is keyed by. Costs a few hashes per call."""
     for fn in _rule_functions(settings, []):
+        if _defined_once(fn):  # a module's own function is the same object on every call
+            continue
         code = _code_of(fn)
         if code is None or code in _warned_codes:
             continue

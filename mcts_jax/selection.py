@@ -68,6 +68,10 @@ def check_slot_values(values, name: str, fn: Callable, batch_size: int, num_slot
     "qtransform of puct_scores"), `fn` the function (named in the message).
     Integer and bool arrays are refused, not cast: a rule's scores need
     -inf, and a bool is usually a mask meant for `jnp.where`."""
+    if (hasattr(values, "shape") and hasattr(values, "dtype")
+            and tuple(values.shape) == (batch_size, num_slots)
+            and jnp.issubdtype(values.dtype, jnp.floating)):
+        return
     expected = f"expected float [B, K] = [{batch_size}, {num_slots}]"
     told = f"{name} is {describe_function(fn)}"
     if not (hasattr(values, "shape") and hasattr(values, "dtype")):
@@ -395,7 +399,7 @@ def screens_its_own_slots(rule: Callable) -> bool:
     one, is one of ours (`qtransforms.OUR_QTRANSFORMS`, or a function that
     declares one of them as its `__wrapped__`, as the mctx-form versions in
     `mctx_compat` do). Any other rule's scores are screened by the descent
-    (`phases.usable_scores`)."""
+    (`phases.usable_scores`). Wrappers are seen through (`_unwrapped`)."""
     rule = _unwrapped(rule)
     if isinstance(rule, functools.partial):
         qtransform = _unwrapped(rule.keywords.get("qtransform", qtransform_raw))
@@ -409,6 +413,9 @@ def screens_its_own_slots(rule: Callable) -> bool:
 
 
 def _unwrapped(fn: Callable) -> Callable:
-    while isinstance(fn, HashableFunction):
-        fn = fn.fn
+    """`fn` out of its wrappers: `HashableFunction`s, and a rule wrapper that
+    scores only with its `wrapped_rule` beside scores of its own that
+    screen their slots (`stochastic.ChanceAware`: ours at chance nodes)."""
+    while isinstance(fn, HashableFunction) or hasattr(fn, "wrapped_rule"):
+        fn = fn.fn if isinstance(fn, HashableFunction) else fn.wrapped_rule
     return fn

@@ -105,6 +105,13 @@ class ChanceAware:
 
     decision_rule: Callable
 
+    @property
+    def wrapped_rule(self) -> Callable:
+        """The rule whose scores this one takes at decision nodes (its chance
+        scores are ours: -inf on closed slots, never NaN), for
+        `selection.screens_its_own_slots`."""
+        return self.decision_rule
+
     def __call__(self, tree: tree_lib.Tree, node: chex.Array,
                  stats: tree_lib.ChildrenStats) -> chex.Array:
         at_chance = is_chance_node(tree, node)[:, None]

@@ -221,7 +221,7 @@ def run_compiled(policy: Any, params: base.Params, rng_key: chex.PRNGKey,
                tree, extra_data)
     # `checks` is not part of the compiled search (the same program in every mode).
     statics = dict(policy=policy, recurrent_fn=HashableFunction(recurrent_fn),
-                   options=options.replace(checks="host"))
+                   options=options.replace_checked(checks="host"))
     if holds_tracer(policy):
         if checks == "checkify":
             raise ValueError("checks='checkify' needs rules and Q transforms whose bound "

@@ -151,11 +151,12 @@ def check_root(root: base.RootFnOutput, invalid_actions: Optional[Any],
     return batch_size, num_actions
 
 
-def check_search_args(num_simulations: Any, max_nodes: Optional[Any], max_depth: Optional[Any],
-                      value_range: Tuple[float, float], continuing: bool = False,
-                      graph: bool = False) -> int:
-    """Validates the common tree options; returns the capacity N. A fresh
-    tree needs a node per simulation and the root; a graph (`graph`), whose
+def check_search_args(num_simulations: Any, max_nodes: Optional[int],
+                      continuing: bool = False, graph: bool = False) -> int:
+    """Checks a call's `num_simulations` against the capacity `max_nodes`
+    (checked already by `SearchOptions`, or a continued tree's; None: the
+    default, num_simulations + 1); returns the capacity N. A fresh tree
+    needs a node per simulation and the root; a graph (`graph`), whose
     simulations often reach known positions, may be sized to the positions
     it can meet (a full graph re-evaluates its leaves)."""
     if isinstance(num_simulations, bool) or not isinstance(num_simulations, (int, np.integer)):
@@ -164,19 +165,10 @@ def check_search_args(num_simulations: Any, max_nodes: Optional[Any], max_depth:
         raise ValueError(f"num_simulations must be >= 1, got {num_simulations}")
     if max_nodes is None:
         max_nodes = num_simulations + 1
-    if isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer)):
-        raise TypeError(f"max_nodes must be a Python int, got {max_nodes!r}")
-    if max_nodes < 1:
-        raise ValueError(f"max_nodes must be >= 1, got {max_nodes}")
     if max_nodes < num_simulations + 1 and not continuing and not graph:
         raise ValueError(f"max_nodes={max_nodes} is too small: a fresh search of "
                          f"num_simulations={num_simulations} needs num_simulations + 1 = "
                          f"{num_simulations + 1} node slots")
-    if max_depth is not None:
-        if isinstance(max_depth, bool) or not isinstance(max_depth, (int, np.integer)) \
-                or max_depth < 1:
-            raise ValueError(f"max_depth must be None or an int >= 1, got {max_depth!r}")
-    check_value_range(value_range)
     return int(max_nodes)
 
 
@@ -361,23 +353,16 @@ def raise_or_stage(error: Any) -> None:
 
 
 def recurrent_result(result: Any, embedding: Any) -> Tuple[base.RecurrentFnOutput, Any]:
-    """What recurrent_fn returned, checked at trace time (free; see
-    `check_recurrent_result`): (RecurrentFnOutput, embedding). The output
-    may be any object with mctx's fields (`base.as_recurrent_output`)."""
-    if isinstance(result, tuple) and len(result) == 2:
-        result = (base.as_recurrent_output(result[0]), result[1])
-    check_recurrent_result(result, embedding)
-    return result
-
-
-def check_recurrent_result(result: Any, embedding: Any) -> None:
-    """Trace-time checks on what recurrent_fn returned (free): a pair
+    """What recurrent_fn returned, checked at trace time (free): a pair
     (RecurrentFnOutput, embedding) whose embedding has the structure, per-row
-    shapes and dtypes of the embedding it was given."""
+    shapes and dtypes of the embedding it was given. The output may be any
+    object with mctx's fields (`base.as_recurrent_output`)."""
     if not (isinstance(result, tuple) and len(result) == 2):
         raise TypeError(f"recurrent_fn must return a pair (RecurrentFnOutput, embedding), got "
                         f"{type(result).__name__}")
     output, new_embedding = result
+    if not isinstance(output, base.RecurrentFnOutput):
+        output = base.as_recurrent_output(output)
     if not isinstance(output, base.RecurrentFnOutput):
         raise TypeError(f"recurrent_fn must return a mcts_jax.RecurrentFnOutput (or any "
                         f"object with mctx's fields reward, discount, prior_logits, value) "
@@ -390,16 +375,17 @@ def check_recurrent_result(result: Any, embedding: Any) -> None:
             jnp.result_type(output.invalid_actions) != jnp.bool_:
         raise TypeError(f"recurrent_fn returned invalid_actions of dtype "
                         f"{jnp.result_type(output.invalid_actions)}; it must be bool")
-
-    def spec(tree):
-        return jax.tree.map(lambda x: (tuple(jnp.shape(x)), jnp.result_type(x)), tree)
-
-    given, returned = spec(embedding), spec(new_embedding)
-    if jax.tree.structure(given) != jax.tree.structure(returned) or \
-            jax.tree.leaves(given) != jax.tree.leaves(returned):
+    given, returned = jax.tree.leaves(embedding), jax.tree.leaves(new_embedding)
+    if jax.tree.structure(embedding) != jax.tree.structure(new_embedding) or [
+            (jnp.shape(x), jnp.result_type(x)) for x in given] != [
+            (jnp.shape(x), jnp.result_type(x)) for x in returned]:
+        returned = jax.tree.map(lambda x: (tuple(jnp.shape(x)), jnp.result_type(x)),
+                                new_embedding)
+        given = jax.tree.map(lambda x: (tuple(jnp.shape(x)), jnp.result_type(x)), embedding)
         raise ValueError(f"recurrent_fn returned an embedding whose structure, shapes "
                          f"or dtypes {returned} differ from the embedding it was given "
                          f"{given}")
+    return output, new_embedding
 
 
 def check_is_tree(name: str, tree: Any) -> None:
