@@ -9,7 +9,7 @@ redesign's base accepts (`uct_policy`, `alphazero_policy`, `gumbel_policy`,
 `muzero_policy`, `gumbel_muzero_policy`, `stochastic_muzero_policy`,
 `search`), over every option whose code differs (the solver, expand-all, the
 compact layout, several paths per step with both steerings, `max_depth`,
-replayed embeddings, unbounded values, mctx's semantics, tree reuse), and
+replayed embeddings, unbounded values, mctx's semantics, tree reuse, graph search), and
 searches on pgx games through `envs` (random playouts, the chance games
 with chance nodes). Every output array (`action`, `action_weights`, each
 tree field, `tree.summary()`) is saved as `<case>/s<seed>/<key path>`; a case
@@ -310,6 +310,28 @@ CASES = {
     "game_hex": game_case("hex", 8, 5),
     "game_2048": chance_game_case("2048", 16, value_range=None),
     "game_backgammon": chance_game_case("backgammon", 8),
+    # Graph search (transpositions=True): positions shared between move
+    # orders, P paths, expand_all with the solver, the compact layout, a
+    # graph smaller than the simulations, reuse, repetitions.
+    "graph_game_tic_tac_toe": game_case("tic_tac_toe", 48, 2, transpositions=True),
+    "graph_game_tic_tac_toe_p4_vl": game_case("tic_tac_toe", 48, 2, transpositions=True,
+                                              simulations_per_step=4,
+                                              steering="virtual_loss"),
+    "graph_game_tic_tac_toe_expand_all_solver": game_case("tic_tac_toe", 24, 3,
+                                                          transpositions=True,
+                                                          expand_all=True, solver=True),
+    "graph_game_connect_four_compact_p2": game_case("connect_four", 32, 4, transpositions=True,
+                                                    max_children=4, simulations_per_step=2),
+    "graph_game_animal_shogi_repetition": game_case("animal_shogi", 48, 6, transpositions=True,
+                                                    repetition_value=-0.5),
+    "graph_uct_small_capacity": policy_case("uct_policy", P6, 24, transpositions=True,
+                                            max_nodes=12),
+    "graph_az_reuse_solver": policy_case("alphazero_policy", T6, 24, transpositions=True,
+                                         reuse=True, solver=True),
+    "graph_gumbel_p2": policy_case("gumbel_policy", P6, 24, transpositions=True,
+                                   simulations_per_step=2),
+    "graph_search_p4_unobserved": search_case(P6, 24, puct, transpositions=True,
+                                              simulations_per_step=4),
 }
 
 

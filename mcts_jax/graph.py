@@ -43,6 +43,7 @@ search is the same program as a tree search.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable, NamedTuple, Optional
 
 import chex
@@ -370,12 +371,12 @@ def stops_at_child(child: chex.Array, edge_visits: chex.Array,
 # ---- expanding and backing up a graph (the phases call these) ----------------------------
 
 def link_new_nodes(tree: tree_lib.Tree, new: Any, keys: chex.Array, creates: chex.Array,
-                   edge_paths: Optional[Path], options: Any):
-    """A graph search's expansion (`phases.expand`): where each edge (`creates` [B, E]) leads
-    (`link_edges`), and the new nodes as written, a repetition node
-    made terminal, unproven and worth `options.repetition_value`. Returns
-    (tree with the table, new nodes, the node each edge points to [B, E],
-    created [B, E])."""
+                   edge_paths: Optional[Path], repetition_value: float):
+    """A graph search's expansion (`GraphSearch.link`): where each edge
+    (`creates` [B, E]) leads (`link_edges`), and the new nodes as written
+    (`phases.NewNodes`), a repetition node made terminal, unproven and worth
+    `repetition_value` (internal scale). Returns (tree with the table, new
+    nodes, the node each edge points to [B, E], created [B, E])."""
     edge_on_path = None
     if edge_paths is not None:
         def edge_on_path(node, e):
@@ -386,7 +387,7 @@ def link_new_nodes(tree: tree_lib.Tree, new: Any, keys: chex.Array, creates: che
     repetition = linked.repetition
     new = new.replace(
         terminal=new.terminal | repetition,
-        value=jnp.where(repetition, options.repetition_value_internal(), new.value),
+        value=jnp.where(repetition, repetition_value, new.value),
         slots=new.slots.replace(
             codes=jnp.where(repetition[..., None], tree_lib.ILLEGAL, new.slots.codes).astype(
                 new.slots.codes.dtype),
@@ -412,20 +413,21 @@ class GraphBackupCarry(NamedTuple):
     in_flight: Any
 
 
-def backup_graph(tree: tree_lib.Tree, update: Any, plugins: Plugins, strategy: Any,
+def backup_graph(tree: tree_lib.Tree, update: Any, path: Path, last: chex.Array,
+                 plugins: Plugins, strategy: Any,
                  in_flight: Any = None) -> tuple[tree_lib.Tree, Any]:
-    """A graph search's backup (`phases.backup`, `update` a `phases.Backup`
-    with its paths): walks each path (`update.path`) from its
-    last node (`update.depth`) up to the root. Every edge on the way gains
+    """A graph search's backup (`GraphSearch.backup`; `update` a
+    `phases.Backup`): walks each path (`path`, leading shape like
+    `update.count`) from its last node (at depth `last`) up to the root.
+    Every edge on the way gains
     `update.count` visits, and every node on the way is recomputed from its
     children (`recomputed`: visits 1 + its edge visits, value its raw
     value plus its edges' visits times their children's Q), then shown to
     each plug-in (`back_up_node`). Paths of one step ([B, P]) that share an
     edge add up. Returns (tree, the strategy's in-flight count)."""
     max_nodes = tree.max_nodes
-    path, count = update.path, update.count
+    count = update.count
     rows = tree_lib.batch_rows(tree.batch_size).reshape((-1,) + (1,) * (count.ndim - 1))
-    last = update.depth
 
     def body(state: GraphBackupCarry) -> GraphBackupCarry:
         on_path = state.depth >= 0
@@ -456,6 +458,124 @@ def backup_graph(tree: tree_lib.Tree, update: Any, plugins: Plugins, strategy: A
     tree = tree.replace(node_visits=state.node_visits, value_sums=state.value_sums,
                         edge_visits=state.edge_visits)
     return plugin.after_backup(plugins, tree, state.plugin_states), state.in_flight
+
+
+# ---- the plug-in ----------------------------------------------------------------------------
+
+class GraphWalk(NamedTuple):
+    """What a graph search carries from one simulation to the next, leading
+    shape S ([B] one path per step, [B, P] P paths): the descents' `path`
+    buffers and the `depth` [S] of each path's last node."""
+
+    path: Path
+    depth: chex.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphSearch(plugin.SearchPlugin):
+    """Monte Carlo graph search as a plug-in of the search loop (the module
+    docstring says what it does); `SearchOptions(transpositions=True)` turns
+    it on (`tree_search.search_plugins` builds it from the resolved options).
+    Its arrays are still fields of the tree (`position_keys`,
+    `transposition_table`, `edge_visits`); its hooks: a descent records its
+    path and stops at a child that knows more or repeats the path, a full
+    graph may still link, a new edge finds its position's node, the path's
+    last step is recorded, and the backup walks the recorded paths.
+
+    Attributes:
+      max_depth: the resolved options' `depth_limit` (path buffers hold
+        max_depth + 2 nodes).
+      max_nodes: the capacity N.
+      key_of_position: `embedding [M, ...] -> [M, 2] uint32`.
+      repetition_value: a repetition's value on the internal scale.
+      expand_all: every child of a leaf is created at once (each child
+        reached is one visit of its edge; the path ends at the leaf).
+    """
+
+    max_depth: int
+    max_nodes: int
+    key_of_position: Callable
+    repetition_value: float = 0.0
+    expand_all: bool = False
+
+    @classmethod
+    def of(cls, options: Any) -> "GraphSearch":
+        """The plug-in of a search with resolved `options`."""
+        return cls(max_depth=options.depth_limit, max_nodes=options.max_nodes,
+                   key_of_position=options.key_of_position,
+                   repetition_value=options.repetition_value_internal(),
+                   expand_all=options.expand_all)
+
+    def search_state(self, tree, record, lead_shape) -> GraphWalk:
+        return GraphWalk(path=empty_path(lead_shape, self.max_depth, self.max_nodes),
+                         depth=jnp.zeros(lead_shape, jnp.int32))
+
+    def start_descent(self, tree, record, state: GraphWalk, path, stamp) -> Path:
+        """Path `path`'s buffers (all of them with one path per step) started at the root."""
+        buffers = state.path
+        if path is not None:  # path p's own buffers, the shared marks
+            buffers = Path(entries=buffers.entries[:, path], marks=buffers.marks,
+                           stamp=buffers.stamp[:, path])
+        return start_descent(buffers, stamp)
+
+    def descend(self, tree, record, descent: Path, depth, slot, child, edge_visits, moves,
+                stops):
+        """Stop at a child that knows more than its edge, or that repeats the path."""
+        repeats = on_path(descent, child)
+        knows_more = stops_at_child(child, edge_visits, tree.node_visits)
+        descent = record_step(descent, depth, slot, child, moves, moves & ~repeats,
+                              tree.num_slots)
+        return descent, stops | (knows_more | repeats)
+
+    def end_descent(self, tree, record, state: GraphWalk, descent: Path, path,
+                    depth) -> GraphWalk:
+        if path is None:
+            return GraphWalk(path=descent, depth=depth)
+        return GraphWalk(
+            path=Path(entries=state.path.entries.at[:, path].set(descent.entries),
+                      marks=descent.marks,
+                      stamp=state.path.stamp.at[:, path].set(descent.stamp)),
+            depth=state.depth.at[:, path].set(depth))
+
+    def has_room(self, tree, record, room):
+        """A full graph may still link to a known position."""
+        return jnp.ones_like(room)
+
+    def link(self, tree, record, state: GraphWalk, parent, slot, creates, new, embedding):
+        """Each new edge points to its position's node where the row holds
+        it (`link_new_nodes`); a new node is written with one visit (its own
+        value) and its position key; with `expand_all` each edge reached
+        counts one visit."""
+        edge_shape = creates.shape
+        size = edge_shape[0] * edge_shape[1]
+        flat = jax.tree.map(lambda x: x.reshape((size,) + x.shape[2:]), embedding)
+        keys = position_keys_of(self.key_of_position, flat, size).reshape(edge_shape + (2,))
+        paths = state.path
+        if paths.stamp.ndim == 1:  # one path per step: its stamp for each of the E edges
+            paths = paths._replace(stamp=paths.stamp[:, None])
+        tree, new, index, created = link_new_nodes(tree, new, keys, creates, paths,
+                                                   self.repetition_value)
+        rows = tree_lib.batch_rows(tree.batch_size)[:, None]
+        max_nodes = tree.max_nodes
+        tree = tree.replace(position_keys=tree.position_keys.at[
+            rows, jnp.where(created, index, max_nodes)].set(keys, mode="drop"))
+        if self.expand_all:  # each child reached is one visit of its edge
+            points = creates & (index < max_nodes)
+            tree = tree.replace(edge_visits=tree.edge_visits.at[
+                rows, jnp.where(points, parent, max_nodes), slot].add(1, mode="drop"))
+        return tree, new, index, created, 1
+
+    def backs_up(self, tree, record, state: GraphWalk, slot, target, reaches) -> GraphWalk:
+        """The path goes on to the node the edge leads to (created or found)."""
+        if self.expand_all:  # the path ends at the leaf; link counted each child's edge
+            return state
+        return GraphWalk(
+            path=append_node(state.path, state.depth, target, slot, reaches, tree.num_slots),
+            depth=jnp.where(reaches, state.depth + 1, state.depth))
+
+    def backup(self, tree, record, state: GraphWalk, update, plugins, strategy, in_flight):
+        return backup_graph(tree, update, state.path, state.depth, plugins, strategy,
+                            in_flight)
 
 
 # ---- re-rooting a graph ----------------------------------------------------------------------

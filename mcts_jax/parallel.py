@@ -45,7 +45,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from mcts_jax import base, graph, phases
+from mcts_jax import base, phases, plugin
 from mcts_jax import tree as tree_lib
 from mcts_jax.options import SearchOptions
 from mcts_jax.plugin import Plugins
@@ -136,14 +136,15 @@ def add_visits(visits: chex.Array, rows: chex.Array, node: chex.Array, where: ch
 
 def select_paths(tree: tree_lib.Tree, rules: Rules, options: SearchOptions,
                  select_key: chex.PRNGKey, num_paths: chex.Array,
-                 visits: chex.Array, searching: chex.Array, paths: graph.Path = None,
+                 visits: chex.Array, searching: chex.Array, states: tuple = (),
                  first_stamp=0, plugins: Plugins = ()):
     """P descents in every row, path p steered by paths < p. `num_paths` []:
     how many of the P run this step; `searching` [B]: the rows that search
-    (`phases.rows_at_step`). A graph search passes its path buffers
-    ([B, P, L]) and the stamp of the step's first descent. Returns
-    (LeafChoice [B, P] (its rule_failed [B]: on any path; a graph's paths
-    [B, P, L] and depths [B, P]), enabled [B, P], virtual visits [B, N])."""
+    (`phases.rows_at_step`). `states`: what each plug-in carries, for
+    descents of leading shape [B, P] (path p is descent number
+    `first_stamp + p`). Returns (LeafChoice [B, P] (its rule_failed [B]: on
+    any path; its states: the plug-ins' after every path), enabled [B, P],
+    virtual visits [B, N])."""
     batch_size, num_per_step = tree.batch_size, options.simulations_per_step
     path_keys = jax.random.split(select_key, (num_per_step, batch_size))
     empty = jnp.zeros((batch_size, num_per_step), jnp.int32)
@@ -153,32 +154,22 @@ def select_paths(tree: tree_lib.Tree, rules: Rules, options: SearchOptions,
                   else jnp.zeros((batch_size,), jnp.bool_))
 
     def one_path(p, carry):
-        nodes, slots, expands, depths, visits, failed, paths = carry
+        nodes, slots, expands, visits, failed, states = carry
         steering = Steering(pending_node=nodes, pending_slot=slots, pending=expands,
                             enabled=enabled[:, p], rule=options.steering)
-        path = None
-        if paths is not None:  # path p's own buffers, the shared marks
-            path = graph.start_descent(
-                graph.Path(entries=paths.entries[:, p], marks=paths.marks,
-                           stamp=paths.stamp[:, p]),
-                first_stamp + p)
         leaf = phases.select_leaf(tree, rules, options.depth_limit, plugins,
-                                  path_keys[p], searching, steering, visits, path)
-        if paths is not None:
-            paths = graph.Path(entries=paths.entries.at[:, p].set(leaf.path.entries),
-                               marks=leaf.path.marks,
-                               stamp=paths.stamp.at[:, p].set(leaf.path.stamp))
-            depths = depths.at[:, p].set(leaf.depth)
+                                  path_keys[p], searching, steering, visits, states=states,
+                                  path=p, stamp=first_stamp + p)
         return (nodes.at[:, p].set(leaf.node), slots.at[:, p].set(leaf.slot),
-                expands.at[:, p].set(leaf.expand), depths, leaf.in_flight,
-                None if failed is None else failed | leaf.rule_failed, paths)
+                expands.at[:, p].set(leaf.expand), leaf.in_flight,
+                None if failed is None else failed | leaf.rule_failed, leaf.states)
 
-    nodes, slots, expands, depths, visits, failed, paths = jax.lax.fori_loop(
+    nodes, slots, expands, visits, failed, states = jax.lax.fori_loop(
         0, num_per_step, one_path,
-        (empty, empty, jnp.zeros((batch_size, num_per_step), jnp.bool_), empty, visits,
-         no_failure, paths))
+        (empty, empty, jnp.zeros((batch_size, num_per_step), jnp.bool_), visits,
+         no_failure, states))
     return (phases.LeafChoice(node=nodes, slot=slots, expand=expands, rule_failed=failed,
-                              path=paths, depth=None if paths is None else depths),
+                              states=states),
             enabled, visits)
 
 
@@ -199,40 +190,34 @@ def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
     (`phases.expand` with E = P), create one node per distinct unexpanded
     edge (capacity permitting; in a graph, one per distinct position) and
     back up every path, taking the virtual visits back. `carry`: (key,
-    tree, virtual visits [B, N], rule_failed [B] or None, a graph's path
-    buffers [B, P, L] or None, `budget_rows` as in `phases.simulate`).
+    tree, virtual visits [B, N], rule_failed [B] or None, what each plug-in
+    carries ([B, P] descents), `budget_rows` as in `phases.simulate`).
     Keys: `key, select_key, expand_key = split(key, 3)`."""
-    key, tree, visits, rule_failed, paths, budget_rows = carry
+    key, tree, visits, rule_failed, states, budget_rows = carry
     num_per_step = options.simulations_per_step
     searching = phases.rows_at_step(plugins, tree, budget_rows)
     key, select_key, expand_key = jax.random.split(key, 3)
     num_paths = jnp.minimum(num_per_step, options.num_simulations - step_index * num_per_step)
     leaf, enabled, visits = select_paths(tree, rules, options, select_key, num_paths, visits,
-                                         searching, paths, step_index * num_per_step + 1,
+                                         searching, states, step_index * num_per_step + 1,
                                          plugins)
     embedding = phases.leaf_embeddings(params, expand_key, tree, recurrent_fn, leaf.node,
                                        options.max_path_length)
     first = first_path_per_edge(leaf)
     creates = leaf.expand & (first == jnp.arange(num_per_step)[None, :])
-    tree, new, new_index, created = phases.expand(params, expand_key, tree, recurrent_fn,
+    tree, new, new_index, reached = phases.expand(params, expand_key, tree, recurrent_fn,
                                                   leaf.node, leaf.slot, creates, embedding,
-                                                  options, edge_paths=leaf.path,
-                                                  plugins=plugins)
-    # Each expanding path backs up the node its edge's first path created
-    # (in a graph: or found).
+                                                  options, plugins=plugins, states=leaf.states)
+    # Each expanding path backs up the node its edge's first path reached
+    # (created, or one a plug-in linked: a graph's known position).
     first_index = jnp.take_along_axis(new_index, first, axis=1)
-    takes_new = leaf.expand & (first_index < tree.max_nodes if tree.is_graph
-                               else jnp.take_along_axis(created, first, axis=1))
+    takes_new = leaf.expand & jnp.take_along_axis(reached, first, axis=1)
     again = phases.revisit(tree, leaf.node, plugins, runs=enabled & searching[:, None])
     update = phases.Backup(
         start=jnp.where(takes_new, first_index, again.start),
         count=jnp.where(takes_new, 1, again.count),
-        value=jnp.where(takes_new, jnp.take_along_axis(new.value, first, axis=1), again.value))
-    if tree.is_graph:
-        update = update.replace(
-            path=graph.append_node(leaf.path, leaf.depth, first_index, leaf.slot, takes_new,
-                                   tree.num_slots),
-            depth=jnp.where(takes_new, leaf.depth + 1, leaf.depth))
+        value=jnp.where(takes_new, jnp.take_along_axis(new.value, first, axis=1), again.value),
+        states=plugin.backs_up(plugins, tree, leaf.states, leaf.slot, first_index, takes_new))
     # The backup takes a virtual visit back from every node it updates; a
     # node the step added to a path holds none yet: give it the one to take.
     rows = tree_lib.batch_rows(tree.batch_size)[:, None]
@@ -244,7 +229,7 @@ def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
     budget_rows = phases.count_step(plugins, tree, budget_rows,
                                     jnp.where(searching, num_paths, 0).astype(jnp.int32),
                                     options.num_simulations)
-    return key, tree, visits, rule_failed, update.path, budget_rows
+    return key, tree, visits, rule_failed, update.states, budget_rows
 
 
 def run_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
@@ -256,11 +241,10 @@ def run_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     num_steps = -(-options.num_simulations // options.simulations_per_step)
     # Virtual visits: zero between steps; allocated once per search.
     no_visits = jnp.zeros((tree.batch_size, tree.max_nodes), jnp.int32)
-    paths = (graph.empty_path((tree.batch_size, options.simulations_per_step),
-                              options.depth_limit, options.max_nodes)
-             if tree.is_graph else None)  # a graph's descents record their paths
+    states = plugin.search_states(plugins, tree, (tree.batch_size,
+                                                  options.simulations_per_step))
     step = functools.partial(simulate_paths, params=params, recurrent_fn=recurrent_fn,
                              rules=rules, options=options, plugins=plugins)
     _, tree, _, rule_failed, _ = phases.run_simulations(
-        step, (rng_key, tree, no_visits, rule_failed, paths), num_steps, options, plugins)
+        step, (rng_key, tree, no_visits, rule_failed, states), num_steps, options, plugins)
     return tree, rule_failed

@@ -40,7 +40,6 @@ import jax
 import jax.numpy as jnp
 
 from mcts_jax import base
-from mcts_jax import graph
 from mcts_jax import plugin
 from mcts_jax import replay_embeddings
 from mcts_jax import tree as tree_lib
@@ -65,9 +64,8 @@ class LeafChoice:
         [B, N]).
       rule_failed: bool, a user's rule scored NaN on an open slot on the
         way down (None when both rules are ours, which never do).
-      path: a graph search's `graph.Path` of the descent, up to `node`
-        (the slot chosen there is `slot`); None in a tree.
-      depth: the depth of `node` on `path` (a graph search; else None).
+      states: what each plug-in carries after this descent
+        (`SearchPlugin.end_descent`; a graph search: the path, graph.py).
     """
 
     node: chex.Array
@@ -75,8 +73,7 @@ class LeafChoice:
     expand: chex.Array
     in_flight: Any = None
     rule_failed: Optional[chex.Array] = None
-    path: Optional[graph.Path] = None
-    depth: Optional[chex.Array] = None
+    states: tuple = ()
 
 
 @chex.dataclass(frozen=True)
@@ -89,17 +86,15 @@ class Backup:
       count: visits added to every node on the path (1, or the number of
         children created by `expand_all`, or 0 for a no-op).
       value: the sum of the `count` values, for the player to move at `start`.
-      path: a graph search's paths (`graph.Path`, leading shape like
-        `start`): the backup walks them instead of the parent pointers and
-        recomputes each node from its children (`backup`); None in a tree.
-      depth: the depth of `start` on `path` (graph search only).
+      states: what each plug-in carries once the simulation's path is
+        complete (`SearchPlugin.backs_up`; a graph search walks its
+        recorded paths instead of the parent pointers, graph.py).
     """
 
     start: chex.Array
     count: chex.Array
     value: chex.Array
-    path: Optional[graph.Path] = None
-    depth: Optional[chex.Array] = None
+    states: tuple = ()
 
 
 # One of our rules with our Q transforms, also inside a wrapper: its scores
@@ -186,8 +181,8 @@ class Descent(NamedTuple):
     """The carry of `select_leaf`'s loop, per row [B]: where the descent is,
     the slot it chose last, its depth, whether it goes on, whether it ends at
     an unexpanded edge, the row's key, what the strategy counts in flight,
-    whether a user's rule scored NaN (None for ours), and in a graph search
-    the path so far (`graph.Path`, else None)."""
+    whether a user's rule scored NaN (None for ours), and what each plug-in
+    carries down (`SearchPlugin.start_descent`)."""
 
     node: chex.Array
     slot: chex.Array
@@ -197,7 +192,7 @@ class Descent(NamedTuple):
     keys: chex.Array
     in_flight: Any
     rule_failed: Optional[chex.Array]
-    path: Optional[graph.Path] = None
+    descents: tuple = ()
 
 
 def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
@@ -230,15 +225,10 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
     next_depth = depth + 1
     next_node = jnp.where(can_descend, child, node)
     stops_below = tree.is_terminal[rows, next_node] | (next_depth >= max_depth)
-    path = state.path
-    if path is not None:  # a graph: stop at a child that knows more, or that repeats the path
-        repeats = graph.on_path(path, child)
-        knows_more = graph.stops_at_child(child, stats.visits[rows, slot], tree.node_visits)
-        stops_below = stops_below | knows_more | repeats
-        path = graph.record_step(path, depth, slot, child, can_descend,
-                                 can_descend & ~repeats, tree.num_slots)
-    # A full tree expands nothing; a full graph may still link to a known position.
-    has_room = True if tree.is_graph else tree.num_nodes < tree.max_nodes
+    descents, stops_below = plugin.descend(plugins, tree, state.descents, depth, slot, child,
+                                           stats.visits[rows, slot], can_descend, stops_below)
+    # A full tree expands nothing (a plug-in may say otherwise: a graph links).
+    has_room = plugin.has_room(plugins, tree, tree.num_nodes < tree.max_nodes)
     expand = active & has_legal_child & (child == tree_lib.UNEXPANDED) & has_room
     return Descent(
         node=next_node,
@@ -249,7 +239,7 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
         keys=keys,
         in_flight=strategy.leaves_node(state.in_flight, rows, node, can_descend),
         rule_failed=rule_failed,
-        path=path,
+        descents=descents,
     )
 
 
@@ -261,7 +251,8 @@ def rules_screen_their_slots(rules: Rules) -> bool:
 def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
                 plugins: Plugins, row_keys: chex.Array, searching: chex.Array,
                 strategy: OnePathPerStep = ONE_PATH_PER_STEP,
-                in_flight: Any = None, path: Optional[graph.Path] = None) -> LeafChoice:
+                in_flight: Any = None, states: tuple = (), path: Optional[int] = None,
+                stamp: Any = 0) -> LeafChoice:
     """Descends every row from the root; O(depth x K) per row. The first step
     (at the root) scores with `rules.at_root`, every later one with
     `rules.below_root`. `searching` [B] says which rows search
@@ -273,10 +264,12 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
     key arithmetic). `strategy` and its `in_flight` count say how the paths
     of one step see each other (`OnePathPerStep`; several paths per step:
     `parallel.py`); the LeafChoice returns the count as the descent left it.
-    A graph search passes its `path` buffers [B, L], started at the root
-    (`graph.start_descent`): the descent records its path there and stops
-    at a child with more visits than its edge or one already on the path
-    (graph.py)."""
+    `states` (one per plug-in, `SearchPlugin.search_state`) go down with
+    the descent (`start_descent`, `descend`, `end_descent`; `path`: None,
+    or the index p of the step's path; `stamp`: this descent's number) and
+    come back in the LeafChoice (a graph search records its path there and
+    stops at a child with more visits than its edge or one already on the
+    path, graph.py)."""
     batch_size = tree.batch_size
     state = Descent(
         node=jnp.full((batch_size,), tree_lib.ROOT_INDEX, jnp.int32),
@@ -288,7 +281,7 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
         in_flight=in_flight,
         rule_failed=(None if rules_screen_their_slots(rules)
                      else jnp.zeros((batch_size,), jnp.bool_)),
-        path=path,
+        descents=plugin.start_descents(plugins, tree, states, path, stamp),
     )
     step = functools.partial(descend_one_step, tree, max_depth=max_depth, plugins=plugins,
                              strategy=strategy)
@@ -304,8 +297,9 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
                                lambda state: step(state, rules.below_root, loop_name), state)
     in_flight = strategy.ends_at(state.in_flight, tree_lib.batch_rows(batch_size), state.node)
     return LeafChoice(node=state.node, slot=state.slot, expand=state.expand,
-                      in_flight=in_flight, rule_failed=state.rule_failed, path=state.path,
-                      depth=None if path is None else state.depth)
+                      in_flight=in_flight, rule_failed=state.rule_failed,
+                      states=plugin.end_descents(plugins, tree, states, state.descents, path,
+                                                 state.depth))
 
 
 def check_recurrent_output(output: base.RecurrentFnOutput, batch_size: int,
@@ -368,17 +362,18 @@ def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree,
     )
 
 
-# What a new node holds where a free node slot holds it already (the array's
-# empty value: free slots are never written twice in one search).
-FREE_SLOT_VALUE = object()
+# An array write_new_nodes keeps as it is: a free node slot holds the array's
+# empty value already (free slots are never written twice in one search), or
+# a plug-in writes it (graph.GraphSearch.link: the new node's position key).
+KEPT = object()
+FREE_SLOT_VALUE = KEPT
 
 
 def write_new_nodes(tree: tree_lib.Tree, write_at: chex.Array, parent: chex.Array,
-                    action: chex.Array, new: NewNodes, embedding, visits: int,
-                    keys: Optional[chex.Array] = None) -> tree_lib.Tree:
+                    action: chex.Array, new: NewNodes, embedding,
+                    visits: int) -> tree_lib.Tree:
     """Writes nodes at `write_at` (leading shape S, an index >= N is dropped).
-    A node is written with `visits` visits and value sum `visits * value`;
-    in a graph, with its position `keys` (S + [2]) and no edge visits."""
+    A node is written with `visits` visits and value sum `visits * value`."""
     rows = tree_lib.batch_rows(tree.batch_size).reshape((-1,) + (1,) * (write_at.ndim - 1))
 
     # One value per tree array (tree.tree_arrays()): a new array must say
@@ -399,15 +394,15 @@ def write_new_nodes(tree: tree_lib.Tree, write_at: chex.Array, parent: chex.Arra
         priors=new.slots.priors,
         children_actions=new.slots.actions,
         prior_logits=new.prior_logits,
-        edge_visits=FREE_SLOT_VALUE,  # 0: a node slot is written once per search
-        position_keys=keys,
+        edge_visits=KEPT,  # 0: a node slot is written once per search
+        position_keys=KEPT,  # graph.GraphSearch.link writes it
     )
     names = [name for name, _ in tree_lib.tree_arrays()]
     if sorted(values) != sorted(names):
         raise NotImplementedError(f"write_new_nodes writes {sorted(values)} but the tree "
                                   f"declares {sorted(names)}")
     written = {name: getattr(tree, name) if getattr(tree, name) is None
-               or values[name] is FREE_SLOT_VALUE
+               or values[name] is KEPT
                else getattr(tree, name).at[rows, write_at].set(values[name], mode="drop")
                for name in names}
     embeddings = (tree.embeddings if tree.replay_embeddings else jax.tree.map(
@@ -479,8 +474,8 @@ def leaf_embeddings(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.T
 def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
            recurrent_fn: base.RecurrentFn, parent: chex.Array, slot: chex.Array,
            creates: chex.Array, parent_embedding: Any, options: SearchOptions,
-           new_visits: int = 0, edge_paths: Optional[graph.Path] = None,
-           plugins: Plugins = ()) -> tuple[tree_lib.Tree, NewNodes, chex.Array, chex.Array]:
+           new_visits: int = 0, plugins: Plugins = (),
+           states: tuple = ()) -> tuple[tree_lib.Tree, NewNodes, chex.Array, chex.Array]:
     """The one expansion routine: evaluates E edges per row in one
     recurrent_fn call and writes the new nodes.
 
@@ -496,19 +491,15 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     With `options.node_per_simulation` every row's next free slot is used up
     whether or not it was written (mctx's numbering; E = 1).
 
-    In a graph search (`options.transpositions`) an edge whose position the
-    row already holds points to that node instead (`graph.link_edges`; its
-    evaluation is not stored), a new node has one visit (its own value),
-    and with `expand_all` each edge reached counts one visit.
-    `edge_paths`: the descents' `graph.Path` (stamps [B, E'], E' = 1 or
-    E): an edge back to a node on its own path makes a repetition node
-    (graph.py). The plug-ins' records take the new nodes
-    (`SearchPlugin.new_nodes`).
+    A plug-in may say where new edges lead instead (`SearchPlugin.link`,
+    with its state from `states`: a graph search points an edge whose
+    position the row holds already to that node, graph.py). The plug-ins'
+    records take the new nodes (`SearchPlugin.new_nodes`).
 
     Returns (tree, the new nodes of every edge (NewNodes [B, E], created or
     not), new_index [B, E] int32: the node each edge points to now (>= N
-    where it points nowhere: not created, no room), created [B, E] bool: a
-    node was written there).
+    where it points nowhere: not created, no room), reached [B, E] bool: the
+    edge leads to a node now (one written there, or one a plug-in linked)).
     """
     max_nodes = tree.max_nodes
     edge_shape = parent.shape
@@ -525,52 +516,48 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     if plugin.overridden(plugins, "evaluated"):  # e.g. sampled.py draws the node's actions
         output, entries = plugin.evaluated(plugins, plugin_key(rng_key), output)
     check_recurrent_output(output, size, tree.num_actions)
-    keys = (graph.position_keys_of(options.key_of_position, embedding, size)
-            if tree.is_graph else None)
     by_edge = lambda x: x.reshape(edge_shape + x.shape[1:])  # noqa: E731
-    output, embedding, keys, entries = jax.tree.map(by_edge, (output, embedding, keys, entries))
+    output, embedding, entries = jax.tree.map(by_edge, (output, embedding, entries))
     new = new_nodes_from_output(output, tree, slot_key(rng_key), options.stop_at_terminal)
 
-    if tree.is_graph:
-        tree, new, new_index, created = graph.link_new_nodes(tree, new, keys, creates,
-                                                             edge_paths, options)
-        new_visits = 1
-    else:
+    linker = plugin.replacing(plugins, "link")
+    if linker is None:  # the next free node slots, in edge order
         new_index = tree.num_nodes[:, None] + jnp.cumsum(creates, axis=1, dtype=jnp.int32) - 1
         created = creates & (new_index < max_nodes)
+    else:
+        index, each = linker
+        tree, new, new_index, created, new_visits = each.link(
+            tree, plugin.records_of(plugins, tree)[index], states[index], parent, slot,
+            creates, new, embedding)
     write_at = jnp.where(created, new_index, max_nodes)
-    tree = write_new_nodes(tree, write_at, parent, action, new, embedding, visits=new_visits,
-                           keys=keys)
+    tree = write_new_nodes(tree, write_at, parent, action, new, embedding, visits=new_visits)
     tree = plugin.new_nodes(plugins, tree, write_at, new, entries)  # each plug-in's own arrays
     rows = tree_lib.batch_rows(tree.batch_size)[:, None]
-    # Where the parent's slot points now: a created node, or in a graph a found one.
-    points = creates & (new_index < max_nodes)
+    # Where the parent's slot points now: a created node, or one a plug-in linked.
+    reached = creates & (new_index < max_nodes)
     tree = tree.replace(
-        children=tree.children.at[rows, jnp.where(points, parent, max_nodes), slot].set(
+        children=tree.children.at[rows, jnp.where(reached, parent, max_nodes), slot].set(
             new_index.astype(tree.children.dtype), mode="drop"),
         num_nodes=(jnp.minimum(tree.num_nodes + 1, max_nodes) if options.node_per_simulation
                    else tree.num_nodes + jnp.sum(created, axis=1, dtype=jnp.int32)))
-    if tree.is_graph and options.expand_all:  # each child reached is one visit of its edge
-        tree = tree.replace(edge_visits=tree.edge_visits.at[
-            rows, jnp.where(points, parent, max_nodes), slot].add(1, mode="drop"))
-    return tree, new, new_index, created
+    return tree, new, new_index, reached
 
 
 def edges_of_leaf(tree: tree_lib.Tree, leaf: LeafChoice, parent_embedding: Any,
-                  expand_all: bool):
+                  expand_all: bool, plugins: Plugins = ()):
     """(parent, slot, creates [B, E], parent_embedding [B, E, ...]): the edges
     a simulation evaluates. One edge, the leaf's chosen slot (E = 1); with
     `expand_all` every slot of the leaf (E = K), created where unexpanded
     when the row has room for all of them (else none: the leaf is
-    re-evaluated; a graph creates those it has room for)."""
+    re-evaluated; a plug-in may say otherwise, `SearchPlugin.has_room`: a
+    graph creates those it has room for and links the rest)."""
     if not expand_all:
         return (leaf.node[:, None], leaf.slot[:, None], leaf.expand[:, None],
                 jax.tree.map(lambda x: x[:, None], parent_embedding))
     batch_size, num_slots = tree.batch_size, tree.num_slots
     unexpanded = tree_lib.gather_nodes(tree.children, leaf.node) == tree_lib.UNEXPANDED
-    # A graph creates what it has room for and links the rest (graph.link_edges).
-    room = (True if tree.is_graph else
-            tree.num_nodes + jnp.sum(unexpanded, axis=-1, dtype=jnp.int32) <= tree.max_nodes)
+    room = plugin.has_room(plugins, tree, tree.num_nodes + jnp.sum(
+        unexpanded, axis=-1, dtype=jnp.int32) <= tree.max_nodes)
     parent = jnp.broadcast_to(leaf.node[:, None], (batch_size, num_slots))
     slot = jnp.broadcast_to(jnp.arange(num_slots, dtype=jnp.int32), (batch_size, num_slots))
     repeated = jax.tree.map(  # [B, K, ...]: the leaf's embedding once per slot
@@ -580,37 +567,27 @@ def edges_of_leaf(tree: tree_lib.Tree, leaf: LeafChoice, parent_embedding: Any,
 
 
 def backup_of_edges(tree: tree_lib.Tree, leaf: LeafChoice, new: NewNodes,
-                    new_index: chex.Array, created: chex.Array, expand_all: bool,
+                    new_index: chex.Array, reached: chex.Array, expand_all: bool,
                     plugins: Plugins, searching: chex.Array) -> Backup:
-    """What a simulation backs up after `expand`: the new node's value from
-    it (one edge), or the sum of the new children's returns from the leaf
-    (`expand_all`, one visit per child); a row that created nothing
-    re-evaluates its leaf (`revisit`). In a graph search, the path of the
-    descent, ending at the node the edge now points to (created or found),
-    or at the leaf. A row outside `searching` [B] adds nothing."""
+    """What a simulation backs up after `expand` (`reached` [B, E]: the edge
+    leads to a node now): the new node's value from it (one edge), or the
+    sum of the new children's returns from the leaf (`expand_all`, one
+    visit per child); a row that reached nothing re-evaluates its leaf
+    (`revisit`). The plug-ins see the path's last step
+    (`SearchPlugin.backs_up`). A row outside `searching` [B] adds nothing."""
     again = revisit(tree, leaf.node, plugins, runs=searching)
-    if tree.is_graph:
-        if expand_all:
-            reached = jnp.sum(new_index < tree.max_nodes, axis=-1, dtype=jnp.int32)
-            return Backup(start=leaf.node, count=jnp.where(reached > 0, reached, again.count),
-                          value=again.value, path=leaf.path, depth=leaf.depth)
-        reached = new_index[:, 0] < tree.max_nodes
-        path = graph.append_node(leaf.path, leaf.depth, new_index[:, 0], leaf.slot, reached,
-                                 tree.num_slots)
-        return Backup(start=jnp.where(reached, new_index[:, 0], leaf.node),
-                      count=jnp.where(reached, 1, again.count), value=again.value,
-                      path=path, depth=jnp.where(reached, leaf.depth + 1, leaf.depth))
     if not expand_all:
-        made = created[:, 0]
+        made = reached[:, 0]
+        states = plugin.backs_up(plugins, tree, leaf.states, leaf.slot, new_index[:, 0], made)
         return Backup(start=jnp.where(made, new_index[:, 0], again.start),
                       count=jnp.where(made, 1, again.count),
-                      value=jnp.where(made, new.value[:, 0], again.value))
-    expanded = jnp.any(created, axis=-1)
-    returns = jnp.sum(jnp.where(created, new.reward + new.discount * new.value, 0.0), axis=-1)
+                      value=jnp.where(made, new.value[:, 0], again.value), states=states)
+    expanded = jnp.any(reached, axis=-1)
+    returns = jnp.sum(jnp.where(reached, new.reward + new.discount * new.value, 0.0), axis=-1)
     return Backup(start=leaf.node,
-                  count=jnp.where(expanded, jnp.sum(created, axis=-1, dtype=jnp.int32),
+                  count=jnp.where(expanded, jnp.sum(reached, axis=-1, dtype=jnp.int32),
                                   again.count),
-                  value=jnp.where(expanded, returns, again.value))
+                  value=jnp.where(expanded, returns, again.value), states=leaf.states)
 
 
 class BackupCarry(NamedTuple):
@@ -644,9 +621,13 @@ def backup(tree: tree_lib.Tree, update: Backup, plugins: Plugins,
     that add visits, nothing seen; `parallel.TakeBack` takes the step's virtual
     visits back). Returns (tree, the strategy's in-flight count).
 
-    A graph search's update carries its paths: `graph.backup_graph`."""
-    if update.path is not None:
-        return graph.backup_graph(tree, update, plugins, strategy, in_flight)
+    A plug-in may walk instead (`SearchPlugin.backup`: a graph search walks
+    the paths it recorded, graph.py)."""
+    walker = plugin.replacing(plugins, "backup")
+    if walker is not None:
+        index, each = walker
+        return each.backup(tree, plugin.records_of(plugins, tree)[index], update.states[index],
+                           update, plugins, strategy, in_flight)
     batch_size, max_nodes = tree.batch_size, tree.max_nodes
     rows = tree_lib.batch_rows(batch_size).reshape((-1,) + (1,) * (update.start.ndim - 1))
 
@@ -681,9 +662,10 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
              plugins: Plugins = ()) -> tuple:
     """One simulation on every row: select a leaf, expand, back up. The body
     of the search loop (`run_simulations`); `carry` is (key, tree,
-    rule_failed [B] or None, the path buffers of a graph search
-    (`graph.Path` [B, L]) or None, and `budget_rows` (`rows_at_step`)).
-    A row the plug-ins take out (`plugin.rows_searching`) does nothing.
+    rule_failed [B] or None, what each plug-in carries between simulations
+    (`SearchPlugin.search_state`, a tuple), and `budget_rows`
+    (`rows_at_step`)). A row the plug-ins take out (`plugin.rows_searching`)
+    does nothing; simulation i's descent has the stamp i + 1.
 
     Keys are split as mctx splits them: `key, select_key, expand_key =
     split(key, 3)`; recurrent_fn gets `expand_key`, and the descent gives
@@ -691,30 +673,28 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
     (`stats.rng_key`). So equal keys give the two libraries equal random
     numbers, and the recurrent_fn keys do not depend on the batch size.
     """
-    key, tree, rule_failed, path, budget_rows = carry
-    if path is not None:
-        path = graph.start_descent(path, simulation_index + 1)
+    key, tree, rule_failed, states, budget_rows = carry
     searching = rows_at_step(plugins, tree, budget_rows)
     key, select_key, expand_key = jax.random.split(key, 3)
     leaf = select_leaf(tree, rules, options.depth_limit, plugins,
                        jax.random.split(select_key, tree.batch_size), searching,
-                       path=path)
+                       states=states, stamp=simulation_index + 1)
     embedding = leaf_embeddings(params, expand_key, tree, recurrent_fn, leaf.node,
                                 options.max_path_length)
-    parent, slot, creates, embedding = edges_of_leaf(tree, leaf, embedding, options.expand_all)
-    edge_paths = None if path is None else leaf.path._replace(stamp=leaf.path.stamp[:, None])
-    tree, new, new_index, created = expand(params, expand_key, tree, recurrent_fn, parent, slot,
+    parent, slot, creates, embedding = edges_of_leaf(tree, leaf, embedding, options.expand_all,
+                                                     plugins)
+    tree, new, new_index, reached = expand(params, expand_key, tree, recurrent_fn, parent, slot,
                                            creates, embedding, options,
                                            new_visits=1 if options.expand_all else 0,
-                                           edge_paths=edge_paths, plugins=plugins)
-    update = backup_of_edges(tree, leaf, new, new_index, created, options.expand_all,
+                                           plugins=plugins, states=leaf.states)
+    update = backup_of_edges(tree, leaf, new, new_index, reached, options.expand_all,
                              plugins, searching)
     tree, _ = backup(tree, update, plugins)
     if rule_failed is not None:
         rule_failed = rule_failed | leaf.rule_failed
     budget_rows = count_step(plugins, tree, budget_rows, searching.astype(jnp.int32),
                              options.num_simulations)
-    return key, tree, rule_failed, update.path, budget_rows
+    return key, tree, rule_failed, update.states, budget_rows
 
 
 def rows_at_step(plugins: Plugins, tree: tree_lib.Tree, budget_rows) -> chex.Array:

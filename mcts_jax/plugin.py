@@ -54,6 +54,35 @@ The hooks (B rows; `node` is [B], or [B, P] with P paths per step):
 - `slots_per_node(num_actions) -> int`: the child slots per node when the
   root's `prior_logits` are [B, num_actions] (default: num_actions).
 
+What a descent carries, where it stops, how a new edge finds its node and
+what a backup walks (graph.py's `GraphSearch` is the built-in example):
+
+- `search_state(tree, record, lead_shape) -> state`: what the plug-in
+  carries from one simulation to the next, for descents of leading shape
+  `lead_shape` ((B,): one path per step; (B, P): P paths per step);
+- `start_descent(tree, record, state, path, stamp) -> descent`: a descent
+  leaves the root (`path`: None, or the index p of the step's path;
+  `stamp`: [] int32, greater than every earlier descent's);
+- `descend(tree, record, descent, depth, slot, child, edge_visits, moves,
+  stops) -> (descent, stops)`: the descent at `depth` chose `slot`, whose
+  child is `child` (< 0: none yet) through an edge visited `edge_visits`
+  times, and goes down into it where `moves`; `stops` [B]: the rows that
+  stop at that child (the plug-in may add rows);
+- `end_descent(tree, record, state, descent, path, depth) -> state`: the
+  descent ended at `depth`;
+- `has_room(tree, record, room) -> room`: the rows [B] whose descent may
+  end at an unexpanded edge (default: those with a free node slot);
+- `link(tree, record, state, parent, slot, creates, new, embedding) ->
+  (tree, new, index, created, visits)`: where each new edge (`parent`,
+  `slot`, `creates`, `new`, all [B, E]) leads instead of the next free
+  node slots; at most one plug-in of a search links;
+- `backs_up(tree, record, state, slot, target, reaches) -> state`: the
+  simulation's path goes on through `slot` to node `target` where
+  `reaches` (its last step, after `expand`);
+- `backup(tree, record, state, update, plugins, strategy, in_flight) ->
+  (tree, in_flight)`: the backup walk itself, instead of the walk up the
+  parent pointers; at most one plug-in of a search walks.
+
 `mcts_jax.solver.Solver` (the MCTS-solver) is the first built-in plug-in;
 docs/plugins.md writes a max backup as a user's plug-in.
 """
@@ -160,6 +189,48 @@ class SearchPlugin:
         """What recurrent_fn gets for child slot `slot` of `parent` (default:
         `action`, the action id the tree holds for that slot)."""
         return action
+
+    def search_state(self, tree: Any, record: Any, lead_shape: tuple) -> Any:
+        """What this plug-in carries from one simulation to the next (None: nothing)."""
+        return None
+
+    def start_descent(self, tree: Any, record: Any, state: Any, path: Optional[int],
+                      stamp: chex.Array) -> Any:
+        """What one descent carries as it leaves the root (default: `state`)."""
+        return state
+
+    def descend(self, tree: Any, record: Any, descent: Any, depth: chex.Array,
+                slot: chex.Array, child: chex.Array, edge_visits: chex.Array,
+                moves: chex.Array, stops: chex.Array) -> tuple:
+        """(descent, stops [B]) after one step down (default: unchanged)."""
+        return descent, stops
+
+    def end_descent(self, tree: Any, record: Any, state: Any, descent: Any,
+                    path: Optional[int], depth: chex.Array) -> Any:
+        """The carried state once the descent ended at `depth` (default: `descent`)."""
+        return descent
+
+    def has_room(self, tree: Any, record: Any, room: chex.Array) -> chex.Array:
+        """[B] bool: the rows whose descent may end at an unexpanded edge."""
+        return room
+
+    def link(self, tree: Any, record: Any, state: Any, parent: chex.Array, slot: chex.Array,
+             creates: chex.Array, new: Any, embedding: Any) -> tuple:
+        """(tree, new, index [B, E], created [B, E], visits): where each new
+        edge leads. Only called for a plug-in that overrides it."""
+        raise NotImplementedError
+
+    def backs_up(self, tree: Any, record: Any, state: Any, slot: chex.Array,
+                 target: chex.Array, reaches: chex.Array) -> Any:
+        """The carried state once the simulation's path goes on to `target`
+        where `reaches` (default: unchanged)."""
+        return state
+
+    def backup(self, tree: Any, record: Any, state: Any, update: Any, plugins: Any,
+               strategy: Any, in_flight: Any) -> tuple:
+        """(tree, in_flight): the backup walk. Only called for a plug-in that
+        overrides it."""
+        raise NotImplementedError
 
 
 Plugins = Sequence[SearchPlugin]
@@ -307,3 +378,54 @@ def after_backup(plugins: Plugins, tree: Any, states: tuple) -> Any:
         tree, record = each.after_backup(tree, state)
         records.append(record)
     return tree.replace(plugin_records=tuple(records))
+
+
+def replacing(plugins: Plugins, hook: str) -> Optional[tuple]:
+    """(position, plug-in) of the one plug-in that replaces the phase `hook`
+    (`link`, `backup`), or None when none does (the phase's own code runs)."""
+    found = overridden(plugins, hook)
+    if len(found) > 1:
+        raise ValueError(f"plug-ins {[type(each).__name__ for _, each in found]} all "
+                         f"override {hook}: at most one plug-in of a search may")
+    return found[0] if found else None
+
+
+def search_states(plugins: Plugins, tree: Any, lead_shape: tuple) -> tuple:
+    """What each plug-in carries between simulations, for descents of `lead_shape`."""
+    return tuple(each.search_state(tree, record, lead_shape)
+                 for each, record in zip(plugins, records_of(plugins, tree)))
+
+
+def start_descents(plugins: Plugins, tree: Any, states: tuple, path: Optional[int],
+                   stamp: Any) -> tuple:
+    return tuple(each.start_descent(tree, record, state, path, stamp)
+                 for each, record, state in zip(plugins, records_of(plugins, tree), states))
+
+
+def descend(plugins: Plugins, tree: Any, descents: tuple, depth, slot, child, edge_visits,
+            moves, stops) -> tuple:
+    """(descents, stops [B]) once every plug-in has seen the step down."""
+    after = []
+    for each, record, descent in zip(plugins, records_of(plugins, tree), descents):
+        descent, stops = each.descend(tree, record, descent, depth, slot, child, edge_visits,
+                                      moves, stops)
+        after.append(descent)
+    return tuple(after), stops
+
+
+def end_descents(plugins: Plugins, tree: Any, states: tuple, descents: tuple,
+                 path: Optional[int], depth) -> tuple:
+    return tuple(each.end_descent(tree, record, state, descent, path, depth)
+                 for each, record, state, descent
+                 in zip(plugins, records_of(plugins, tree), states, descents))
+
+
+def has_room(plugins: Plugins, tree: Any, room: chex.Array) -> chex.Array:
+    for each, record in zip(plugins, records_of(plugins, tree)):
+        room = each.has_room(tree, record, room)
+    return room
+
+
+def backs_up(plugins: Plugins, tree: Any, states: tuple, slot, target, reaches) -> tuple:
+    return tuple(each.backs_up(tree, record, state, slot, target, reaches)
+                 for each, record, state in zip(plugins, records_of(plugins, tree), states))

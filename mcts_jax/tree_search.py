@@ -115,10 +115,12 @@ def continued_prior_logits(tree: tree_lib.Tree, root: base.RootFnOutput,
 
 
 def search_plugins(options: SearchOptions) -> tuple:
-    """The plug-ins (plugin.py) of a search with `options`, in the order the
-    phases call them: the built-in ones they turn on (the MCTS-solver,
-    `solver=True`), then the user's (`options.plugins`)."""
-    return ((solver.SOLVER,) if options.solver else ()) + options.plugins
+    """The plug-ins (plugin.py) of a search with resolved `options`, in the
+    order the phases call them: the built-in ones they turn on (graph
+    search, `transpositions=True`; the MCTS-solver, `solver=True`), then
+    the user's (`options.plugins`)."""
+    return (((graph.GraphSearch.of(options),) if options.transpositions else ())
+            + ((solver.SOLVER,) if options.solver else ()) + options.plugins)
 
 
 def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
@@ -152,10 +154,9 @@ def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
     else:
         simulate = functools.partial(phases.simulate, params=params, recurrent_fn=recurrent_fn,
                                      rules=rules, options=options, plugins=plugins)
-        path = (graph.empty_path((tree.batch_size,), options.depth_limit, options.max_nodes)
-                if options.transpositions else None)  # a graph's descents record their paths
+        states = plugin.search_states(plugins, tree, (tree.batch_size,))
         _, tree, rule_failed, _ = phases.run_simulations(
-            simulate, (search_key, tree, rule_failed, path), options.num_simulations,
+            simulate, (search_key, tree, rule_failed, states), options.num_simulations,
             options, plugins)
     action, action_weights = policy.choose(choice_key, tree, temperature, options)
     output = base.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
