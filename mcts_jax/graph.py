@@ -120,6 +120,12 @@ def hash_embedding(embedding: Any) -> chex.Array:
     return jnp.stack(lanes, axis=1)
 
 
+def key_of_position(options: Any) -> Callable:
+    """The position key function of a graph search with `options`
+    (`SearchOptions.position_key`, or `hash_embedding`)."""
+    return hash_embedding if options.position_key is None else options.position_key
+
+
 def position_keys_of(position_key, embedding: Any, batch: int) -> chex.Array:
     """`position_key(embedding)` checked: [M, 2] uint32."""
     keys = position_key(embedding)
@@ -502,7 +508,7 @@ class GraphSearch(plugin.SearchPlugin):
     def of(cls, options: Any) -> "GraphSearch":
         """The plug-in of a search with resolved `options`."""
         return cls(max_depth=options.depth_limit, max_nodes=options.max_nodes,
-                   key_of_position=options.key_of_position,
+                   key_of_position=key_of_position(options),
                    repetition_value=options.repetition_value_internal(),
                    expand_all=options.expand_all)
 
@@ -613,13 +619,3 @@ def reachable(tree: tree_lib.Tree, start: chex.Array, rows_kept: chex.Array):
     kept, via, _ = jax.lax.while_loop(lambda state: state[2], one_round,
                                       (kept, no_parent, jnp.any(kept)))
     return kept, jnp.where(via >= 0, via // num_slots, -1), jnp.maximum(via, 0) % num_slots
-
-
-def check_supported(options: Any) -> None:
-    """Raises ValueError for option combinations a graph search refuses."""
-    if options.num_chance_outcomes:
-        raise ValueError("transpositions=True does not support chance nodes (stochastic "
-                         "policies): an afterstate's outcomes would need keys of their own")
-    if options.node_per_simulation:
-        raise ValueError("transpositions=True cannot be combined with node_per_simulation=True "
-                         "(a simulation that reaches a known position creates no node)")

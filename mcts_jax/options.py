@@ -23,7 +23,6 @@ from typing import Any, Callable, Optional, Tuple
 import jax
 import numpy as np
 
-from mcts_jax import graph
 from mcts_jax.plugin import check_plugins
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
@@ -195,7 +194,14 @@ class SearchOptions:
                     raise ValueError(f"{name} is read only by a graph search: pass "
                                      f"transpositions=True with it, or leave it None")
         else:
-            graph.check_supported(self)
+            if self.num_chance_outcomes:
+                raise ValueError("transpositions=True does not support chance nodes "
+                                 "(stochastic policies): an afterstate's outcomes would need "
+                                 "keys of their own")
+            if self.node_per_simulation:
+                raise ValueError("transpositions=True cannot be combined with "
+                                 "node_per_simulation=True (a simulation that reaches a known "
+                                 "position creates no node)")
             if self.repetition_value is not None and self.value_range is not None:
                 low, high = self.value_range
                 if not low <= self.repetition_value <= high:
@@ -259,12 +265,6 @@ class SearchOptions:
     def depth_limit(self) -> int:
         """max_depth, or N when unlimited (no path is longer); resolved records."""
         return self.max_nodes if self.max_depth is None else self.max_depth
-
-    @property
-    def key_of_position(self) -> Callable:
-        """The position key function of a graph search (`position_key`, or
-        `graph.hash_embedding`)."""
-        return graph.hash_embedding if self.position_key is None else self.position_key
 
     def repetition_value_internal(self) -> float:
         """`repetition_value` on the internal [-1, 1] scale (a draw: 0)."""

@@ -202,7 +202,7 @@ def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
                                          searching, states, step_index * num_per_step + 1,
                                          plugins)
     embedding = phases.leaf_embeddings(params, expand_key, tree, recurrent_fn, leaf.node,
-                                       options.max_path_length)
+                                       plugins)
     first = first_path_per_edge(leaf)
     creates = leaf.expand & (first == jnp.arange(num_per_step)[None, :])
     tree, new, new_index, reached = phases.expand(params, expand_key, tree, recurrent_fn,

@@ -41,7 +41,6 @@ import jax.numpy as jnp
 
 from mcts_jax import base
 from mcts_jax import plugin
-from mcts_jax import replay_embeddings
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
 from mcts_jax.options import SearchOptions
@@ -327,20 +326,22 @@ class NewNodes:
     value: chex.Array
     terminal: chex.Array
     slots: tree_lib.ChildSlots  # S + [K]
-    prior_logits: Optional[chex.Array] = None  # S + [K], where the tree keeps them
-    solved: Optional[chex.Array] = None  # None: the terminal nodes (a graph's repetitions: not)
+    prior_logits: chex.Array  # S + [K], written where the tree keeps them
+    solved: chex.Array  # the terminal nodes (a graph's repetitions are not)
     entry: Any = None  # a plug-in's own per-node arrays (`SearchPlugin.evaluated`), in new_nodes
 
 
 def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree,
-                          slot_key: chex.PRNGKey, stop_at_terminal: bool = True) -> NewNodes:
+                          slot_key: chex.PRNGKey, plugins: Plugins = ()) -> NewNodes:
     """Converts a recurrent_fn output to the tree's scale and layout; in the
     compact layout `slot_key` breaks prior ties among more than K legal moves.
-    With `stop_at_terminal`, a transition with discount 0 makes a terminal
-    node (value 0, no legal children); without it (mctx's semantics) discount
-    0 is only a factor and the node is searched like any other."""
+    A transition with discount 0 makes a terminal node (value 0, no legal
+    children), unless a plug-in says otherwise (`SearchPlugin.is_terminal`:
+    with mctx's semantics discount 0 is only a factor and the node is
+    searched like any other). The prior logits are kept where the tree
+    keeps them (`write_new_nodes`)."""
     discount = output.discount.astype(jnp.float32)
-    terminal = (discount == 0) if stop_at_terminal else jnp.zeros(discount.shape, jnp.bool_)
+    terminal = plugin.is_terminal(plugins, tree, discount, discount == 0)
     value = jnp.where(terminal, 0.0,
                       tree_lib.to_internal_scale(output.value.astype(jnp.float32),
                                                  tree.value_range))
@@ -357,8 +358,8 @@ def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree,
         value=value,
         terminal=terminal,
         slots=slots,
-        prior_logits=None if tree.prior_logits is None else tree_lib.slot_values(
-            slots.actions, output.prior_logits.astype(jnp.float32)),
+        prior_logits=tree_lib.slot_values(slots.actions, output.prior_logits.astype(jnp.float32)),
+        solved=terminal,
     )
 
 
@@ -387,7 +388,7 @@ def write_new_nodes(tree: tree_lib.Tree, write_at: chex.Array, parent: chex.Arra
         rewards=new.reward,
         discounts=new.discount,
         is_terminal=new.terminal,
-        solved=new.terminal if new.solved is None else new.solved,
+        solved=new.solved,
         solved_values=0.0,
         pruned=new.slots.pruned,
         children=new.slots.codes,
@@ -405,9 +406,10 @@ def write_new_nodes(tree: tree_lib.Tree, write_at: chex.Array, parent: chex.Arra
                or values[name] is KEPT
                else getattr(tree, name).at[rows, write_at].set(values[name], mode="drop")
                for name in names}
-    embeddings = (tree.embeddings if tree.replay_embeddings else jax.tree.map(
-        lambda array, value: array.at[rows, write_at].set(value, mode="drop"),
-        tree.embeddings, embedding))
+    # A tree that stores only its root's embedding (replay_embeddings.py) drops these writes.
+    embeddings = jax.tree.map(lambda array, value: array.at[rows, write_at].set(value,
+                                                                                  mode="drop"),
+                              tree.embeddings, embedding)
     return tree.replace(embeddings=embeddings, **written)
 
 
@@ -457,18 +459,16 @@ def read_embeddings(tree: tree_lib.Tree, node: chex.Array):
 
 
 def leaf_embeddings(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
-                    recurrent_fn: base.RecurrentFn, node: chex.Array, max_path_length: int):
-    """The embeddings at `node` [B] (or [B, P]): read from the tree, or, with
-    `replay_embeddings`, recomputed with recurrent_fn's state transition (its
-    outputs are unused, so XLA drops the evaluator). Replay needs a
-    recurrent_fn whose next embedding depends only on (embedding, action)."""
-    if not tree.replay_embeddings:
+                    recurrent_fn: base.RecurrentFn, node: chex.Array, plugins: Plugins = ()):
+    """The embeddings at `node` [B] (or [B, P]) that recurrent_fn steps from:
+    read from the tree, or those a plug-in gives instead
+    (`SearchPlugin.leaf_embeddings`: replay_embeddings.py recomputes them)."""
+    replacer = plugin.replacing(plugins, "leaf_embeddings")
+    if replacer is None:
         return read_embeddings(tree, node)
-
-    def step_fn(action, embedding):
-        return recurrent_fn(params, rng_key, action, embedding)[1]
-
-    return replay_embeddings.replay_path_embeddings(tree, node, step_fn, max_path_length)
+    index, each = replacer
+    return each.leaf_embeddings(tree, plugin.records_of(plugins, tree)[index], params, rng_key,
+                                recurrent_fn, node)
 
 
 def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
@@ -488,8 +488,8 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     slot points to it. E is 1 for one simulation per step, K for
     `expand_all` (every slot of the leaf), P for P paths per step
     (`parallel.py`, where only the first path of each distinct edge creates).
-    With `options.node_per_simulation` every row's next free slot is used up
-    whether or not it was written (mctx's numbering; E = 1).
+    A plug-in may count the used slots otherwise (`SearchPlugin.nodes_used`:
+    mctx's numbering uses up a slot per simulation, written or not; E = 1).
 
     A plug-in may say where new edges lead instead (`SearchPlugin.link`,
     with its state from `states`: a graph search points an edge whose
@@ -518,7 +518,7 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     check_recurrent_output(output, size, tree.num_actions)
     by_edge = lambda x: x.reshape(edge_shape + x.shape[1:])  # noqa: E731
     output, embedding, entries = jax.tree.map(by_edge, (output, embedding, entries))
-    new = new_nodes_from_output(output, tree, slot_key(rng_key), options.stop_at_terminal)
+    new = new_nodes_from_output(output, tree, slot_key(rng_key), plugins)
 
     linker = plugin.replacing(plugins, "link")
     if linker is None:  # the next free node slots, in edge order
@@ -538,8 +538,8 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     tree = tree.replace(
         children=tree.children.at[rows, jnp.where(reached, parent, max_nodes), slot].set(
             new_index.astype(tree.children.dtype), mode="drop"),
-        num_nodes=(jnp.minimum(tree.num_nodes + 1, max_nodes) if options.node_per_simulation
-                   else tree.num_nodes + jnp.sum(created, axis=1, dtype=jnp.int32)))
+        num_nodes=plugin.nodes_used(plugins, tree,
+                                    tree.num_nodes + jnp.sum(created, axis=1, dtype=jnp.int32)))
     return tree, new, new_index, reached
 
 
@@ -679,8 +679,7 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
     leaf = select_leaf(tree, rules, options.depth_limit, plugins,
                        jax.random.split(select_key, tree.batch_size), searching,
                        states=states, stamp=simulation_index + 1)
-    embedding = leaf_embeddings(params, expand_key, tree, recurrent_fn, leaf.node,
-                                options.max_path_length)
+    embedding = leaf_embeddings(params, expand_key, tree, recurrent_fn, leaf.node, plugins)
     parent, slot, creates, embedding = edges_of_leaf(tree, leaf, embedding, options.expand_all,
                                                      plugins)
     tree, new, new_index, reached = expand(params, expand_key, tree, recurrent_fn, parent, slot,

@@ -83,6 +83,16 @@ what a backup walks (graph.py's `GraphSearch` is the built-in example):
   (tree, in_flight)`: the backup walk itself, instead of the walk up the
   parent pointers; at most one plug-in of a search walks.
 
+What a step evaluates and what a new node is:
+
+- `leaf_embeddings(tree, record, params, rng_key, recurrent_fn, node) ->
+  embedding`: the states recurrent_fn steps from, instead of those the
+  tree stores (replay_embeddings.py recomputes them); at most one;
+- `is_terminal(tree, record, discount, terminal) -> terminal`: which new
+  nodes are terminal (default: discount 0; mctx's semantics: none);
+- `nodes_used(tree, record, used) -> used`: each row's used node slots
+  after an expansion (mctx's numbering: one per simulation).
+
 `mcts_jax.solver.Solver` (the MCTS-solver) is the first built-in plug-in;
 docs/plugins.md writes a max backup as a user's plug-in.
 """
@@ -225,6 +235,23 @@ class SearchPlugin:
         """The carried state once the simulation's path goes on to `target`
         where `reaches` (default: unchanged)."""
         return state
+
+    def leaf_embeddings(self, tree: Any, record: Any, params: Any, rng_key: Any,
+                        recurrent_fn: Any, node: chex.Array) -> Any:
+        """The embeddings at `node` that recurrent_fn steps from. Only called
+        for a plug-in that overrides it (default: read from the tree)."""
+        raise NotImplementedError
+
+    def is_terminal(self, tree: Any, record: Any, discount: chex.Array,
+                    terminal: chex.Array) -> chex.Array:
+        """Which new nodes (like `discount`) are terminal (default: `terminal`,
+        those whose edge's discount is 0)."""
+        return terminal
+
+    def nodes_used(self, tree: Any, record: Any, used: chex.Array) -> chex.Array:
+        """[B]: each row's used node slots after an expansion (`used`: the
+        slots before it plus the nodes written; `tree`: before it)."""
+        return used
 
     def backup(self, tree: Any, record: Any, state: Any, update: Any, plugins: Any,
                strategy: Any, in_flight: Any) -> tuple:
@@ -381,8 +408,9 @@ def after_backup(plugins: Plugins, tree: Any, states: tuple) -> Any:
 
 
 def replacing(plugins: Plugins, hook: str) -> Optional[tuple]:
-    """(position, plug-in) of the one plug-in that replaces the phase `hook`
-    (`link`, `backup`), or None when none does (the phase's own code runs)."""
+    """(position, plug-in) of the one plug-in that replaces the step `hook`
+    of a phase (`link`, `backup`, `leaf_embeddings`), or None when none
+    does (the phase's own code runs)."""
     found = overridden(plugins, hook)
     if len(found) > 1:
         raise ValueError(f"plug-ins {[type(each).__name__ for _, each in found]} all "
@@ -429,3 +457,16 @@ def has_room(plugins: Plugins, tree: Any, room: chex.Array) -> chex.Array:
 def backs_up(plugins: Plugins, tree: Any, states: tuple, slot, target, reaches) -> tuple:
     return tuple(each.backs_up(tree, record, state, slot, target, reaches)
                  for each, record, state in zip(plugins, records_of(plugins, tree), states))
+
+
+def is_terminal(plugins: Plugins, tree: Any, discount: chex.Array,
+                terminal: chex.Array) -> chex.Array:
+    for each, record in zip(plugins, records_of(plugins, tree)):
+        terminal = each.is_terminal(tree, record, discount, terminal)
+    return terminal
+
+
+def nodes_used(plugins: Plugins, tree: Any, used: chex.Array) -> chex.Array:
+    for each, record in zip(plugins, records_of(plugins, tree)):
+        used = each.nodes_used(tree, record, used)
+    return used

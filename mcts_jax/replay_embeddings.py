@@ -5,19 +5,25 @@ A simulator's state can be large (a chess or Go board with its history):
 storing one per node costs N times its size. With `replay_embeddings` the
 tree keeps the root's embedding alone, and the search recomputes the state
 of a leaf by stepping the root's state down the leaf's path with
-recurrent_fn's transition (`phases.leaf_embeddings` calls
-`replay_path_embeddings`). Each expansion then costs depth simulator steps
-instead of one read: memory for time. Replay needs a recurrent_fn whose next
-embedding depends only on (embedding, action).
+recurrent_fn's transition: the plug-in `ReplayEmbeddings` gives the loop
+those states (`SearchPlugin.leaf_embeddings`) instead of the stored ones
+(`tree_search.search_plugins` adds it for `replay_embeddings=True`; the
+tree's own embedding storage is one node wide, so the loop's writes of new
+nodes' embeddings fall outside it). Each expansion then costs depth
+simulator steps instead of one read: memory for time. Replay needs a
+recurrent_fn whose next embedding depends only on (embedding, action).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import chex
 import jax
 import jax.numpy as jnp
 
 from mcts_jax import tree as tree_lib
+from mcts_jax.plugin import SearchPlugin
 
 
 def replay_path_embeddings(tree: tree_lib.Tree, node: chex.Array, step_fn,
@@ -59,3 +65,24 @@ def replay_path_embeddings(tree: tree_lib.Tree, node: chex.Array, step_fn,
     _, embedding = jax.lax.while_loop(lambda state: state[0] < jnp.max(depth), step_down,
                                       (jnp.int32(0), root_embedding))
     return jax.tree.map(lambda leaf: leaf.reshape(shape + leaf.shape[1:]), embedding)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayEmbeddings(SearchPlugin):
+    """Replayed embeddings as a plug-in of the search loop: the states at
+    the leaves are recomputed from the root's (`replay_path_embeddings`)
+    with recurrent_fn's state transition (its other outputs are unused, so
+    XLA drops the evaluator there).
+
+    Attributes:
+      max_path_length: the longest root-to-leaf path a replay walks (the
+        resolved options' `max_path_length`).
+    """
+
+    max_path_length: int
+
+    def leaf_embeddings(self, tree, record, params, rng_key, recurrent_fn, node):
+        def step_fn(action, embedding):
+            return recurrent_fn(params, rng_key, action, embedding)[1]
+
+        return replay_path_embeddings(tree, node, step_fn, self.max_path_length)

@@ -29,7 +29,9 @@ from jax.experimental import checkify
 
 from mcts_jax import base, parallel, plugin
 from mcts_jax import graph
+from mcts_jax import mctx_semantics
 from mcts_jax import phases
+from mcts_jax import replay_embeddings
 from mcts_jax import reuse
 from mcts_jax import solver
 from mcts_jax import tree as tree_lib
@@ -70,7 +72,7 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
         fresh = plugin.root_records(search_plugins(options), fresh, root_entries)
     if options.transpositions:
         fresh = graph.start_graph(fresh, graph.position_keys_of(
-            options.key_of_position, root.embedding, batch_size))
+            graph.key_of_position(options), root.embedding, batch_size))
     if tree is None:
         return fresh
     if not jax.tree.leaves(tree.plugin_records) and not jax.tree.leaves(fresh.plugin_records):
@@ -117,10 +119,18 @@ def continued_prior_logits(tree: tree_lib.Tree, root: base.RootFnOutput,
 def search_plugins(options: SearchOptions) -> tuple:
     """The plug-ins (plugin.py) of a search with resolved `options`, in the
     order the phases call them: the built-in ones they turn on (graph
-    search, `transpositions=True`; the MCTS-solver, `solver=True`), then
-    the user's (`options.plugins`)."""
-    return (((graph.GraphSearch.of(options),) if options.transpositions else ())
-            + ((solver.SOLVER,) if options.solver else ()) + options.plugins)
+    search, `transpositions=True`; replayed embeddings; mctx's semantics,
+    `stop_at_terminal=False` or `node_per_simulation=True`; the
+    MCTS-solver, `solver=True`), then the user's (`options.plugins`)."""
+    built_in = (
+        (graph.GraphSearch.of(options),) if options.transpositions else (),
+        (replay_embeddings.ReplayEmbeddings(options.max_path_length),)
+        if options.replay_embeddings else (),
+        (mctx_semantics.MctxSemantics(searches_past_terminals=not options.stop_at_terminal,
+                                      node_per_simulation=options.node_per_simulation),)
+        if not options.stop_at_terminal or options.node_per_simulation else (),
+        (solver.SOLVER,) if options.solver else ())
+    return sum(built_in, ()) + options.plugins
 
 
 def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
