@@ -572,9 +572,9 @@ class GraphSearch(plugin.SearchPlugin):
         return tree, new, index, created, 1
 
     def backs_up(self, tree, record, state: GraphWalk, slot, target, reaches) -> GraphWalk:
-        """The path goes on to the node the edge leads to (created or found)."""
-        if self.expand_all:  # the path ends at the leaf; link counted each child's edge
-            return state
+        """The path goes on to the node the edge leads to (created or found;
+        with expand_all the path ends at the leaf: `link` counted each
+        child's edge)."""
         return GraphWalk(
             path=append_node(state.path, state.depth, target, slot, reaches, tree.num_slots),
             depth=jnp.where(reaches, state.depth + 1, state.depth))

@@ -142,34 +142,28 @@ def select_paths(tree: tree_lib.Tree, rules: Rules, options: SearchOptions,
     how many of the P run this step; `searching` [B]: the rows that search
     (`phases.rows_at_step`). `states`: what each plug-in carries, for
     descents of leading shape [B, P] (path p is descent number
-    `first_stamp + p`). Returns (LeafChoice [B, P] (its rule_failed [B]: on
-    any path; its states: the plug-ins' after every path), enabled [B, P],
-    virtual visits [B, N])."""
+    `first_stamp + p`). Returns (LeafChoice [B, P] (its states: the
+    plug-ins' after every path), enabled [B, P], virtual visits [B, N])."""
     batch_size, num_per_step = tree.batch_size, options.simulations_per_step
     path_keys = jax.random.split(select_key, (num_per_step, batch_size))
     empty = jnp.zeros((batch_size, num_per_step), jnp.int32)
     enabled = jnp.broadcast_to(jnp.arange(num_per_step) < num_paths,
                                (batch_size, num_per_step))
-    no_failure = (None if phases.rules_screen_their_slots(rules)
-                  else jnp.zeros((batch_size,), jnp.bool_))
 
     def one_path(p, carry):
-        nodes, slots, expands, visits, failed, states = carry
+        nodes, slots, expands, visits, states = carry
         steering = Steering(pending_node=nodes, pending_slot=slots, pending=expands,
                             enabled=enabled[:, p], rule=options.steering)
         leaf = phases.select_leaf(tree, rules, options.depth_limit, plugins,
                                   path_keys[p], searching, steering, visits, states=states,
                                   path=p, stamp=first_stamp + p)
         return (nodes.at[:, p].set(leaf.node), slots.at[:, p].set(leaf.slot),
-                expands.at[:, p].set(leaf.expand), leaf.in_flight,
-                None if failed is None else failed | leaf.rule_failed, leaf.states)
+                expands.at[:, p].set(leaf.expand), leaf.in_flight, leaf.states)
 
-    nodes, slots, expands, visits, failed, states = jax.lax.fori_loop(
+    nodes, slots, expands, visits, states = jax.lax.fori_loop(
         0, num_per_step, one_path,
-        (empty, empty, jnp.zeros((batch_size, num_per_step), jnp.bool_), visits,
-         no_failure, states))
-    return (phases.LeafChoice(node=nodes, slot=slots, expand=expands, rule_failed=failed,
-                              states=states),
+        (empty, empty, jnp.zeros((batch_size, num_per_step), jnp.bool_), visits, states))
+    return (phases.LeafChoice(node=nodes, slot=slots, expand=expands, states=states),
             enabled, visits)
 
 
@@ -190,10 +184,10 @@ def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
     (`phases.expand` with E = P), create one node per distinct unexpanded
     edge (capacity permitting; in a graph, one per distinct position) and
     back up every path, taking the virtual visits back. `carry`: (key,
-    tree, virtual visits [B, N], rule_failed [B] or None, what each plug-in
+    tree, virtual visits [B, N], what each plug-in
     carries ([B, P] descents), `budget_rows` as in `phases.simulate`).
     Keys: `key, select_key, expand_key = split(key, 3)`."""
-    key, tree, visits, rule_failed, states, budget_rows = carry
+    key, tree, visits, states, budget_rows = carry
     num_per_step = options.simulations_per_step
     searching = phases.rows_at_step(plugins, tree, budget_rows)
     key, select_key, expand_key = jax.random.split(key, 3)
@@ -224,20 +218,18 @@ def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
     visits = add_visits(visits, rows, update.start, takes_new, 1)
     tree, visits = phases.backup(tree, update, plugins, TakeBack(enabled=enabled),
                                  visits)
-    if rule_failed is not None:
-        rule_failed = rule_failed | leaf.rule_failed
     budget_rows = phases.count_step(plugins, tree, budget_rows,
                                     jnp.where(searching, num_paths, 0).astype(jnp.int32),
                                     options.num_simulations)
-    return key, tree, visits, rule_failed, update.states, budget_rows
+    return key, tree, visits, update.states, budget_rows
 
 
 def run_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
               recurrent_fn: base.RecurrentFn, rules: Rules, options: SearchOptions,
-              rule_failed=None, plugins: Plugins = ()):
+              plugins: Plugins = ()):
     """`options.num_simulations` simulations on every row of `tree`, P =
     `options.simulations_per_step` per step (see the module docstring).
-    Returns (tree, rule_failed [B] or None as given)."""
+    Returns (tree, what each plug-in carries at the end)."""
     num_steps = -(-options.num_simulations // options.simulations_per_step)
     # Virtual visits: zero between steps; allocated once per search.
     no_visits = jnp.zeros((tree.batch_size, tree.max_nodes), jnp.int32)
@@ -245,6 +237,6 @@ def run_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
                                                   options.simulations_per_step))
     step = functools.partial(simulate_paths, params=params, recurrent_fn=recurrent_fn,
                              rules=rules, options=options, plugins=plugins)
-    _, tree, _, rule_failed, _ = phases.run_simulations(
-        step, (rng_key, tree, no_visits, rule_failed, states), num_steps, options, plugins)
-    return tree, rule_failed
+    _, tree, _, states = phases.run_simulations(
+        step, (rng_key, tree, no_visits, states), num_steps, options, plugins)
+    return tree, states

@@ -45,7 +45,7 @@ from mcts_jax import tree as tree_lib
 from mcts_jax import validation
 from mcts_jax.options import SearchOptions
 from mcts_jax.plugin import Plugins
-from mcts_jax.selection import Rules, check_slot_values, screens_its_own_slots
+from mcts_jax.selection import Rules, check_slot_values
 
 
 @chex.dataclass(frozen=True)
@@ -61,8 +61,6 @@ class LeafChoice:
       in_flight: what the descent strategy counts of the paths of this step
         (None for `OnePathPerStep`; `parallel.Steering`'s virtual visits
         [B, N]).
-      rule_failed: bool, a user's rule scored NaN on an open slot on the
-        way down (None when both rules are ours, which never do).
       states: what each plug-in carries after this descent
         (`SearchPlugin.end_descent`; a graph search: the path, graph.py).
     """
@@ -71,7 +69,6 @@ class LeafChoice:
     slot: chex.Array
     expand: chex.Array
     in_flight: Any = None
-    rule_failed: Optional[chex.Array] = None
     states: tuple = ()
 
 
@@ -94,36 +91,6 @@ class Backup:
     count: chex.Array
     value: chex.Array
     states: tuple = ()
-
-
-# One of our rules with our Q transforms, also inside a wrapper: its scores
-# are -inf on closed slots and never NaN, so the descent reads them as they are.
-rule_screens_its_slots = screens_its_own_slots
-
-
-def usable_scores(scores: chex.Array, stats: tree_lib.ChildrenStats,
-                  opened: Optional[chex.Array]) -> tuple[chex.Array, chex.Array]:
-    """(the scores [B, K] the descent takes the argmax of, from a rule's;
-    [B] bool, the rule scored NaN on an open slot of the row).
-
-    Open slots are the legal ones (and where `opened` [B, K] is given,
-    the plug-ins' open slots: `plugin.open_slots`). A closed
-    slot scores -inf whatever the rule gave it, and so does an open slot
-    the rule scored NaN. When every open slot of a row then scores -inf and
-    some scored NaN (the rule failed there), those NaN slots score their
-    priors instead, so the descent goes on into the one with the highest
-    prior; a row whose open slots all scored -inf stays a dead end (-inf
-    everywhere). +inf is kept (a rule's "choose this"). For a rule that
-    scores closed slots -inf and never gives NaN (every built-in one) the
-    result is its scores, bit for bit. A NaN is reported
-    (`Policy.__call__` warns, checks="checkify" raises).
-    """
-    open_slots = stats.legal if opened is None else stats.legal & opened
-    failed = open_slots & jnp.isnan(scores)
-    scores = jnp.where(open_slots & ~failed, scores, -jnp.inf)
-    stuck = jnp.max(scores, axis=-1, keepdims=True) == -jnp.inf
-    fallback = jnp.where(failed, jnp.nan_to_num(stats.priors, nan=0.0), -jnp.inf)
-    return jnp.where(stuck, fallback.astype(scores.dtype), scores), jnp.any(failed, axis=-1)
 
 
 def split_rows(keys: chex.Array) -> tuple[chex.Array, chex.Array]:
@@ -180,8 +147,7 @@ class Descent(NamedTuple):
     """The carry of `select_leaf`'s loop, per row [B]: where the descent is,
     the slot it chose last, its depth, whether it goes on, whether it ends at
     an unexpanded edge, the row's key, what the strategy counts in flight,
-    whether a user's rule scored NaN (None for ours), and what each plug-in
-    carries down (`SearchPlugin.start_descent`)."""
+    and what each plug-in carries down (`SearchPlugin.start_descent`)."""
 
     node: chex.Array
     slot: chex.Array
@@ -190,7 +156,6 @@ class Descent(NamedTuple):
     expand: chex.Array
     keys: chex.Array
     in_flight: Any
-    rule_failed: Optional[chex.Array]
     descents: tuple = ()
 
 
@@ -198,9 +163,10 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
                      max_depth: int, plugins: Plugins, strategy: OnePathPerStep) -> Descent:
     """One step of `select_leaf` for the active rows; inactive rows keep
     their state. `name` names the rule in shape errors. The argmax is over
-    `usable_scores`: illegal and NaN slots are never chosen (see there);
-    our own rules with our Q transforms (`rule_screens_its_slots`) already
-    score closed slots -inf and never NaN, and skip that work."""
+    the open slots (legal, and open for every plug-in): a rule of ours
+    scores closed slots -inf and never NaN; a plug-in may screen the scores
+    instead (`SearchPlugin.screen_scores`: rule_screen.py reads a user's
+    rule's NaN)."""
     rows = tree_lib.batch_rows(tree.batch_size)
     node, depth, active = state.node, state.depth, state.active
     keys, step_keys = split_rows(state.keys)
@@ -209,14 +175,17 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
     stats = plugin.stats_seen(plugins, tree, node, stats)
     scores = score_fn(tree, node, stats)
     check_slot_values(scores, name, score_fn, tree.batch_size, tree.num_slots)
-    rule_failed = state.rule_failed
     opened = plugin.open_slots(plugins, tree, stats)
-    if rule_screens_its_slots(score_fn):  # ours: closed slots -inf already, never NaN
-        scores = scores if opened is None else jnp.where(opened, scores, -jnp.inf)
-    else:
-        scores, failed = usable_scores(scores, stats, opened)
-        if rule_failed is not None:
-            rule_failed = rule_failed | (active & failed)
+    descents = state.descents
+    screen = plugin.replacing(plugins, "screen_scores")
+    if screen is not None:
+        index, each = screen
+        descent, scores = each.screen_scores(tree, plugin.records_of(plugins, tree)[index],
+                                             descents[index], score_fn, scores, stats, opened,
+                                             active)
+        descents = descents[:index] + (descent,) + descents[index + 1:]
+    elif opened is not None:
+        scores = jnp.where(opened, scores, -jnp.inf)
     slot = jnp.argmax(scores, axis=-1).astype(jnp.int32)
     has_legal_child = jnp.max(scores, axis=-1) > -jnp.inf
     child = stats.index[rows, slot]
@@ -224,7 +193,7 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
     next_depth = depth + 1
     next_node = jnp.where(can_descend, child, node)
     stops_below = tree.is_terminal[rows, next_node] | (next_depth >= max_depth)
-    descents, stops_below = plugin.descend(plugins, tree, state.descents, depth, slot, child,
+    descents, stops_below = plugin.descend(plugins, tree, descents, depth, slot, child,
                                            stats.visits[rows, slot], can_descend, stops_below)
     # A full tree expands nothing (a plug-in may say otherwise: a graph links).
     has_room = plugin.has_room(plugins, tree, tree.num_nodes < tree.max_nodes)
@@ -237,14 +206,8 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
         expand=state.expand | expand,
         keys=keys,
         in_flight=strategy.leaves_node(state.in_flight, rows, node, can_descend),
-        rule_failed=rule_failed,
         descents=descents,
     )
-
-
-def rules_screen_their_slots(rules: Rules) -> bool:
-    """Both rules are ours (`rule_screens_its_slots`): no NaN to look for."""
-    return rule_screens_its_slots(rules.at_root) and rule_screens_its_slots(rules.below_root)
 
 
 def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
@@ -278,8 +241,6 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
         expand=jnp.zeros((batch_size,), jnp.bool_),
         keys=row_keys,
         in_flight=in_flight,
-        rule_failed=(None if rules_screen_their_slots(rules)
-                     else jnp.zeros((batch_size,), jnp.bool_)),
         descents=plugin.start_descents(plugins, tree, states, path, stamp),
     )
     step = functools.partial(descend_one_step, tree, max_depth=max_depth, plugins=plugins,
@@ -296,7 +257,7 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
                                lambda state: step(state, rules.below_root, loop_name), state)
     in_flight = strategy.ends_at(state.in_flight, tree_lib.batch_rows(batch_size), state.node)
     return LeafChoice(node=state.node, slot=state.slot, expand=state.expand,
-                      in_flight=in_flight, rule_failed=state.rule_failed,
+                      in_flight=in_flight,
                       states=plugin.end_descents(plugins, tree, states, state.descents, path,
                                                  state.depth))
 
@@ -544,50 +505,43 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
 
 
 def edges_of_leaf(tree: tree_lib.Tree, leaf: LeafChoice, parent_embedding: Any,
-                  expand_all: bool, plugins: Plugins = ()):
-    """(parent, slot, creates [B, E], parent_embedding [B, E, ...]): the edges
-    a simulation evaluates. One edge, the leaf's chosen slot (E = 1); with
-    `expand_all` every slot of the leaf (E = K), created where unexpanded
-    when the row has room for all of them (else none: the leaf is
-    re-evaluated; a plug-in may say otherwise, `SearchPlugin.has_room`: a
-    graph creates those it has room for and links the rest)."""
-    if not expand_all:
+                  plugins: Plugins = ()):
+    """(parent, slot, creates [B, E], parent_embedding [B, E, ...], new_visits):
+    the edges a simulation evaluates: the leaf's chosen slot (E = 1), its new
+    node written with no visit (the backup adds it), unless a plug-in says
+    otherwise (`SearchPlugin.edges_of_leaf`: expand_all.py evaluates every
+    slot of the leaf)."""
+    replacer = plugin.replacing(plugins, "edges_of_leaf")
+    if replacer is None:
         return (leaf.node[:, None], leaf.slot[:, None], leaf.expand[:, None],
-                jax.tree.map(lambda x: x[:, None], parent_embedding))
-    batch_size, num_slots = tree.batch_size, tree.num_slots
-    unexpanded = tree_lib.gather_nodes(tree.children, leaf.node) == tree_lib.UNEXPANDED
-    room = plugin.has_room(plugins, tree, tree.num_nodes + jnp.sum(
-        unexpanded, axis=-1, dtype=jnp.int32) <= tree.max_nodes)
-    parent = jnp.broadcast_to(leaf.node[:, None], (batch_size, num_slots))
-    slot = jnp.broadcast_to(jnp.arange(num_slots, dtype=jnp.int32), (batch_size, num_slots))
-    repeated = jax.tree.map(  # [B, K, ...]: the leaf's embedding once per slot
-        lambda x: jnp.broadcast_to(x[:, None], (batch_size, num_slots) + x.shape[1:]),
-        parent_embedding)
-    return parent, slot, (leaf.expand & room)[:, None] & unexpanded, repeated
+                jax.tree.map(lambda x: x[:, None], parent_embedding), 0)
+    index, each = replacer
+    return each.edges_of_leaf(tree, plugin.records_of(plugins, tree)[index], leaf,
+                              parent_embedding, plugins)
 
 
 def backup_of_edges(tree: tree_lib.Tree, leaf: LeafChoice, new: NewNodes,
-                    new_index: chex.Array, reached: chex.Array, expand_all: bool,
-                    plugins: Plugins, searching: chex.Array) -> Backup:
+                    new_index: chex.Array, reached: chex.Array, plugins: Plugins,
+                    searching: chex.Array) -> Backup:
     """What a simulation backs up after `expand` (`reached` [B, E]: the edge
-    leads to a node now): the new node's value from it (one edge), or the
-    sum of the new children's returns from the leaf (`expand_all`, one
-    visit per child); a row that reached nothing re-evaluates its leaf
-    (`revisit`). The plug-ins see the path's last step
-    (`SearchPlugin.backs_up`). A row outside `searching` [B] adds nothing."""
+    leads to a node now): the new node's value from it; a row that reached
+    nothing re-evaluates its leaf (`revisit`). The plug-ins see the path's
+    last step (`SearchPlugin.backs_up`); one may say what is backed up
+    instead (`SearchPlugin.backup_of_edges`: expand_all.py, the sum of the
+    new children's returns from the leaf). A row outside `searching` [B]
+    adds nothing."""
     again = revisit(tree, leaf.node, plugins, runs=searching)
-    if not expand_all:
-        made = reached[:, 0]
-        states = plugin.backs_up(plugins, tree, leaf.states, leaf.slot, new_index[:, 0], made)
-        return Backup(start=jnp.where(made, new_index[:, 0], again.start),
-                      count=jnp.where(made, 1, again.count),
-                      value=jnp.where(made, new.value[:, 0], again.value), states=states)
-    expanded = jnp.any(reached, axis=-1)
-    returns = jnp.sum(jnp.where(reached, new.reward + new.discount * new.value, 0.0), axis=-1)
-    return Backup(start=leaf.node,
-                  count=jnp.where(expanded, jnp.sum(reached, axis=-1, dtype=jnp.int32),
-                                  again.count),
-                  value=jnp.where(expanded, returns, again.value), states=leaf.states)
+    replacer = plugin.replacing(plugins, "backup_of_edges")
+    if replacer is not None:
+        index, each = replacer
+        start, count, value = each.backup_of_edges(
+            tree, plugin.records_of(plugins, tree)[index], leaf, new, new_index, reached, again)
+        return Backup(start=start, count=count, value=value, states=leaf.states)
+    made = reached[:, 0]
+    states = plugin.backs_up(plugins, tree, leaf.states, leaf.slot, new_index[:, 0], made)
+    return Backup(start=jnp.where(made, new_index[:, 0], again.start),
+                  count=jnp.where(made, 1, again.count),
+                  value=jnp.where(made, new.value[:, 0], again.value), states=states)
 
 
 class BackupCarry(NamedTuple):
@@ -662,7 +616,7 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
              plugins: Plugins = ()) -> tuple:
     """One simulation on every row: select a leaf, expand, back up. The body
     of the search loop (`run_simulations`); `carry` is (key, tree,
-    rule_failed [B] or None, what each plug-in carries between simulations
+    what each plug-in carries between simulations
     (`SearchPlugin.search_state`, a tuple), and `budget_rows`
     (`rows_at_step`)). A row the plug-ins take out (`plugin.rows_searching`)
     does nothing; simulation i's descent has the stamp i + 1.
@@ -673,27 +627,22 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
     (`stats.rng_key`). So equal keys give the two libraries equal random
     numbers, and the recurrent_fn keys do not depend on the batch size.
     """
-    key, tree, rule_failed, states, budget_rows = carry
+    key, tree, states, budget_rows = carry
     searching = rows_at_step(plugins, tree, budget_rows)
     key, select_key, expand_key = jax.random.split(key, 3)
     leaf = select_leaf(tree, rules, options.depth_limit, plugins,
                        jax.random.split(select_key, tree.batch_size), searching,
                        states=states, stamp=simulation_index + 1)
     embedding = leaf_embeddings(params, expand_key, tree, recurrent_fn, leaf.node, plugins)
-    parent, slot, creates, embedding = edges_of_leaf(tree, leaf, embedding, options.expand_all,
-                                                     plugins)
+    parent, slot, creates, embedding, new_visits = edges_of_leaf(tree, leaf, embedding, plugins)
     tree, new, new_index, reached = expand(params, expand_key, tree, recurrent_fn, parent, slot,
-                                           creates, embedding, options,
-                                           new_visits=1 if options.expand_all else 0,
+                                           creates, embedding, options, new_visits=new_visits,
                                            plugins=plugins, states=leaf.states)
-    update = backup_of_edges(tree, leaf, new, new_index, reached, options.expand_all,
-                             plugins, searching)
+    update = backup_of_edges(tree, leaf, new, new_index, reached, plugins, searching)
     tree, _ = backup(tree, update, plugins)
-    if rule_failed is not None:
-        rule_failed = rule_failed | leaf.rule_failed
     budget_rows = count_step(plugins, tree, budget_rows, searching.astype(jnp.int32),
                              options.num_simulations)
-    return key, tree, rule_failed, update.states, budget_rows
+    return key, tree, update.states, budget_rows
 
 
 def rows_at_step(plugins: Plugins, tree: tree_lib.Tree, budget_rows) -> chex.Array:

@@ -83,7 +83,17 @@ what a backup walks (graph.py's `GraphSearch` is the built-in example):
   (tree, in_flight)`: the backup walk itself, instead of the walk up the
   parent pointers; at most one plug-in of a search walks.
 
+- `screen_scores(tree, record, descent, rule, scores, stats, opened,
+  active) -> (descent, scores)`: the scores a descent takes the argmax of
+  (rule_screen.py reads a user's rule's NaN); at most one.
+
 What a step evaluates and what a new node is:
+
+- `edges_of_leaf(tree, record, leaf, embedding, plugins)` and
+  `backup_of_edges(tree, record, leaf, new, new_index, reached, again)`:
+  the edges a simulation evaluates below its leaf and what it backs up
+  then, instead of one edge and the new node's value (expand_all.py
+  creates every child at once); at most one plug-in replaces each;
 
 - `leaf_embeddings(tree, record, params, rng_key, recurrent_fn, node) ->
   embedding`: the states recurrent_fn steps from, instead of those the
@@ -240,6 +250,30 @@ class SearchPlugin:
                         recurrent_fn: Any, node: chex.Array) -> Any:
         """The embeddings at `node` that recurrent_fn steps from. Only called
         for a plug-in that overrides it (default: read from the tree)."""
+        raise NotImplementedError
+
+    def screen_scores(self, tree: Any, record: Any, descent: Any, rule: Any,
+                      scores: chex.Array, stats: Any, opened: Optional[chex.Array],
+                      active: chex.Array) -> tuple:
+        """(descent, scores [B, K]): the scores of `rule` the descent takes the
+        argmax of (`opened` [B, K]: the slots the plug-ins open, None: every
+        legal one; `active` [B]: the rows descending). Only called for a
+        plug-in that overrides it (default: the rule's scores, -inf where
+        not opened)."""
+        raise NotImplementedError
+
+    def edges_of_leaf(self, tree: Any, record: Any, leaf: Any, embedding: Any,
+                      plugins: Any) -> tuple:
+        """(parent, slot, creates [B, E], embedding [B, E, ...], new_visits):
+        the edges a simulation evaluates below its leaf. Only called for a
+        plug-in that overrides it (default: the slot the descent chose)."""
+        raise NotImplementedError
+
+    def backup_of_edges(self, tree: Any, record: Any, leaf: Any, new: Any,
+                        new_index: chex.Array, reached: chex.Array, again: Any) -> tuple:
+        """(start, count, value) [B]: what a simulation backs up after
+        `expand` (`again`: the leaf re-evaluated). Only called for a plug-in
+        that overrides it (default: the new node's value from it)."""
         raise NotImplementedError
 
     def is_terminal(self, tree: Any, record: Any, discount: chex.Array,
@@ -409,7 +443,8 @@ def after_backup(plugins: Plugins, tree: Any, states: tuple) -> Any:
 
 def replacing(plugins: Plugins, hook: str) -> Optional[tuple]:
     """(position, plug-in) of the one plug-in that replaces the step `hook`
-    of a phase (`link`, `backup`, `leaf_embeddings`), or None when none
+    of a phase (`link`, `backup`, `leaf_embeddings`, `edges_of_leaf`,
+    `backup_of_edges`, `screen_scores`), or None when none
     does (the phase's own code runs)."""
     found = overridden(plugins, hook)
     if len(found) > 1:

@@ -28,22 +28,26 @@ import numpy as np
 from jax.experimental import checkify
 
 from mcts_jax import base, parallel, plugin
+from mcts_jax import expand_all
 from mcts_jax import graph
 from mcts_jax import mctx_semantics
 from mcts_jax import phases
 from mcts_jax import replay_embeddings
 from mcts_jax import reuse
+from mcts_jax import rule_screen
 from mcts_jax import solver
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
 from mcts_jax.hashable import HashableFunction, holds_tracer
 from mcts_jax.options import SearchOptions
 from mcts_jax.recompiles import caller_stacklevel, check_recompiles
+from mcts_jax.selection import screens_its_own_slots
 
 
 def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
                options: SearchOptions, tree: Optional[tree_lib.Tree],
-               extra_data: Any = None, root_entries: Optional[tuple] = None) -> tree_lib.Tree:
+               extra_data: Any = None, root_entries: Optional[tuple] = None,
+               plugins: Optional[tuple] = None) -> tree_lib.Tree:
     """The tree a search starts from: a fresh root per row, or, where `tree`
     has a non-empty row, that row continued.
 
@@ -52,8 +56,11 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
     visits, values, child slots and subtree, but takes these fresh priors
     (so exploration noise drawn for this move applies), and with replayed
     embeddings also `root.embedding`. `rng_key` breaks prior ties when a
-    compact root has more legal actions than slots.
+    compact root has more legal actions than slots. `plugins`: the
+    search's plug-ins (None: `search_plugins(options)`), whose records the
+    fresh tree holds.
     """
+    plugins = search_plugins(options) if plugins is None else plugins
     batch_size, num_actions = root.prior_logits.shape
     legal = (jnp.ones((batch_size, num_actions), jnp.bool_) if invalid_actions is None
              else ~invalid_actions)
@@ -67,9 +74,9 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
                                else None)
     fresh = fresh.replace(extra_data=extra_data,
                           num_chance_outcomes=options.num_chance_outcomes)
-    fresh = fresh.replace(plugin_records=plugin.init_records(search_plugins(options), fresh))
+    fresh = fresh.replace(plugin_records=plugin.init_records(plugins, fresh))
     if root_entries is not None:  # the root's entries of the plug-ins' `evaluated`
-        fresh = plugin.root_records(search_plugins(options), fresh, root_entries)
+        fresh = plugin.root_records(plugins, fresh, root_entries)
     if options.transpositions:
         fresh = graph.start_graph(fresh, graph.position_keys_of(
             graph.key_of_position(options), root.embedding, batch_size))
@@ -119,11 +126,12 @@ def continued_prior_logits(tree: tree_lib.Tree, root: base.RootFnOutput,
 def search_plugins(options: SearchOptions) -> tuple:
     """The plug-ins (plugin.py) of a search with resolved `options`, in the
     order the phases call them: the built-in ones they turn on (graph
-    search, `transpositions=True`; replayed embeddings; mctx's semantics,
+    search, `transpositions=True`; expand-all; replayed embeddings; mctx's semantics,
     `stop_at_terminal=False` or `node_per_simulation=True`; the
     MCTS-solver, `solver=True`), then the user's (`options.plugins`)."""
     built_in = (
         (graph.GraphSearch.of(options),) if options.transpositions else (),
+        (expand_all.ExpandAll(),) if options.expand_all else (),
         (replay_embeddings.ReplayEmbeddings(options.max_path_length),)
         if options.replay_embeddings else (),
         (mctx_semantics.MctxSemantics(searches_past_terminals=not options.stop_at_terminal,
@@ -148,26 +156,29 @@ def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
     """
     recurrent_fn = recurrent_fn.fn
     setup_key, search_key, choice_key = policy.split_key(rng_key)
-    plugins = search_plugins(options)
+    rules = policy.rules(options)
+    # A user's rule is screened (rule_screen.py): the last plug-in, which
+    # carries where it scored NaN.
+    ours = screens_its_own_slots(rules.at_root) and screens_its_own_slots(rules.below_root)
+    screen = () if ours else (rule_screen.RuleScreen(),)
+    plugins = search_plugins(options) + screen
     root_entries = None
     if plugin.overridden(plugins, "evaluated"):  # e.g. sampled.py draws the root's actions
         root, root_entries = plugin.evaluated(plugins, phases.plugin_key(search_key), root)
     root, setup_data = policy.root_setup(setup_key, root, invalid_actions, tree, options)
     tree = start_tree(jax.random.fold_in(search_key, 0x7007), root, invalid_actions, options,
-                      tree, setup_data if extra_data is None else extra_data, root_entries)
-    rules = policy.rules(options)
-    rule_failed = (None if phases.rules_screen_their_slots(rules)
-                   else jnp.zeros((tree.batch_size,), jnp.bool_))
+                      tree, setup_data if extra_data is None else extra_data, root_entries,
+                      plugins)
     if options.simulations_per_step > 1:  # P paths per step (parallel.py)
-        tree, rule_failed = parallel.run_paths(params, search_key, tree, recurrent_fn, rules,
-                                               options, rule_failed, plugins)
+        tree, states = parallel.run_paths(params, search_key, tree, recurrent_fn, rules,
+                                          options, plugins)
     else:
         simulate = functools.partial(phases.simulate, params=params, recurrent_fn=recurrent_fn,
                                      rules=rules, options=options, plugins=plugins)
         states = plugin.search_states(plugins, tree, (tree.batch_size,))
-        _, tree, rule_failed, _ = phases.run_simulations(
-            simulate, (search_key, tree, rule_failed, states), options.num_simulations,
-            options, plugins)
+        _, tree, states = phases.run_simulations(
+            simulate, (search_key, tree, states), options.num_simulations, options, plugins)
+    rule_failed = states[-1] if screen else None
     action, action_weights = policy.choose(choice_key, tree, temperature, options)
     output = base.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
     return output, rule_failed
