@@ -6,16 +6,22 @@ The three phases live here, one function each, and `simulate` runs them once:
   unexpanded edge, a terminal node, a node at `max_depth`, or a dead end.
 - `expand`: one batched `recurrent_fn` call evaluates the edges the step
   reached and writes their new nodes into each row's next free slots. One
-  edge per row (a simulation), every legal child of the leaf
-  (`expand_all`, the "Tiny-MCTS" style) and P paths per row
-  (`parallel.py`) are the same routine with E = 1, K or P edges.
+  edge per row (a simulation), every legal child of the leaf (a plug-in's
+  `edges_of_leaf`: expand-all) and P paths per row (`parallel.py`) are the
+  same routine with E = 1, K or P edges.
 - `backup`: add the visits and values to every node on the path to the
   root, converting values through each edge with `reward + discount *
   value`.
 
-Features that change a phase plug in through the hooks of `plugin.py`
-(`plugins`, a static tuple; the MCTS-solver is `solver.Solver`): the
+This module reads no feature option and imports no feature module (an
+import-linter contract). Features plug in through the hooks of `plugin.py`
+(`plugins`, a static tuple, built by `tree_search.search_plugins`): the
 phases call each hook at its point and never ask which plug-in they hold.
+With no plug-in (a plain search) the hooks change nothing. Graph search
+(graph.py), expand-all (expand_all.py), replayed embeddings
+(replay_embeddings.py), mctx's semantics (mctx_semantics.py), the
+MCTS-solver (solver.py) and the screen of a user's rule (rule_screen.py)
+are such plug-ins.
 
 `select_leaf` and `backup` take a descent strategy (`OnePathPerStep`, the
 default). Several paths per step (`parallel.py`) pass their own strategy,
