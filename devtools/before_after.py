@@ -106,6 +106,9 @@ VARIANTS = {
     "alphazero_p4": ("alphazero_policy", dict(dirichlet_fraction=0.25, simulations_per_step=4)),
     "alphazero_solver": ("alphazero_policy", dict(dirichlet_fraction=0.25, solver=True)),
     "uct_compact8": ("uct_policy", dict(max_children=8)),
+    "alphazero_graph": ("alphazero_policy", dict(dirichlet_fraction=0.25, transpositions=True)),
+    "uct_replay": ("uct_policy", dict(replay_embeddings=True)),
+    "uct_expand_all": ("uct_policy", dict(expand_all=True)),
     # the whole output returned (every other cell returns action_weights):
     # since issue 33 the mctx signatures answer with mctx's tree, computed
     # from ours, and keep the prior logits

@@ -373,10 +373,12 @@ def write_new_nodes(tree: tree_lib.Tree, write_at: chex.Array, parent: chex.Arra
                or values[name] is KEPT
                else getattr(tree, name).at[rows, write_at].set(values[name], mode="drop")
                for name in names}
-    # A tree that stores only its root's embedding (replay_embeddings.py) drops these writes.
-    embeddings = jax.tree.map(lambda array, value: array.at[rows, write_at].set(value,
-                                                                                  mode="drop"),
-                              tree.embeddings, embedding)
+    # A storage narrower than the tree is not written (replay_embeddings.py
+    # keeps the root's embedding only).
+    embeddings = jax.tree.map(
+        lambda array, value: (array if array.shape[1] < tree.max_nodes
+                              else array.at[rows, write_at].set(value, mode="drop")),
+        tree.embeddings, embedding)
     return tree.replace(embeddings=embeddings, **written)
 
 

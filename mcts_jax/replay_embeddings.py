@@ -8,8 +8,8 @@ of a leaf by stepping the root's state down the leaf's path with
 recurrent_fn's transition: the plug-in `ReplayEmbeddings` gives the loop
 those states (`SearchPlugin.leaf_embeddings`) instead of the stored ones
 (`tree_search.search_plugins` adds it for `replay_embeddings=True`; the
-tree's own embedding storage is one node wide, so the loop's writes of new
-nodes' embeddings fall outside it). Each expansion then costs depth
+tree's own embedding storage is one node wide, and the loop writes no
+storage narrower than the tree). Each expansion then costs depth
 simulator steps instead of one read: memory for time. Replay needs a
 recurrent_fn whose next embedding depends only on (embedding, action).
 """
