@@ -29,7 +29,8 @@ EXPECTED = ["errors", "search_uct", "search_alphazero", "search_gumbel_compact_r
             "search_custom_rule_reuse", "search_custom_qtransform_compact",
             "search_parallel_paths_reuse", "search_stochastic_compact_reuse",
             "search_graph_reuse", "search_sampled_reuse",
-            "search_local_mode", "training", "training_learned_model"]
+            "search_local_mode", "search_user_policy_reuse", "training",
+            "training_learned_model"]
 
 
 @pytest.fixture(scope="module")
