@@ -125,20 +125,23 @@ def continued_prior_logits(tree: tree_lib.Tree, root: base.RootFnOutput,
 
 def search_plugins(options: SearchOptions) -> tuple:
     """The plug-ins (plugin.py) of a search with resolved `options`, in the
-    order the phases call them: the built-in ones they turn on (graph
-    search, `transpositions=True`; expand-all; replayed embeddings; mctx's semantics,
-    `stop_at_terminal=False` or `node_per_simulation=True`; the
-    MCTS-solver, `solver=True`), then the user's (`options.plugins`)."""
-    built_in = (
+    order the phases call them: the MCTS-solver (`solver=True`), the user's
+    (`options.plugins`), then the built-in ones that keep no record and
+    draw no random number, turned on by their options: graph search
+    (`transpositions=True`), expand-all, replayed embeddings and mctx's
+    semantics (`stop_at_terminal=False` or `node_per_simulation=True`).
+    Those last come after the user's so that a user's plug-in keeps its
+    position (its record in `tree.plugin_records`, its key in `evaluated`)
+    whatever else is on."""
+    structural = (
         (graph.GraphSearch.of(options),) if options.transpositions else (),
         (expand_all.ExpandAll(),) if options.expand_all else (),
         (replay_embeddings.ReplayEmbeddings(options.max_path_length),)
         if options.replay_embeddings else (),
         (mctx_semantics.MctxSemantics(searches_past_terminals=not options.stop_at_terminal,
                                       node_per_simulation=options.node_per_simulation),)
-        if not options.stop_at_terminal or options.node_per_simulation else (),
-        (solver.SOLVER,) if options.solver else ())
-    return sum(built_in, ()) + options.plugins
+        if not options.stop_at_terminal or options.node_per_simulation else ())
+    return ((solver.SOLVER,) if options.solver else ()) + options.plugins + sum(structural, ())
 
 
 def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
