@@ -13,7 +13,7 @@ Gumbel's sequential halving at the root, its deterministic rule below), so no
 step computes a rule it does not use. Every rule reads only the K children of
 the given node, so one selection step costs O(B K).
 
-What the descent makes of the scores (phases.usable_scores, one place):
+What the descent makes of a user's rule's scores (rule_screen.usable_scores, one place):
 illegal slots (`stats.legal` False) are never chosen, whatever a rule scores
 them (the built-in rules score them -inf anyway); -inf is never chosen; +inf
 is a legitimate "choose this" (the lowest such slot); NaN is treated as -inf.
@@ -399,7 +399,7 @@ def screens_its_own_slots(rule: Callable) -> bool:
     one, is one of ours (`qtransforms.OUR_QTRANSFORMS`, or a function that
     declares one of them as its `__wrapped__`, as the mctx-form versions in
     `mctx_compat` do). Any other rule's scores are screened by the descent
-    (`phases.usable_scores`). Wrappers are seen through (`_unwrapped`)."""
+    (`rule_screen.usable_scores`). Wrappers are seen through (`_unwrapped`)."""
     rule = _unwrapped(rule)
     if isinstance(rule, functools.partial):
         qtransform = _unwrapped(rule.keywords.get("qtransform", qtransform_raw))
