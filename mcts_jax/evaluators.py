@@ -3,31 +3,79 @@
 An evaluator is a callable `(params, rng_key, game, states) -> (prior_logits
 [B, A], value [B])`, the value from the point of view of the player to move in
 `states`, on the game's reward scale ([-1, 1] for the registry's games;
-points for 2048, +-3 for backgammon: `envs.make_chance_game`). `game` is an
-`envs` game (batched `step`, `legal_actions`, `current_player`,
-`is_terminal`, `reward_for`; a stochastic game's `step` draws the chance
-outcome from the key); `Evaluator` is its type. Evaluators
-are frozen dataclasses, so equal settings compare equal and share one compiled
-search.
+points for 2048, +-3 for backgammon: `envs.make_chance_game`). `Evaluator`
+is its type. An evaluator reads the game only through `Game`, the small
+protocol this module defines (a batched step, the legal mask, whose move it
+is, whether a state has ended and what a transition paid); the `envs` games
+implement it, and so can any game written in JAX. Evaluators are frozen
+dataclasses, so equal settings compare equal and share one compiled search.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Optional, Protocol, Tuple, runtime_checkable
 
 import jax
 import jax.numpy as jnp
 
 # evaluator(params, rng_key, game, states [B]) -> (prior_logits [B, A], value [B]);
-# value is for the player to move in `states`; `game` is an `envs` game and
-# `states` are its full pgx states (observation and legal mask present), not
-# terminal. (`envs.Evaluator` is this type.)
+# value is for the player to move in `states`; `game` implements `Game` and
+# `states` are its batched states, not terminal. (`envs.Evaluator` is this type.)
 Evaluator = Callable[[Any, jax.Array, Any, Any], Tuple[jax.Array, jax.Array]]
 
 
-def _uniform_logits(game, states):
-    return jnp.zeros((states.current_player.shape[0], game.num_actions), jnp.float32)
+@runtime_checkable
+class Game(Protocol):
+    """What an evaluator reads of a game (the `envs` games implement it).
+
+    `states` is any pytree of batched states, leading axis [B]; players are
+    int32 ids. Rewards and `heuristic` are on the game's own scale.
+
+    Attributes:
+      num_actions: A, the size of the action space.
+
+    Methods:
+      step(states, actions [B] int32, rng_key) -> states: one move in every
+        row (a stochastic game draws its chance outcome from `rng_key`).
+      legal_actions(states) -> [B, A] bool: True = legal.
+      current_player(states) -> [B] int32: the player to move.
+      is_terminal(states) -> [B] bool: the game has ended.
+      reward_for(states, player [B]) -> [B] float32: what the transition
+        into `states` paid `player`.
+      heuristic(states) -> [B] float32: an estimate of a non-terminal state
+        for its player to move (0 where a game has none); read only by
+        `Minimax` at its horizon and `RandomPlayouts(heuristic_at_cutoff=True)`.
+
+    A game may also say `max_legal_moves` (the most legal moves a state can
+    have; `Minimax` considers that many moves by default, else A). `Network`
+    reads `states.observation` (the observation of the player to move, as
+    pgx states hold it), nothing of the game.
+    """
+
+    num_actions: int
+
+    def step(self, states: Any, actions: jax.Array, rng_key: jax.Array) -> Any: ...
+
+    def legal_actions(self, states: Any) -> jax.Array: ...
+
+    def current_player(self, states: Any) -> jax.Array: ...
+
+    def is_terminal(self, states: Any) -> jax.Array: ...
+
+    def reward_for(self, states: Any, player: jax.Array) -> jax.Array: ...
+
+    def heuristic(self, states: Any) -> jax.Array: ...
+
+
+def _uniform_logits(game: Game, states: Any) -> jax.Array:
+    """[B, A] zeros: uniform priors."""
+    return jnp.zeros((_batch_size(states), game.num_actions), jnp.float32)
+
+
+def _batch_size(states: Any) -> int:
+    """B, the leading axis of every leaf of `states`."""
+    return jax.tree.leaves(states)[0].shape[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +84,7 @@ class Uniform:
 
     def __call__(self, params, rng_key, game, states):
         del params, rng_key
-        return _uniform_logits(game, states), jnp.zeros(states.current_player.shape, jnp.float32)
+        return _uniform_logits(game, states), jnp.zeros((_batch_size(states),), jnp.float32)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,7 +113,7 @@ class RandomPlayouts:
 
     def __call__(self, params, rng_key, game, states):
         del params
-        batch_size = states.current_player.shape[0]
+        batch_size = _batch_size(states)
         repeated = jax.tree.map(lambda x: jnp.repeat(x, self.num_playouts, axis=0), states)
         player = game.current_player(repeated)
 

@@ -32,7 +32,7 @@ class ExpandAll(plugin.SearchPlugin):
         each new node written with one visit."""
         batch_size, num_slots = tree.batch_size, tree.num_slots
         unexpanded = tree_lib.gather_nodes(tree.children, leaf.node) == tree_lib.UNEXPANDED
-        room = plugin.has_room(plugins, tree, tree.num_nodes + jnp.sum(
+        room = plugin.thread(plugins, "has_room", tree, tree.num_nodes + jnp.sum(
             unexpanded, axis=-1, dtype=jnp.int32) <= tree.max_nodes)
         parent = jnp.broadcast_to(leaf.node[:, None], (batch_size, num_slots))
         slot = jnp.broadcast_to(jnp.arange(num_slots, dtype=jnp.int32), (batch_size, num_slots))

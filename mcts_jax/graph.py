@@ -446,7 +446,8 @@ def backup_graph(tree: tree_lib.Tree, update: Any, path: Path, last: chex.Array,
         # The writes depend on the reads (a recomputed value is never NaN), so
         # XLA updates the carried arrays in place instead of copying them.
         write_at = jnp.where(on_path & ~jnp.isnan(value), node, max_nodes)
-        plugin_states = plugin.back_up_node(plugins, tree, state.plugin_states, node, on_path)
+        plugin_states = plugin.each(plugins, "back_up_node", tree, node, on_path,
+                                    per_plugin=(state.plugin_states,), with_record=False)
         return GraphBackupCarry(
             node_visits=state.node_visits.at[rows, write_at].set(visits, mode="drop"),
             value_sums=state.value_sums.at[rows, write_at].set(value, mode="drop"),
@@ -457,7 +458,7 @@ def backup_graph(tree: tree_lib.Tree, update: Any, path: Path, last: chex.Array,
     walks = strategy.walks_up(update)
     state = GraphBackupCarry(node_visits=tree.node_visits, value_sums=tree.value_sums,
                              edge_visits=tree.edge_visits,
-                             plugin_states=plugin.backup_states(plugins, tree),
+                             plugin_states=plugin.each(plugins, "backup_state", tree),
                              depth=jnp.where(walks, last, -1), slot_below=jnp.zeros_like(last),
                              in_flight=in_flight)
     state = jax.lax.while_loop(lambda state: jnp.any(state.depth >= 0), body, state)

@@ -185,9 +185,7 @@ class SearchOptions:
             value = getattr(self, field.name)
             if value is not field.default:
                 object.__setattr__(self, field.name, field.metadata["check"](field.name, value))
-        self._check_combinations()
-
-    def _check_combinations(self) -> None:
+        # The combinations no single field's check sees.
         if not self.transpositions:
             for name in ("position_key", "repetition_value"):
                 if getattr(self, name) is not None:
@@ -242,12 +240,14 @@ class SearchOptions:
     def from_keywords(cls, base: Optional["SearchOptions"] = None, **keywords) -> "SearchOptions":
         """`base` (default: the defaults) with the given fields replaced; an
         unknown keyword raises TypeError naming it and the known ones."""
+        base = cls() if base is None else base
+        if not keywords:
+            return base
         unknown = sorted(set(keywords) - set(cls.names()))
         if unknown:
             raise TypeError(f"unknown search option(s) {unknown}; the options are "
                             f"{list(cls.names())} (see SearchOptions.describe())")
-        base = cls() if base is None else base
-        return dataclasses.replace(base, **keywords) if keywords else base
+        return dataclasses.replace(base, **keywords)
 
     def replace(self, **changes) -> "SearchOptions":
         """A copy with `changes` (checked again)."""
@@ -291,19 +291,16 @@ class SearchOptions:
                                                         values=self.checks == "host")
         for each in self.plugins:  # e.g. sampled nodes: K slots, whatever the root's [B, P]
             num_actions = each.slots_per_node(num_actions)
-        validation.check_tree_kind(tree, num_chance_outcomes)  # a Tree or None, of this kind
         max_nodes, max_children = self.max_nodes, self.max_children
         replay_embeddings = self.replay_embeddings
         if tree is not None:
+            validation.check_tree_kind(tree, num_chance_outcomes)  # a Tree of this kind
             max_nodes = tree.max_nodes if max_nodes is None else max_nodes
             max_children = tree.max_children if max_children is None else max_children
             replay_embeddings = replay_embeddings or tree.replay_embeddings
-        max_children = validation.check_layout(max_children, replay_embeddings, num_actions)
-        if max_nodes is None and self.expand_all:
-            max_nodes = num_simulations * (max_children or num_actions) + 1
-        max_nodes = validation.check_search_args(num_simulations, max_nodes,
-                                                 continuing=tree is not None,
-                                                 graph=self.transpositions)
+        max_nodes, max_children = validation.check_search_args(
+            num_simulations, max_nodes, max_children, replay_embeddings, num_actions,
+            continuing=tree is not None, graph=self.transpositions, expand_all=self.expand_all)
         if tree is not None:
             validation.check_tree(tree, root, batch_size, num_actions, max_nodes,
                                   self.value_range, max_children, bool(replay_embeddings),

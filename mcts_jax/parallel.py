@@ -211,7 +211,8 @@ def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
         start=jnp.where(takes_new, first_index, again.start),
         count=jnp.where(takes_new, 1, again.count),
         value=jnp.where(takes_new, jnp.take_along_axis(new.value, first, axis=1), again.value),
-        states=plugin.backs_up(plugins, tree, leaf.states, leaf.slot, first_index, takes_new))
+        states=plugin.each(plugins, "backs_up", tree, leaf.slot, first_index, takes_new,
+                           per_plugin=(leaf.states,)))
     # The backup takes a virtual visit back from every node it updates; a
     # node the step added to a path holds none yet: give it the one to take.
     rows = tree_lib.batch_rows(tree.batch_size)[:, None]
@@ -233,7 +234,7 @@ def run_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     num_steps = -(-options.num_simulations // options.simulations_per_step)
     # Virtual visits: zero between steps; allocated once per search.
     no_visits = jnp.zeros((tree.batch_size, tree.max_nodes), jnp.int32)
-    states = plugin.search_states(plugins, tree, (tree.batch_size,
+    states = plugin.each(plugins, "search_state", tree, (tree.batch_size,
                                                   options.simulations_per_step))
     step = functools.partial(simulate_paths, params=params, recurrent_fn=recurrent_fn,
                              rules=rules, options=options, plugins=plugins)

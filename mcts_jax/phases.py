@@ -178,7 +178,7 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
     keys, step_keys = split_rows(state.keys)
     stats = strategy.stats_seen(tree_lib.children_stats(tree, node, depth, step_keys), node,
                                 state.in_flight)
-    stats = plugin.stats_seen(plugins, tree, node, stats)
+    stats = plugin.thread(plugins, "stats_seen", tree, node, stats)
     scores = score_fn(tree, node, stats)
     check_slot_values(scores, name, score_fn, tree.batch_size, tree.num_slots)
     opened = plugin.open_slots(plugins, tree, stats)
@@ -202,7 +202,7 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
     descents, stops_below = plugin.descend(plugins, tree, descents, depth, slot, child,
                                            stats.visits[rows, slot], can_descend, stops_below)
     # A full tree expands nothing (a plug-in may say otherwise: a graph links).
-    has_room = plugin.has_room(plugins, tree, tree.num_nodes < tree.max_nodes)
+    has_room = plugin.thread(plugins, "has_room", tree, tree.num_nodes < tree.max_nodes)
     expand = active & has_legal_child & (child == tree_lib.UNEXPANDED) & has_room
     return Descent(
         node=next_node,
@@ -247,7 +247,7 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
         expand=jnp.zeros((batch_size,), jnp.bool_),
         keys=row_keys,
         in_flight=in_flight,
-        descents=plugin.start_descents(plugins, tree, states, path, stamp),
+        descents=plugin.each(plugins, "start_descent", tree, path, stamp, per_plugin=(states,)),
     )
     step = functools.partial(descend_one_step, tree, max_depth=max_depth, plugins=plugins,
                              strategy=strategy)
@@ -264,8 +264,8 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
     in_flight = strategy.ends_at(state.in_flight, tree_lib.batch_rows(batch_size), state.node)
     return LeafChoice(node=state.node, slot=state.slot, expand=state.expand,
                       in_flight=in_flight,
-                      states=plugin.end_descents(plugins, tree, states, state.descents, path,
-                                                 state.depth))
+                      states=plugin.each(plugins, "end_descent", tree, path, state.depth,
+                                         per_plugin=(states, state.descents)))
 
 
 def check_recurrent_output(output: base.RecurrentFnOutput, batch_size: int,
@@ -308,7 +308,7 @@ def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree,
     searched like any other). The prior logits are kept where the tree
     keeps them (`write_new_nodes`)."""
     discount = output.discount.astype(jnp.float32)
-    terminal = plugin.is_terminal(plugins, tree, discount, discount == 0)
+    terminal = plugin.thread(plugins, "is_terminal", tree, discount, discount == 0)
     value = jnp.where(terminal, 0.0,
                       tree_lib.to_internal_scale(output.value.astype(jnp.float32),
                                                  tree.value_range))
@@ -402,7 +402,7 @@ def revisit(tree: tree_lib.Tree, node: chex.Array, plugins: Plugins,
     `runs` (bool like `node`: the rows that search, the paths that run)
     adds nothing."""
     count = runs.astype(node.dtype)
-    count = plugin.revisit_count(plugins, tree, node, count)
+    count = plugin.thread(plugins, "revisit_count", tree, node, count)
     return Backup(start=node, count=count,
                   value=count * tree_lib.gather_nodes(tree.raw_values, node))
 
@@ -418,8 +418,7 @@ def read_embeddings(tree: tree_lib.Tree, node: chex.Array):
     Reading inside a conditional (both branches the same read) materialises
     the result first. Other platforms read directly.
     """
-    def read(node):
-        return tree_lib.gather_embeddings(tree, node)
+    read = functools.partial(tree_lib.gather_embeddings, tree)
 
     def isolated(node):
         return jax.lax.cond(node.ravel()[0] >= 0, read, read, node)
@@ -476,7 +475,7 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     action = tree_lib.edge_actions(tree, parent, slot)
     edge_action = action
     if plugin.overridden(plugins, "edge_action"):  # e.g. a sampled node's stored action
-        edge_action = plugin.edge_action(plugins, tree, parent, slot, action)
+        edge_action = plugin.thread(plugins, "edge_action", tree, parent, slot, action)
     flat = lambda x: x.reshape((size,) + x.shape[len(edge_shape):])  # noqa: E731
     flat_embedding = jax.tree.map(flat, parent_embedding)
     output, embedding = validation.recurrent_result(
@@ -507,7 +506,7 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     tree = tree.replace(
         children=tree.children.at[rows, jnp.where(reached, parent, max_nodes), slot].set(
             new_index.astype(tree.children.dtype), mode="drop"),
-        num_nodes=plugin.nodes_used(plugins, tree,
+        num_nodes=plugin.thread(plugins, "nodes_used", tree,
                                     tree.num_nodes + jnp.sum(created, axis=1, dtype=jnp.int32)))
     return tree, new, new_index, reached
 
@@ -522,7 +521,7 @@ def edges_of_leaf(tree: tree_lib.Tree, leaf: LeafChoice, parent_embedding: Any,
     replacer = plugin.replacing(plugins, "edges_of_leaf")
     if replacer is None:
         return (leaf.node[:, None], leaf.slot[:, None], leaf.expand[:, None],
-                jax.tree.map(lambda x: x[:, None], parent_embedding), 0)
+                jax.tree.map(functools.partial(jnp.expand_dims, axis=1), parent_embedding), 0)
     index, each = replacer
     return each.edges_of_leaf(tree, plugin.records_of(plugins, tree)[index], leaf,
                               parent_embedding, plugins)
@@ -546,7 +545,8 @@ def backup_of_edges(tree: tree_lib.Tree, leaf: LeafChoice, new: NewNodes,
             tree, plugin.records_of(plugins, tree)[index], leaf, new, new_index, reached, again)
         return Backup(start=start, count=count, value=value, states=leaf.states)
     made = reached[:, 0]
-    states = plugin.backs_up(plugins, tree, leaf.states, leaf.slot, new_index[:, 0], made)
+    states = plugin.each(plugins, "backs_up", tree, leaf.slot, new_index[:, 0], made,
+                         per_plugin=(leaf.states,))
     return Backup(start=jnp.where(made, new_index[:, 0], again.start),
                   count=jnp.where(made, 1, again.count),
                   value=jnp.where(made, new.value[:, 0], again.value), states=states)
@@ -598,8 +598,8 @@ def backup(tree: tree_lib.Tree, update: Backup, plugins: Plugins,
         on_path = node >= 0
         write_at = jnp.where(on_path, node, max_nodes)
         safe_node = jnp.maximum(node, 0)
-        plugin_states = plugin.back_up_node(plugins, tree, state.plugin_states, safe_node,
-                                            on_path)
+        plugin_states = plugin.each(plugins, "back_up_node", tree, safe_node, on_path,
+                                    per_plugin=(state.plugin_states,), with_record=False)
         return BackupCarry(
             node_visits=state.node_visits.at[rows, write_at].add(count, mode="drop"),
             value_sums=state.value_sums.at[rows, write_at].add(value, mode="drop"),
@@ -610,7 +610,7 @@ def backup(tree: tree_lib.Tree, update: Backup, plugins: Plugins,
             in_flight=strategy.backs_up_node(state.in_flight, rows, node, on_path))
 
     state = BackupCarry(node_visits=tree.node_visits, value_sums=tree.value_sums,
-                        plugin_states=plugin.backup_states(plugins, tree),
+                        plugin_states=plugin.each(plugins, "backup_state", tree),
                         node=jnp.where(strategy.walks_up(update), update.start,
                                        tree_lib.NO_PARENT),
                         count=update.count, value=update.value, in_flight=in_flight)

@@ -322,9 +322,6 @@ def records_of(plugins: Plugins, tree: Any) -> tuple:
     return tuple(records) if records else (None,) * len(plugins)
 
 
-def init_records(plugins: Plugins, tree: Any) -> tuple:
-    """The records of a fresh tree, one per plug-in."""
-    return tuple(each.init_record(tree) for each in plugins)
 
 
 def overridden(plugins: Plugins, hook: str) -> tuple:
@@ -351,12 +348,6 @@ def root_records(plugins: Plugins, tree: Any, entries: tuple) -> Any:
     return tree.replace(plugin_records=records)
 
 
-def edge_action(plugins: Plugins, tree: Any, parent: chex.Array, slot: chex.Array,
-                action: chex.Array) -> chex.Array:
-    """What recurrent_fn gets for the edges (`parent`, `slot`)."""
-    for each, record in zip(plugins, records_of(plugins, tree)):
-        action = each.edge_action(tree, record, parent, slot, action)
-    return action
 
 
 def rows_searching(plugins: Plugins, tree: Any, batch_size: int,
@@ -393,11 +384,6 @@ def open_slots(plugins: Plugins, tree: Any, stats: Any) -> Optional[chex.Array]:
     return functools.reduce(jnp.logical_and, masks) if masks else None
 
 
-def stats_seen(plugins: Plugins, tree: Any, node: chex.Array, stats: Any) -> Any:
-    """The statistics of `node` as every plug-in in turn lets the rules see them."""
-    for each, record in zip(plugins, records_of(plugins, tree)):
-        stats = each.stats_seen(tree, record, node, stats)
-    return stats
 
 
 def new_nodes(plugins: Plugins, tree: Any, write_at: chex.Array, new: Any,
@@ -413,21 +399,10 @@ def new_nodes(plugins: Plugins, tree: Any, write_at: chex.Array, new: Any,
     return tree.replace(plugin_records=records)
 
 
-def revisit_count(plugins: Plugins, tree: Any, node: chex.Array, count: chex.Array):
-    for each, record in zip(plugins, records_of(plugins, tree)):
-        count = each.revisit_count(tree, record, node, count)
-    return count
 
 
-def backup_states(plugins: Plugins, tree: Any) -> tuple:
-    return tuple(each.backup_state(tree, record)
-                 for each, record in zip(plugins, records_of(plugins, tree)))
 
 
-def back_up_node(plugins: Plugins, tree: Any, states: tuple, node: chex.Array,
-                 on_path: chex.Array) -> tuple:
-    return tuple(each.back_up_node(tree, state, node, on_path)
-                 for each, state in zip(plugins, states))
 
 
 def after_backup(plugins: Plugins, tree: Any, states: tuple) -> Any:
@@ -453,16 +428,8 @@ def replacing(plugins: Plugins, hook: str) -> Optional[tuple]:
     return found[0] if found else None
 
 
-def search_states(plugins: Plugins, tree: Any, lead_shape: tuple) -> tuple:
-    """What each plug-in carries between simulations, for descents of `lead_shape`."""
-    return tuple(each.search_state(tree, record, lead_shape)
-                 for each, record in zip(plugins, records_of(plugins, tree)))
 
 
-def start_descents(plugins: Plugins, tree: Any, states: tuple, path: Optional[int],
-                   stamp: Any) -> tuple:
-    return tuple(each.start_descent(tree, record, state, path, stamp)
-                 for each, record, state in zip(plugins, records_of(plugins, tree), states))
 
 
 def descend(plugins: Plugins, tree: Any, descents: tuple, depth, slot, child, edge_visits,
@@ -476,32 +443,27 @@ def descend(plugins: Plugins, tree: Any, descents: tuple, depth, slot, child, ed
     return tuple(after), stops
 
 
-def end_descents(plugins: Plugins, tree: Any, states: tuple, descents: tuple,
-                 path: Optional[int], depth) -> tuple:
-    return tuple(each.end_descent(tree, record, state, descent, path, depth)
-                 for each, record, state, descent
-                 in zip(plugins, records_of(plugins, tree), states, descents))
+def each(plugins: Plugins, hook: str, tree: Any, *args, per_plugin: tuple = (),
+         with_record: bool = True) -> tuple:
+    """Every plug-in's `hook`, in order: a tuple of their results, one per
+    plug-in (() with no plug-in). Plug-in i is called as `hook(tree, its
+    record, per_plugin[0][i], per_plugin[1][i], ..., *args)` (`with_record`
+    False: no record, as `back_up_node` takes none). The phases call
+    `search_state`, `start_descent`, `end_descent`, `backs_up`,
+    `backup_state`, `back_up_node` (and `init_record`) this way."""
+    records = records_of(plugins, tree) if with_record else (None,) * len(plugins)
+    return tuple(getattr(each_plugin, hook)(tree, *((record,) if with_record else ()),
+                                            *(own[index] for own in per_plugin), *args)
+                 for index, (each_plugin, record) in enumerate(zip(plugins, records)))
 
 
-def has_room(plugins: Plugins, tree: Any, room: chex.Array) -> chex.Array:
-    for each, record in zip(plugins, records_of(plugins, tree)):
-        room = each.has_room(tree, record, room)
-    return room
-
-
-def backs_up(plugins: Plugins, tree: Any, states: tuple, slot, target, reaches) -> tuple:
-    return tuple(each.backs_up(tree, record, state, slot, target, reaches)
-                 for each, record, state in zip(plugins, records_of(plugins, tree), states))
-
-
-def is_terminal(plugins: Plugins, tree: Any, discount: chex.Array,
-                terminal: chex.Array) -> chex.Array:
-    for each, record in zip(plugins, records_of(plugins, tree)):
-        terminal = each.is_terminal(tree, record, discount, terminal)
-    return terminal
-
-
-def nodes_used(plugins: Plugins, tree: Any, used: chex.Array) -> chex.Array:
-    for each, record in zip(plugins, records_of(plugins, tree)):
-        used = each.nodes_used(tree, record, used)
-    return used
+def thread(plugins: Plugins, hook: str, tree: Any, *args) -> Any:
+    """The last of `args` as every plug-in's `hook` in turn passes it on:
+    plug-in i is called as `hook(tree, its record, *args[:-1], value)` with
+    the value plug-in i - 1 returned (with no plug-in: `args[-1]` as it
+    is). The phases call `stats_seen`, `has_room`, `is_terminal`,
+    `nodes_used`, `revisit_count` and `edge_action` this way."""
+    *fixed, value = args
+    for each_plugin, record in zip(plugins, records_of(plugins, tree)):
+        value = getattr(each_plugin, hook)(tree, record, *fixed, value)
+    return value

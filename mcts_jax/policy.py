@@ -85,7 +85,7 @@ class Policy:
         own = {field.name for field in dataclasses.fields(cls)}
         settings = {name: value for name, value in keywords.items() if name in own}
         option_values = {name: value for name, value in keywords.items() if name not in own}
-        unknown = sorted(set(option_values) - set(SearchOptions.names()))
+        unknown = sorted(set(option_values) - set(SearchOptions.names())) if option_values else []
         if unknown:
             hint = ""
             if "q_transform" in unknown:
@@ -111,11 +111,6 @@ class Policy:
         kept = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)
                 if field.init}
         return type(self).make(**{**kept, **changes})
-
-    @property
-    def takes_temperature(self) -> bool:
-        """The policy's move reads a temperature (it has a `temperature` field)."""
-        return any(field.name == "temperature" for field in dataclasses.fields(self))
 
     # ---- calling ----------------------------------------------------------------------------
 
@@ -156,7 +151,7 @@ class Policy:
     def temperature_of_call(self, temperature: Any, options: SearchOptions) -> Any:
         """The temperature a call runs with, checked: the call's, else the
         policy's field; 0.0 for a policy without one (refused if given)."""
-        if not self.takes_temperature:
+        if not any(field.name == "temperature" for field in dataclasses.fields(self)):
             if temperature is not None:
                 raise TypeError(f"{type(self).__name__} takes no temperature: its move is "
                                 f"the search's own choice"

@@ -74,7 +74,8 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
                                else None)
     fresh = fresh.replace(extra_data=extra_data,
                           num_chance_outcomes=options.num_chance_outcomes)
-    fresh = fresh.replace(plugin_records=plugin.init_records(plugins, fresh))
+    fresh = fresh.replace(plugin_records=plugin.each(plugins, "init_record", fresh,
+                                                     with_record=False))
     if root_entries is not None:  # the root's entries of the plug-ins' `evaluated`
         fresh = plugin.root_records(plugins, fresh, root_entries)
     if options.transpositions:
@@ -178,7 +179,7 @@ def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
     else:
         simulate = functools.partial(phases.simulate, params=params, recurrent_fn=recurrent_fn,
                                      rules=rules, options=options, plugins=plugins)
-        states = plugin.search_states(plugins, tree, (tree.batch_size,))
+        states = plugin.each(plugins, "search_state", tree, (tree.batch_size,))
         _, tree, states = phases.run_simulations(
             simulate, (search_key, tree, states), options.num_simulations, options, plugins)
     rule_failed = states[-1] if screen else None

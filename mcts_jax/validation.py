@@ -152,24 +152,40 @@ def check_root(root: base.RootFnOutput, invalid_actions: Optional[Any],
 
 
 def check_search_args(num_simulations: Any, max_nodes: Optional[int],
-                      continuing: bool = False, graph: bool = False) -> int:
-    """Checks a call's `num_simulations` against the capacity `max_nodes`
-    (checked already by `SearchOptions`, or a continued tree's; None: the
-    default, num_simulations + 1); returns the capacity N. A fresh tree
-    needs a node per simulation and the root; a graph (`graph`), whose
-    simulations often reach known positions, may be sized to the positions
-    it can meet (a full graph re-evaluates its leaves)."""
+                      max_children: Any, replay_embeddings: Any, num_actions: int,
+                      continuing: bool = False, graph: bool = False,
+                      expand_all: bool = False) -> Tuple[int, Optional[int]]:
+    """Checks a call's `num_simulations` and tree layout; returns (the
+    capacity N, K: `max_children`, None for the dense layout).
+
+    `max_nodes` (checked already by `SearchOptions`, or a continued tree's;
+    None: the default, num_simulations + 1, or with `expand_all` a node per
+    child of every simulation's leaf) must hold a fresh tree: a node per
+    simulation and the root. A graph (`graph`), whose simulations often
+    reach known positions, may be sized to the positions it can meet (a
+    full graph re-evaluates its leaves). `max_children` is None or in [1,
+    A = `num_actions`]; `replay_embeddings` a bool."""
+    if not isinstance(replay_embeddings, (bool, np.bool_)):
+        raise TypeError(f"replay_embeddings must be a bool, got {replay_embeddings!r}")
+    if max_children is not None:
+        if isinstance(max_children, bool) or not isinstance(max_children, (int, np.integer)):
+            raise TypeError(f"max_children must be None or a Python int, got "
+                            f"{max_children!r}")
+        if not 1 <= max_children <= num_actions:
+            raise ValueError(f"max_children must be in [1, A] = [1, {num_actions}], got "
+                             f"{max_children}")
+        max_children = int(max_children)
     if isinstance(num_simulations, bool) or not isinstance(num_simulations, (int, np.integer)):
         raise TypeError(f"num_simulations must be a Python int, got {num_simulations!r}")
     if num_simulations < 1:
         raise ValueError(f"num_simulations must be >= 1, got {num_simulations}")
     if max_nodes is None:
-        max_nodes = num_simulations + 1
+        max_nodes = num_simulations * ((max_children or num_actions) if expand_all else 1) + 1
     if max_nodes < num_simulations + 1 and not continuing and not graph:
         raise ValueError(f"max_nodes={max_nodes} is too small: a fresh search of "
                          f"num_simulations={num_simulations} needs num_simulations + 1 = "
                          f"{num_simulations + 1} node slots")
-    return int(max_nodes)
+    return int(max_nodes), max_children
 
 
 def check_value_range(value_range: Any) -> Optional[Tuple[float, float]]:
@@ -203,20 +219,6 @@ def check_final_action(final_action: Any, temperature: Any, values: bool = True)
         t = np.asarray(temperature)
         if not np.isfinite(t) or t < 0:
             raise ValueError(f"temperature must be a finite scalar >= 0, got {temperature!r}")
-
-
-def check_layout(max_children: Any, replay_embeddings: Any, num_actions: int) -> Optional[int]:
-    """Validates the tree layout options; returns K (None = dense)."""
-    if not isinstance(replay_embeddings, (bool, np.bool_)):
-        raise TypeError(f"replay_embeddings must be a bool, got {replay_embeddings!r}")
-    if max_children is None:
-        return None
-    if isinstance(max_children, bool) or not isinstance(max_children, (int, np.integer)):
-        raise TypeError(f"max_children must be None or a Python int, got {max_children!r}")
-    if not 1 <= max_children <= num_actions:
-        raise ValueError(f"max_children must be in [1, A] = [1, {num_actions}], got "
-                         f"{max_children}")
-    return int(max_children)
 
 
 def check_tree(tree: Any, root: base.RootFnOutput, batch_size: int, num_actions: int,
