@@ -14,7 +14,7 @@ import jax
 
 import mcts_jax
 from benchmarks import harness, sweeps
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from problems.synthetic import HashedProblem, random_root_codes
 
 
 def synthetic_setup(batch_size):

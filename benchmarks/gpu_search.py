@@ -255,7 +255,7 @@ def tree_step_rows(batch_size: int, num_actions: int, num_simulations: int, roun
     untimed call), mean_depth (E / (B x S)), ns_per_edge (median, range),
     us_per_simulation, and for ours the per-round ratio of edges per second
     ours / mctx."""
-    from mcts_jax.synthetic import HashedProblem, random_root_codes
+    from problems.synthetic import HashedProblem, random_root_codes
     problem = HashedProblem(num_actions=num_actions)
     root, _ = problem.root(random_root_codes(seed + batch_size, batch_size))
     args = (None, jax.random.key(seed), root, None)

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks import sweeps
-from mcts_jax.game_trees import GameTree, random_root_codes
+from problems.game_trees import GameTree, random_root_codes
 
 
 @functools.lru_cache(maxsize=None)

@@ -20,8 +20,8 @@ import jax
 
 import mcts_jax
 from benchmarks import harness
-from mcts_jax.chance_trees import ChanceTree
-from mcts_jax.synthetic import random_root_codes
+from problems.chance_trees import ChanceTree
+from problems.synthetic import random_root_codes
 
 PROBLEM_TITLES = {
     "synthetic": "synthetic chance tree (free functions)",

@@ -3,7 +3,7 @@ num_simulations, ours against mctx on identical inputs.
 
 Problems (`problem_setup`), each a root batch and a recurrent_fn both
 libraries receive unchanged (mctx through `harness.mctx_recurrent_fn`):
-`synthetic` (the hashed tree of `mcts_jax.synthetic`, A = 9, a
+`synthetic` (the hashed tree of `problems.synthetic`, A = 9, a
 recurrent_fn costing almost nothing: the figures measure the search) and
 `synthetic_82` (82 actions, Go 9x9's count); `tic_tac_toe` (pgx stepped at
 every expansion, uniform priors, value 0, lean states for both);
@@ -30,7 +30,7 @@ import mcts_jax
 from benchmarks import harness
 from mcts_jax import evaluators
 from training import presets
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from problems.synthetic import HashedProblem, random_root_codes
 
 PROBLEMS = ("synthetic", "synthetic_82", "tic_tac_toe", "tic_tac_toe_net", "connect_four_net",
             "chess")

@@ -1,7 +1,7 @@
 """Does a simulation cost more in a larger tree array? (issue 61's step-cost lead)
 
 One plain AlphaZero search (no root noise) of a fixed number of simulations
-on the synthetic hashed tree (`mcts_jax.synthetic.HashedProblem`, 20
+on the synthetic hashed tree (`problems.synthetic.HashedProblem`, 20
 actions, B = 16) with the tree's capacity `max_nodes` set larger and larger:
 the same simulations, the same nodes created, the same visits; only the
 arrays' node axis [B, N, ...] grows. Each capacity runs S / 2 and S
@@ -23,7 +23,7 @@ import jax
 
 import mcts_jax
 from benchmarks import harness
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from problems.synthetic import HashedProblem, random_root_codes
 
 
 def main(argv=None):

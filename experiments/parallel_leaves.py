@@ -53,7 +53,7 @@ from benchmarks.baselines import openspiel_mcts
 from experiments.mate_in_two_positions import DEFAULT_OUT as MATE_IN_TWO_PATH
 from envs import chess_tools, perfect_play
 from mcts_jax import evaluators
-from mcts_jax.game_trees import GameTree, random_root_codes
+from problems.game_trees import GameTree, random_root_codes
 
 POLICIES = {
     "uct": mcts_jax.uct_policy,

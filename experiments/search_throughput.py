@@ -1,6 +1,6 @@
 """Simulations per second of the search itself, ours against mctx.
 
-The recurrent_fn is a synthetic hashed game tree (`mcts_jax.synthetic`) that
+The recurrent_fn is a synthetic hashed game tree (`problems.synthetic`) that
 costs almost nothing, so the figures measure the tree search: selection,
 expansion bookkeeping and backup. Both libraries get identical inputs (the
 same roots, key and recurrent_fn; mctx through `harness.mctx_recurrent_fn`)
@@ -27,7 +27,7 @@ import jax
 
 import mcts_jax
 from benchmarks import harness
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from problems.synthetic import HashedProblem, random_root_codes
 
 
 COLUMNS = ["order", "B", "A", "simulations", "ours_puct", "ours_uct", "mctx_muzero", "puct/mctx",

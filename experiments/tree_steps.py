@@ -11,7 +11,7 @@ depend on the tree's size keeps ns_per_edge flat as S grows; a search that
 rewrites its whole tree every step grows with S.
 
 Both sides get identical inputs (the same roots, key and synthetic hashed
-recurrent_fn, `mcts_jax.synthetic`, which costs almost nothing) and compute
+recurrent_fn, `problems.synthetic`, which costs almost nothing) and compute
 the same search: our alphazero_policy (no root noise) and mctx.muzero_policy
 give identical visit counts; both store one uint32 code per node in a dense
 tree. E is read from each side's own tree (an untimed call). The sides of a

@@ -41,7 +41,7 @@ def main(process_id: int, port: int, out_path: str) -> int:
     import numpy as np
 
     import mcts_jax
-    from mcts_jax import synthetic
+    from problems import synthetic
     from training import config as config_lib
     from training import loop, replay
 

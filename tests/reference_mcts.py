@@ -1,5 +1,5 @@
 """A plain-Python reference MCTS (objects and dicts, float64) following the
-documented rules of mcts_jax, run on `mcts_jax.synthetic.HashedProblem`; the
+documented rules of mcts_jax, run on `problems.synthetic.HashedProblem`; the
 tests check exact visit counts and values of the JAX search against it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from mcts_jax.synthetic import HashedProblem, random_root_codes  # noqa: F401  (re-export)
+from problems.synthetic import HashedProblem, random_root_codes  # noqa: F401  (re-export)
 
 
 @dataclasses.dataclass

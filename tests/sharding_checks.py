@@ -24,8 +24,9 @@ import numpy as np
 
 import custom_rules
 import mcts_jax
-from mcts_jax import sharding, synthetic
-from mcts_jax.chance_trees import ChanceTree
+from mcts_jax import sharding
+from problems import synthetic
+from problems.chance_trees import ChanceTree
 from training import checkpoint as checkpoint_lib
 from training import config as config_lib
 from training import loop

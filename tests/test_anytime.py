@@ -19,7 +19,7 @@ import pytest
 
 import mcts_jax
 from mcts_jax import anytime, plugin, sharding, stopping, tree_search
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from problems.synthetic import HashedProblem, random_root_codes
 from tiny_self_play import play_checked_moves
 
 BATCH = 16

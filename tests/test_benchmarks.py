@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mcts_jax.game_trees import GameTree, random_root_codes
+from problems.game_trees import GameTree, random_root_codes
 
 # `benchmarks` is a top-level folder, not an installed package: importable when
 # pytest runs from the repository root as `python -m pytest`; this makes a plain

@@ -17,7 +17,7 @@ import envs
 import mcts_jax
 from mcts_jax import evaluators, solver
 from mcts_jax import tree as tree_lib
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from problems.synthetic import HashedProblem, random_root_codes
 
 PROBLEM = HashedProblem(num_actions=12, illegal_eighths=3, terminal_sixteenths=2)
 POLICIES = {

@@ -14,7 +14,7 @@ import envs
 import mcts_jax
 from mcts_jax import evaluators, sharding
 from training import arena, networks
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from problems.synthetic import HashedProblem, random_root_codes
 from training import replay, self_play
 
 PROBLEM = HashedProblem(num_actions=7, illegal_eighths=2, terminal_sixteenths=2)

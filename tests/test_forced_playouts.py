@@ -13,7 +13,7 @@ import mcts_jax
 from mcts_jax import selection
 from mcts_jax import tree as tree_lib
 from mcts_jax.qtransforms import qtransform_by_parent_and_siblings
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from problems.synthetic import HashedProblem, random_root_codes
 from training import config as config_lib
 from training import policies
 

@@ -11,7 +11,7 @@ import pytest
 import mcts_jax
 import tictactoe
 from mcts_jax import selection
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from problems.synthetic import HashedProblem, random_root_codes
 
 
 def test_improved_policy_by_hand():

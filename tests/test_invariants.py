@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import mcts_jax
 from mcts_jax import tree as tree_lib
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from problems.synthetic import HashedProblem, random_root_codes
 
 B, A, K, SIMS = 3, 5, 3, 5
 MAX_SEARCHES = 4
@@ -184,7 +184,7 @@ def test_tree_invariants_after_any_sequence(layout, solver, seed, operations):
 
 DETERMINISM_SCRIPT = """
 import hashlib, jax, numpy as np, mcts_jax
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from problems.synthetic import HashedProblem, random_root_codes
 problem = HashedProblem(num_actions=5, illegal_eighths=2, terminal_sixteenths=2)
 root, illegal = problem.root(random_root_codes(3, 3))
 digest = hashlib.sha256()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import mcts_jax
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from problems.synthetic import HashedProblem, random_root_codes
 
 mctx = pytest.importorskip("mctx")
 

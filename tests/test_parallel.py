@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import mcts_jax
 from mcts_jax import tree as tree_lib
-from mcts_jax.game_trees import GameTree
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from problems.game_trees import GameTree
+from problems.synthetic import HashedProblem, random_root_codes
 from test_invariants import A, B, EMPTY, K, PROBLEM, SIMS, check_invariants, run_search
 
 P = 3  # SIMS = 5 simulations in steps of 3 and 2

@@ -15,7 +15,7 @@ import mcts_jax
 from custom_plugins import MaxBackup
 from tiny_self_play import play_checked_moves
 from mcts_jax import evaluators, plugin, sharding, solver
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from problems.synthetic import HashedProblem, random_root_codes
 from training import arena
 
 BATCH = 8

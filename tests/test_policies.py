@@ -8,7 +8,7 @@ import pytest
 
 import mcts_jax
 from mcts_jax import tree_search
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from problems.synthetic import HashedProblem, random_root_codes
 
 PROBLEM = HashedProblem(num_actions=6, illegal_eighths=2, terminal_sixteenths=2)
 SIMULATIONS = 24

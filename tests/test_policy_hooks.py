@@ -17,8 +17,8 @@ from jax.experimental import checkify
 
 import mcts_jax
 from devtools import call_path
-from mcts_jax.chance_trees import ChanceTree
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from problems.chance_trees import ChanceTree
+from problems.synthetic import HashedProblem, random_root_codes
 
 BATCH, SIMULATIONS = 8, 12
 PROBLEM = HashedProblem(num_actions=5)

@@ -13,7 +13,7 @@ from tiny_self_play import play_checked_moves
 import envs
 import mcts_jax
 from mcts_jax import evaluators, sharding
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from problems.synthetic import HashedProblem, random_root_codes
 from training import arena, loop, policies
 from training import config as config_lib
 

@@ -9,7 +9,7 @@ import pytest
 
 import mcts_jax
 import tictactoe
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from problems.synthetic import HashedProblem, random_root_codes
 
 PROBLEM = HashedProblem(num_actions=4, illegal_eighths=1, terminal_sixteenths=2)
 BATCH = 8

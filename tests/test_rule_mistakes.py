@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import mcts_jax
-from mcts_jax.synthetic import HashedProblem
+from problems.synthetic import HashedProblem
 
 B, A, SIMS = 2, 4, 8
 PROBLEM = HashedProblem(num_actions=A)

@@ -25,7 +25,7 @@ import pytest
 
 import mcts_jax
 from mcts_jax import reuse, tree_search
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from problems.synthetic import HashedProblem, random_root_codes
 
 SEARCHES = int(os.environ.get("MCTS_JAX_SOAK_SEARCHES", 1000))
 WARMUP = 20

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import mcts_jax
-from mcts_jax.chance_trees import ChanceTree
-from mcts_jax.synthetic import random_root_codes
+from problems.chance_trees import ChanceTree
+from problems.synthetic import random_root_codes
 from mcts_jax.mctx_compat.tree import child_field, children_prior_logits
 from test_mctx_trees import assert_same_tree
 
@@ -300,7 +300,7 @@ def test_every_policy_is_scale_free_on_unbounded_returns(policy):
     """value_range=None: multiplying every reward and value by 500 (a game
     score) leaves the search unchanged (Q is min-max normalised), where the
     bounded scale would saturate."""
-    from mcts_jax.synthetic import HashedProblem
+    from problems.synthetic import HashedProblem
 
     problem = HashedProblem(num_actions=5, illegal_eighths=1, terminal_sixteenths=2)
     root, invalid = problem.root(random_root_codes(21, 64))

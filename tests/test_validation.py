@@ -12,7 +12,7 @@ from jax.experimental import checkify
 
 import envs
 import mcts_jax
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from problems.synthetic import HashedProblem, random_root_codes
 
 A = 6
 B = 4

@@ -7,7 +7,7 @@ import pytest
 
 import mcts_jax
 from mcts_jax import visualize
-from mcts_jax.synthetic import HashedProblem, random_root_codes
+from problems.synthetic import HashedProblem, random_root_codes
 
 
 def search(max_children=None, batch_size=3, simulations=48):
