@@ -27,6 +27,7 @@ import numpy as np
 from mcts_jax import base
 from mcts_jax import selection
 from mcts_jax import tree as tree_lib
+from mcts_jax.tree import legal_mask  # noqa: F401 (its home until issue 61)
 from mcts_jax import validation
 from mcts_jax.hashable import HashableFunction
 from mcts_jax.options import SearchOptions
@@ -52,12 +53,6 @@ def root_priors_with_noise(rng_key: chex.PRNGKey, prior_logits: chex.Array, lega
     noise = gammas / jnp.maximum(jnp.sum(gammas, axis=-1, keepdims=True),
                                  jnp.finfo(jnp.float32).tiny)
     return (1.0 - dirichlet_fraction) * priors + dirichlet_fraction * noise
-
-
-def legal_mask(prior_logits: chex.Array, invalid_actions: Optional[chex.Array]) -> chex.Array:
-    """[B, A] bool, True = legal (every action when `invalid_actions` is None)."""
-    return (jnp.ones(prior_logits.shape, jnp.bool_) if invalid_actions is None
-            else ~invalid_actions)
 
 
 # ---- checking a policy's constants ----------------------------------------------------------
@@ -201,7 +196,7 @@ class AlphaZeroPolicy(Policy):
         if self.dirichlet_fraction == 0.0:
             return root, None
         priors = root_priors_with_noise(rng_key, root.prior_logits,
-                                        legal_mask(root.prior_logits, invalid_actions),
+                                        tree_lib.legal_mask(root.prior_logits, invalid_actions),
                                         self.dirichlet_fraction, self.dirichlet_alpha)
         return root.replace(prior_logits=tree_lib.log_probabilities(priors)), None
 

@@ -17,6 +17,7 @@ the child's node index, `UNEXPANDED` (legal, not yet expanded) or `ILLEGAL`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Optional, Tuple
 
 import chex
@@ -316,6 +317,12 @@ def tree_arrays() -> Tuple[Tuple[str, ArraySpec], ...]:
                  if "tree_array" in field.metadata)
 
 
+def legal_mask(prior_logits: chex.Array, invalid_actions: Optional[chex.Array]) -> chex.Array:
+    """[B, A] bool, True = legal (every action when `invalid_actions` is None)."""
+    return (jnp.ones(prior_logits.shape, jnp.bool_) if invalid_actions is None
+            else ~invalid_actions)
+
+
 def batch_rows(batch_size: int) -> chex.Array:
     """[B] int32 row indices, used with a [B] node index to gather per row."""
     return jnp.arange(batch_size, dtype=jnp.int32)
@@ -331,7 +338,7 @@ def gather_nodes(array: chex.Array, node: chex.Array) -> chex.Array:
 def gather_embeddings(tree: Tree, node: chex.Array) -> Any:
     """The embedding stored at `node` [B] (or [B, P]) of each row, leaves
     [B, ...] (or [B, P, ...])."""
-    return jax.tree.map(lambda leaf: gather_nodes(leaf, node), tree.embeddings)
+    return jax.tree.map(functools.partial(gather_nodes, node=node), tree.embeddings)
 
 
 @chex.dataclass(frozen=True)
@@ -392,8 +399,7 @@ def children_stats(tree: Tree, node: chex.Array, depth: Optional[chex.Array] = N
     expanded = index >= 0
     safe_index = jnp.maximum(index, 0)
 
-    def take(per_node):
-        return jnp.take_along_axis(per_node, safe_index, axis=1)
+    take = functools.partial(jnp.take_along_axis, indices=safe_index, axis=1)
 
     child_visits = jnp.where(expanded, take(tree.node_visits), 0)
     mean_value = take(tree.value_sums) / jnp.maximum(child_visits, 1)

@@ -61,9 +61,8 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
     fresh tree holds.
     """
     plugins = search_plugins(options) if plugins is None else plugins
-    batch_size, num_actions = root.prior_logits.shape
-    legal = (jnp.ones((batch_size, num_actions), jnp.bool_) if invalid_actions is None
-             else ~invalid_actions)
+    batch_size = root.prior_logits.shape[0]
+    legal = tree_lib.legal_mask(root.prior_logits, invalid_actions)
     priors = tree_lib.masked_priors(root.prior_logits.astype(jnp.float32), legal)
     root_value = tree_lib.to_internal_scale(root.value.astype(jnp.float32), options.value_range)
     fresh = tree_lib.init_tree(root_value, priors, legal, root.embedding, options.max_nodes,

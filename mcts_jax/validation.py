@@ -37,10 +37,6 @@ def is_concrete(x: Any) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
-def _shape(x) -> Tuple[int, ...]:
-    return tuple(jnp.shape(x))
-
-
 def check_mode(checks: Any) -> str:
     """Validates the `checks` argument of the policies and `get_subtree`."""
     if not isinstance(checks, str) or checks not in CHECK_MODES:
@@ -53,7 +49,7 @@ def check_number(name: str, value: Any, low: float = -np.inf, high: float = np.i
     """A Python (or numpy) real scalar option, finite and in range; returns it
     as a float. Options of this kind are static (part of the compile key)."""
     static_scalar = (isinstance(value, (int, float, np.integer, np.floating))
-                     or (is_concrete(value) and hasattr(value, "dtype") and _shape(value) == ()
+                     or (is_concrete(value) and hasattr(value, "dtype") and jnp.shape(value) == ()
                          and jnp.issubdtype(value.dtype, jnp.number)))
     if isinstance(value, (bool, np.bool_)) or not static_scalar:
         raise TypeError(f"{name} must be a Python float (a static option), got {value!r}")
@@ -86,15 +82,15 @@ def check_rng_key(rng_key: Any) -> None:
     key (`jax.random.PRNGKey`), unbatched."""
     dtype = jnp.result_type(rng_key) if hasattr(rng_key, "dtype") else None
     if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
-        if _shape(rng_key) != ():
+        if jnp.shape(rng_key) != ():
             raise ValueError(f"rng_key must be a single key (shape ()), got a key array of "
-                             f"shape {_shape(rng_key)}; the search is batched already")
+                             f"shape {jnp.shape(rng_key)}; the search is batched already")
         return
-    if dtype == jnp.uint32 and _shape(rng_key) == (2,):
+    if dtype == jnp.uint32 and jnp.shape(rng_key) == (2,):
         return
     raise TypeError(f"rng_key must be a PRNG key (jax.random.key(seed)), got "
                     f"{type(rng_key).__name__} "
-                    f"{_shape(rng_key) if dtype is not None else ''}"
+                    f"{jnp.shape(rng_key) if dtype is not None else ''}"
                     f"{dtype if dtype is not None else ''}")
 
 
@@ -104,7 +100,7 @@ def check_root(root: base.RootFnOutput, invalid_actions: Optional[Any],
     also check concrete values on the host (NaN, +inf, all-illegal rows)."""
     if not isinstance(root, base.RootFnOutput):
         raise TypeError(f"root must be a mcts_jax.RootFnOutput, got {type(root).__name__}")
-    logits_shape = _shape(root.prior_logits)
+    logits_shape = jnp.shape(root.prior_logits)
     if len(logits_shape) != 2:
         raise ValueError(f"root.prior_logits must have shape [B, A], got {logits_shape}")
     batch_size, num_actions = logits_shape
@@ -113,21 +109,21 @@ def check_root(root: base.RootFnOutput, invalid_actions: Optional[Any],
     if not jnp.issubdtype(jnp.result_type(root.prior_logits), jnp.floating):
         raise TypeError(f"root.prior_logits must be floating point, got "
                         f"{jnp.result_type(root.prior_logits)}")
-    if _shape(root.value) != (batch_size,):
+    if jnp.shape(root.value) != (batch_size,):
         raise ValueError(f"root.value must have shape [B] = ({batch_size},), got "
-                         f"{_shape(root.value)}")
+                         f"{jnp.shape(root.value)}")
     if not jnp.issubdtype(jnp.result_type(root.value), jnp.floating):
         raise TypeError(f"root.value must be floating point, got {jnp.result_type(root.value)}")
     for path, leaf in jax.tree_util.tree_leaves_with_path(root.embedding):
-        leaf_shape = _shape(leaf)
+        leaf_shape = jnp.shape(leaf)
         if not leaf_shape or leaf_shape[0] != batch_size:
             raise ValueError(
                 f"root.embedding{jax.tree_util.keystr(path)} has shape {leaf_shape}; every "
                 f"embedding leaf needs the batch axis first, B = {batch_size}")
     if invalid_actions is not None:
-        if _shape(invalid_actions) != (batch_size, num_actions):
+        if jnp.shape(invalid_actions) != (batch_size, num_actions):
             raise ValueError(f"invalid_actions must have shape [B, A] = "
-                             f"{(batch_size, num_actions)}, got {_shape(invalid_actions)}")
+                             f"{(batch_size, num_actions)}, got {jnp.shape(invalid_actions)}")
         if jnp.result_type(invalid_actions) != jnp.bool_:
             raise TypeError(f"invalid_actions must be bool (True = illegal), got "
                             f"{jnp.result_type(invalid_actions)}")
@@ -213,7 +209,7 @@ def check_final_action(final_action: Any, temperature: Any, values: bool = True)
     except TypeError:
         temperature_dtype = None
     if temperature_dtype is None or temperature_dtype == jnp.bool_ or \
-            not jnp.issubdtype(temperature_dtype, jnp.number) or _shape(temperature) != ():
+            not jnp.issubdtype(temperature_dtype, jnp.number) or jnp.shape(temperature) != ():
         raise ValueError(f"temperature must be a finite scalar >= 0, got {temperature!r}")
     if is_concrete(temperature) and (values or isinstance(temperature, (int, float))):
         t = np.asarray(temperature)
@@ -399,8 +395,8 @@ def check_is_tree(name: str, tree: Any) -> None:
 
 def check_row_mask(name: str, mask: Any, batch_size: int) -> None:
     """A [B] bool (or integer 0/1) row mask."""
-    if _shape(mask) != (batch_size,):
-        raise ValueError(f"{name} must have shape [B] = ({batch_size},), got {_shape(mask)}")
+    if jnp.shape(mask) != (batch_size,):
+        raise ValueError(f"{name} must have shape [B] = ({batch_size},), got {jnp.shape(mask)}")
     dtype = jnp.result_type(mask)
     if dtype != jnp.bool_ and not jnp.issubdtype(dtype, jnp.integer):
         raise TypeError(f"{name} must be a bool array, got {dtype}")
