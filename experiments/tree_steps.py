@@ -20,6 +20,7 @@ ours/mctx is the ratio of edges walked per second, formed within each round.
 
     python -m experiments.tree_steps            # S = 32, 64, ..., 4096, B = 8
     python -m experiments.tree_steps --quick    # S = 32, 128, 512, 3 rounds
+    python -m experiments.tree_steps --sides ours --batch-size 1 --simulations 256 2048 16384
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ COLUMNS = ["simulations", "side", "mean_depth", "ns_per_edge", "ns_per_edge_min"
 
 
 def measure(batch_size: int, num_actions: int, simulations: Sequence[int], rounds: int,
-            seed: int = 0, log: Callable[[str], None] = print) -> List[Dict[str, Any]]:
+            seed: int = 0, log: Callable[[str], None] = print,
+            sides: Sequence[str] = ("ours", "mctx")) -> List[Dict[str, Any]]:
     """One row per (simulations, side) of `benchmarks.gpu_search.tree_step_rows`
     (the GPU run's part 4 measures the same cells): mean_depth, ns_per_edge
     (median and range over the rounds), us_per_simulation, and for ours the
@@ -44,7 +46,7 @@ def measure(batch_size: int, num_actions: int, simulations: Sequence[int], round
     rows = []
     for num_simulations in simulations:
         for row in gpu_search.tree_step_rows(batch_size, num_actions, num_simulations, rounds,
-                                             seed):
+                                             seed, sides=sides):
             rows.append(row)
             log(harness.markdown_table(COLUMNS, [row]).splitlines()[-1])
     return rows
@@ -61,6 +63,9 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=None,
                         help="interleaved rounds per cell (default 5; 3 with --quick)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sides", nargs="+", default=["ours", "mctx"], choices=["ours", "mctx"],
+                        help="the searches timed (default both; ours alone reaches large S "
+                             "in minutes, mctx's time per step grows with the tree)")
     parser.add_argument("--name", default=None,
                         help="results file: results/<name>-<device>.json (default tree_steps, "
                              "tree_steps-quick with --quick)")
@@ -69,9 +74,10 @@ def main(argv=None):
     mode = "quick" if args.quick else "full"
     simulations = args.simulations or (QUICK_SIMULATIONS if args.quick else FULL_SIMULATIONS)
     rounds = args.rounds or harness.ROUNDS[mode]
-    rows = measure(args.batch_size, args.num_actions, simulations, rounds, args.seed)
+    rows = measure(args.batch_size, args.num_actions, simulations, rounds, args.seed,
+                   sides=args.sides)
     settings = dict(harness.provenance(seed=args.seed), mode=mode, simulations=list(simulations),
-                    rounds=rounds, batch_size=args.batch_size, num_actions=args.num_actions,
+                    sides=list(args.sides), rounds=rounds, batch_size=args.batch_size, num_actions=args.num_actions,
                     problem=f"HashedProblem(num_actions={args.num_actions}), "
                             f"roots random_root_codes(seed + B, B)")
     harness.report(args.name or ("tree_steps-quick" if args.quick else "tree_steps"),

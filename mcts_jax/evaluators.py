@@ -32,20 +32,18 @@ class Game(Protocol):
     `states` is any pytree of batched states, leading axis [B]; players are
     int32 ids. Rewards and `heuristic` are on the game's own scale.
 
-    Attributes:
-      num_actions: A, the size of the action space.
+    `num_actions` is A, the size of the action space, and the methods are
 
-    Methods:
-      step(states, actions [B] int32, rng_key) -> states: one move in every
-        row (a stochastic game draws its chance outcome from `rng_key`).
-      legal_actions(states) -> [B, A] bool: True = legal.
-      current_player(states) -> [B] int32: the player to move.
-      is_terminal(states) -> [B] bool: the game has ended.
-      reward_for(states, player [B]) -> [B] float32: what the transition
-        into `states` paid `player`.
-      heuristic(states) -> [B] float32: an estimate of a non-terminal state
-        for its player to move (0 where a game has none); read only by
-        `Minimax` at its horizon and `RandomPlayouts(heuristic_at_cutoff=True)`.
+    - `step(states, actions [B] int32, rng_key) -> states`: one move in
+      every row (a stochastic game draws its chance outcome from `rng_key`);
+    - `legal_actions(states) -> [B, A] bool`: True = legal;
+    - `current_player(states) -> [B] int32`: the player to move;
+    - `is_terminal(states) -> [B] bool`: the game has ended;
+    - `reward_for(states, player [B]) -> [B] float32`: what the transition
+      into `states` paid `player`;
+    - `heuristic(states) -> [B] float32`: an estimate of a non-terminal
+      state for its player to move (0 where a game has none); read only by
+      `Minimax` at its horizon and `RandomPlayouts(heuristic_at_cutoff=True)`.
 
     A game may also say `max_legal_moves` (the most legal moves a state can
     have; `Minimax` considers that many moves by default, else A). `Network`

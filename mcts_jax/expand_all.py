@@ -41,12 +41,15 @@ class ExpandAll(plugin.SearchPlugin):
             embedding)
         return parent, slot, (leaf.expand & room)[:, None] & unexpanded, repeated, 1
 
-    def backup_of_edges(self, tree, record, leaf, new, new_index, reached, again):
+    def backup_of_edges(self, tree, record, leaf, new, new_index, reached, again, plugins):
         """From the leaf: the sum of the reached children's returns, one visit
-        per child; a row that reached none re-evaluates its leaf (`again`)."""
+        per child; a row that reached none re-evaluates its leaf (`again`).
+        The path ends at the leaf: the plug-ins' states go on as the descent
+        left them."""
         expanded = jnp.any(reached, axis=-1)
         returns = jnp.sum(jnp.where(reached, new.reward + new.discount * new.value, 0.0),
                           axis=-1)
-        return (leaf.node,
-                jnp.where(expanded, jnp.sum(reached, axis=-1, dtype=jnp.int32), again.count),
-                jnp.where(expanded, returns, again.value))
+        return plugin.Backup(
+            start=leaf.node,
+            count=jnp.where(expanded, jnp.sum(reached, axis=-1, dtype=jnp.int32), again.count),
+            value=jnp.where(expanded, returns, again.value), states=leaf.states)

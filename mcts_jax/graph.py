@@ -408,7 +408,7 @@ class GraphBackupCarry(NamedTuple):
     ([B, N], edge visits [B, N, K]), what each plug-in carries (a tuple in
     plug-in order), the depth on each path of the node being updated (-1
     once past the root), the slot through which the path left that node
-    (read one depth below) and the strategy's in-flight count."""
+    (read one depth below)."""
 
     node_visits: chex.Array
     value_sums: chex.Array
@@ -416,21 +416,19 @@ class GraphBackupCarry(NamedTuple):
     plugin_states: tuple
     depth: chex.Array
     slot_below: chex.Array
-    in_flight: Any
 
 
 def backup_graph(tree: tree_lib.Tree, update: Any, path: Path, last: chex.Array,
-                 plugins: Plugins, strategy: Any,
-                 in_flight: Any = None) -> tuple[tree_lib.Tree, Any]:
+                 plugins: Plugins) -> tree_lib.Tree:
     """A graph search's backup (`GraphSearch.backup`; `update` a
-    `phases.Backup`): walks each path (`path`, leading shape like
+    `plugin.Backup`): walks each path (`path`, leading shape like
     `update.count`) from its last node (at depth `last`) up to the root.
     Every edge on the way gains
     `update.count` visits, and every node on the way is recomputed from its
     children (`recomputed`: visits 1 + its edge visits, value its raw
     value plus its edges' visits times their children's Q), then shown to
     each plug-in (`back_up_node`). Paths of one step ([B, P]) that share an
-    edge add up. Returns (tree, the strategy's in-flight count)."""
+    edge add up; a path that adds no visit does not walk."""
     max_nodes = tree.max_nodes
     count = update.count
     rows = tree_lib.batch_rows(tree.batch_size).reshape((-1,) + (1,) * (count.ndim - 1))
@@ -452,19 +450,17 @@ def backup_graph(tree: tree_lib.Tree, update: Any, path: Path, last: chex.Array,
             node_visits=state.node_visits.at[rows, write_at].set(visits, mode="drop"),
             value_sums=state.value_sums.at[rows, write_at].set(value, mode="drop"),
             edge_visits=edge_visits, plugin_states=plugin_states,
-            depth=jnp.where(on_path, state.depth - 1, -1), slot_below=slot_above,
-            in_flight=strategy.backs_up_node(state.in_flight, rows, node, on_path))
+            depth=jnp.where(on_path, state.depth - 1, -1), slot_below=slot_above)
 
-    walks = strategy.walks_up(update)
+    walks = update.count > 0
     state = GraphBackupCarry(node_visits=tree.node_visits, value_sums=tree.value_sums,
                              edge_visits=tree.edge_visits,
                              plugin_states=plugin.each(plugins, "backup_state", tree),
-                             depth=jnp.where(walks, last, -1), slot_below=jnp.zeros_like(last),
-                             in_flight=in_flight)
+                             depth=jnp.where(walks, last, -1), slot_below=jnp.zeros_like(last))
     state = jax.lax.while_loop(lambda state: jnp.any(state.depth >= 0), body, state)
     tree = tree.replace(node_visits=state.node_visits, value_sums=state.value_sums,
                         edge_visits=state.edge_visits)
-    return plugin.after_backup(plugins, tree, state.plugin_states), state.in_flight
+    return plugin.after_backup(plugins, tree, state.plugin_states)
 
 
 # ---- the plug-in ----------------------------------------------------------------------------
@@ -580,9 +576,8 @@ class GraphSearch(plugin.SearchPlugin):
             path=append_node(state.path, state.depth, target, slot, reaches, tree.num_slots),
             depth=jnp.where(reaches, state.depth + 1, state.depth))
 
-    def backup(self, tree, record, state: GraphWalk, update, plugins, strategy, in_flight):
-        return backup_graph(tree, update, state.path, state.depth, plugins, strategy,
-                            in_flight)
+    def backup(self, tree, record, state: GraphWalk, update, plugins):
+        return backup_graph(tree, update, state.path, state.depth, plugins)
 
 
 # ---- re-rooting a graph ----------------------------------------------------------------------

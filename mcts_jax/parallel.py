@@ -14,7 +14,9 @@ small to use the machine. With P > 1 every step of the search
 `num_simulations` stays the total: the last step runs the paths that are
 left (`num_simulations - (steps - 1) * P`).
 
-Virtual visits (`steering`): while a path is in flight its nodes count it.
+Virtual visits (`steering`): while a path is in flight its nodes count it
+(the paths of one step only: a node's count is kept with the step that
+wrote it, so nothing is taken back after a step).
 - "unobserved" (default; WU-UCT's unobserved samples, Liu et al. 2020): the
   visit counts a rule reads include the in-flight paths, the Q-values do not
   change (they are the mean of what came back). An edge with only in-flight
@@ -33,64 +35,147 @@ tree back up the stored value of their last node, as with P = 1. Capacity
 (`max_nodes`) is respected: a path that would create a node past it
 re-evaluates its last node instead.
 
-P = 1 runs `phases.simulate` (one path per step) instead.
+`ParallelPaths` is all of it, a plug-in of the one simulation step
+(`phases.simulate`): its `select_leaves` runs the P descents, its
+`stats_in_descent` steers them, and `edges_of_leaf` and `backup_of_edges`
+evaluate and back up the P leaves. `tree_search.search_plugins` adds it for
+P > 1; P = 1 is the plain step.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import chex
 import jax
 import jax.numpy as jnp
 
-from mcts_jax import base, phases, plugin
+from mcts_jax import phases, plugin
 from mcts_jax import tree as tree_lib
-from mcts_jax.options import SearchOptions
-from mcts_jax.plugin import Plugins
-from mcts_jax.selection import Rules
 
 
-@dataclasses.dataclass(frozen=True)
-class Steering(phases.OnePathPerStep):
-    """The descent strategy of path p of a step: it sees the step's earlier
-    paths (p' < p). What it counts in flight is the virtual visits [B, N]
-    int32: earlier paths through each node, this path's added as it goes
-    down.
+@chex.dataclass(frozen=True)
+class InFlight:
+    """What the paths of a step carry (`ParallelPaths`'s state), per row.
 
     Attributes:
-      pending_node, pending_slot: [B, P] int32 where each earlier path
-        expands (valid where `pending`).
+      visits: [B, N] int32 virtual visits, counted for step `written_at`.
+      written_at: [B, N] int32, the step whose paths wrote `visits` (-1:
+        none): a node's virtual visits are `visits` where `written_at` is
+        the current step, else 0.
+      step: [] int32, the current step.
+      pending_node, pending_slot: [B, P] int32 where each earlier path of
+        the step expands (valid where `pending`).
       pending: [B, P] bool, the path ended at an unexpanded edge.
-      enabled: [B] bool, this path runs (the last step may run fewer).
-      rule: one of `options.STEERINGS` (static).
+      enabled: [B, P] bool, the path runs this step (the last step may run
+        fewer).
+      node: [B] int32, where the descent is (a descent's own).
+      path_enabled: [B] bool, this descent's path runs (a descent's own).
     """
 
+    visits: chex.Array
+    written_at: chex.Array
+    step: chex.Array
     pending_node: chex.Array
     pending_slot: chex.Array
     pending: chex.Array
     enabled: chex.Array
-    rule: str
+    node: chex.Array
+    path_enabled: chex.Array
 
-    def starts(self, active: chex.Array) -> chex.Array:
-        return active & self.enabled
+    def in_flight_at(self, rows: chex.Array, node: chex.Array) -> chex.Array:
+        """The virtual visits of `node` (like `rows`) this step."""
+        return jnp.where(self.written_at[rows, node] == self.step, self.visits[rows, node], 0)
 
-    def stats_seen(self, stats: tree_lib.ChildrenStats, node: chex.Array,
-                   in_flight: chex.Array) -> tree_lib.ChildrenStats:
-        """`stats` of `node` [B] with the in-flight paths counted (see the
-        module docstring); `in_flight` [B, N] the current virtual visits."""
+    def add_visit(self, rows: chex.Array, node: chex.Array, where: chex.Array) -> "InFlight":
+        """One more virtual visit at `node` [B] where `where` [B]."""
+        write_at = jnp.where(where, node, self.visits.shape[1])
+        return self.replace(
+            visits=self.visits.at[rows, write_at].set(self.in_flight_at(rows, node) + 1, mode="drop"),
+            written_at=self.written_at.at[rows, write_at].set(self.step, mode="drop"))
+
+
+@dataclasses.dataclass(frozen=True)
+class ParallelPaths(plugin.SearchPlugin):
+    """P simulations per step (module docstring), a plug-in of the step.
+
+    Attributes:
+      paths: P (static).
+      steering: one of `options.STEERINGS` (static).
+      num_simulations: the simulations of the search (the last step runs
+        those left).
+    """
+
+    paths: int
+    steering: str
+    num_simulations: int
+
+    @classmethod
+    def of(cls, options) -> "ParallelPaths":
+        """The plug-in of a search with resolved `options`."""
+        return cls(paths=options.simulations_per_step, steering=options.steering,
+                   num_simulations=options.num_simulations)
+
+    def search_state(self, tree, record, lead_shape) -> InFlight:
+        """No virtual visit yet (allocated once per search)."""
+        batch_size, max_nodes = tree.batch_size, tree.max_nodes
+        per_path = jnp.zeros((batch_size, self.paths), jnp.int32)
+        return InFlight(visits=jnp.zeros((batch_size, max_nodes), jnp.int32),
+                        written_at=jnp.full((batch_size, max_nodes), -1, jnp.int32),
+                        step=jnp.zeros((), jnp.int32), pending_node=per_path,
+                        pending_slot=per_path, pending=per_path > 0, enabled=per_path > 0,
+                        node=per_path[:, 0], path_enabled=per_path[:, 0] > 0)
+
+    def select_leaves(self, tree, record, rules, max_depth, plugins, select_key, searching,
+                      states, step):
+        """P descents in every row, path p steered by paths < p (path p of
+        step s: key `split(select_key, (P, B))[p]`, stamp `s P + p + 1`).
+        Returns (LeafChoice [B, P], the simulations spent per row)."""
+        batch_size, num_per_step = tree.batch_size, self.paths
+        mine = next(index for index, each in enumerate(plugins) if each is self)
+        num_paths = jnp.minimum(num_per_step, self.num_simulations - step * num_per_step)
+        path_keys = jax.random.split(select_key, (num_per_step, batch_size))
+        empty = jnp.zeros((batch_size, num_per_step), jnp.int32)
+        enabled = jnp.broadcast_to(jnp.arange(num_per_step) < num_paths,
+                                   (batch_size, num_per_step))
+
+        def one_path(p, carry):
+            nodes, slots, expands, states = carry
+            own = states[mine].replace(pending_node=nodes, pending_slot=slots, pending=expands,
+                                       enabled=enabled, step=jnp.asarray(step, jnp.int32))
+            states = states[:mine] + (own,) + states[mine + 1:]
+            leaf = phases.select_leaf(tree, rules, max_depth, plugins, path_keys[p],
+                                      searching & enabled[:, p], states=states, path=p,
+                                      stamp=step * num_per_step + 1 + p)
+            return (nodes.at[:, p].set(leaf.node), slots.at[:, p].set(leaf.slot),
+                    expands.at[:, p].set(leaf.expand), leaf.states)
+
+        nodes, slots, expands, states = jax.lax.fori_loop(
+            0, num_per_step, one_path,
+            (empty, empty, jnp.zeros((batch_size, num_per_step), jnp.bool_), states))
+        leaf = phases.LeafChoice(node=nodes, slot=slots, expand=expands,
+                                 runs=enabled & searching[:, None], states=states)
+        return leaf, jnp.where(searching, num_paths, 0).astype(jnp.int32)
+
+    def start_descent(self, tree, record, state: InFlight, path, stamp) -> InFlight:
+        """Path `path` leaves the root."""
+        return state.replace(node=jnp.full((tree.batch_size,), tree_lib.ROOT_INDEX, jnp.int32),
+                             path_enabled=state.enabled[:, path])
+
+    def stats_in_descent(self, tree, record, descent: InFlight, node, stats):
+        """`stats` of `node` [B] with the step's earlier paths counted (see
+        the module docstring)."""
         rows = tree_lib.batch_rows(node.shape[0])
         expanded = stats.index >= 0
         visits_in_flight = jnp.where(expanded,
-                                     in_flight[rows[:, None], jnp.maximum(stats.index, 0)], 0)
+                                     descent.in_flight_at(rows[:, None], jnp.maximum(stats.index, 0)), 0)
         slots = jnp.arange(stats.index.shape[-1], dtype=jnp.int32)
-        pending_here = (self.pending & (self.pending_node == node[:, None]))[:, :, None] & (
-            self.pending_slot[:, :, None] == slots[None, None, :])  # [B, P, K]
+        pending_here = (descent.pending & (descent.pending_node == node[:, None]))[:, :, None] & (
+            descent.pending_slot[:, :, None] == slots[None, None, :])  # [B, P, K]
         visits_in_flight = visits_in_flight + jnp.sum(pending_here, axis=1, dtype=jnp.int32)
         real = stats.visits
         total = real + visits_in_flight
-        if self.rule == "unobserved":
+        if self.steering == "unobserved":
             qvalues = jnp.where(real > 0, stats.qvalues,
                                 jnp.where(visits_in_flight > 0, stats.node_value[:, None],
                                           stats.qvalues))
@@ -98,146 +183,45 @@ class Steering(phases.OnePathPerStep):
             qvalues = jnp.where(total > 0, (stats.qvalues * real - visits_in_flight)
                                 / jnp.maximum(total, 1), stats.qvalues)
         return stats.replace(visits=total, qvalues=qvalues,
-                             node_visits=stats.node_visits + in_flight[rows, node])
+                             node_visits=stats.node_visits + descent.in_flight_at(rows, node))
 
-    def leaves_node(self, in_flight, rows, node, leaving):
+    def descend(self, tree, record, descent: InFlight, depth, slot, child, edge_visits, moves,
+                stops):
         """The node this path leaves counts it from now on."""
-        return add_visits(in_flight, rows, node, leaving, 1)
+        rows = tree_lib.batch_rows(tree.batch_size)
+        descent = descent.add_visit(rows, descent.node, moves)
+        return descent.replace(node=jnp.where(moves, child, descent.node)), stops
 
-    def ends_at(self, in_flight, rows, node):
+    def end_descent(self, tree, record, state, descent: InFlight, path, depth) -> InFlight:
         """The path's last node counts it too (a pending child is counted apart)."""
-        return add_visits(in_flight, rows, node, self.enabled, 1)
+        rows = tree_lib.batch_rows(tree.batch_size)
+        return descent.add_visit(rows, descent.node, descent.path_enabled)
+
+    def edges_of_leaf(self, tree, record, leaf, embedding, plugins):
+        """The P leaves' edges; only the first path of each distinct edge creates."""
+        creates = leaf.expand & (first_path_per_edge(leaf) == jnp.arange(self.paths)[None, :])
+        return leaf.node, leaf.slot, creates, embedding, 0
+
+    def backup_of_edges(self, tree, record, leaf, new, new_index, reached, again, plugins):
+        """Each expanding path backs up the node its edge's first path
+        reached (created, or one a plug-in linked: a graph's known
+        position); the others re-evaluate their leaf (`again`)."""
+        first = first_path_per_edge(leaf)
+        first_index = jnp.take_along_axis(new_index, first, axis=1)
+        takes_new = leaf.expand & jnp.take_along_axis(reached, first, axis=1)
+        return plugin.Backup(
+            start=jnp.where(takes_new, first_index, again.start),
+            count=jnp.where(takes_new, 1, again.count),
+            value=jnp.where(takes_new, jnp.take_along_axis(new.value, first, axis=1),
+                            again.value),
+            states=plugin.each(plugins, "backs_up", tree, leaf.slot, first_index, takes_new,
+                               per_plugin=(leaf.states,)))
 
 
-@dataclasses.dataclass(frozen=True)
-class TakeBack(phases.OnePathPerStep):
-    """The backup strategy of a step's P paths: every path that ran walks up
-    (a no-op path too) and takes its virtual visit back from each node it
-    updates. In flight: the virtual visits [B, N], all zero after the backup.
-
-    Attributes:
-      enabled: [B, P] bool, the path ran.
-    """
-
-    enabled: chex.Array
-
-    def walks_up(self, update: phases.Backup) -> chex.Array:
-        return (update.count > 0) | self.enabled
-
-    def backs_up_node(self, in_flight, rows, node, on_path):
-        return add_visits(in_flight, rows, node, on_path, -1)
-
-
-def add_visits(visits: chex.Array, rows: chex.Array, node: chex.Array, where: chex.Array,
-               amount: int) -> chex.Array:
-    """`visits` [B, N] with `amount` added at `node` (like `rows`) where `where`."""
-    return visits.at[rows, jnp.where(where, node, visits.shape[1])].add(amount, mode="drop")
-
-
-def select_paths(tree: tree_lib.Tree, rules: Rules, options: SearchOptions,
-                 select_key: chex.PRNGKey, num_paths: chex.Array,
-                 visits: chex.Array, searching: chex.Array, states: tuple = (),
-                 first_stamp=0, plugins: Plugins = ()):
-    """P descents in every row, path p steered by paths < p. `num_paths` []:
-    how many of the P run this step; `searching` [B]: the rows that search
-    (`phases.rows_at_step`). `states`: what each plug-in carries, for
-    descents of leading shape [B, P] (path p is descent number
-    `first_stamp + p`). Returns (LeafChoice [B, P] (its states: the
-    plug-ins' after every path), enabled [B, P], virtual visits [B, N])."""
-    batch_size, num_per_step = tree.batch_size, options.simulations_per_step
-    path_keys = jax.random.split(select_key, (num_per_step, batch_size))
-    empty = jnp.zeros((batch_size, num_per_step), jnp.int32)
-    enabled = jnp.broadcast_to(jnp.arange(num_per_step) < num_paths,
-                               (batch_size, num_per_step))
-
-    def one_path(p, carry):
-        nodes, slots, expands, visits, states = carry
-        steering = Steering(pending_node=nodes, pending_slot=slots, pending=expands,
-                            enabled=enabled[:, p], rule=options.steering)
-        leaf = phases.select_leaf(tree, rules, options.depth_limit, plugins,
-                                  path_keys[p], searching, steering, visits, states=states,
-                                  path=p, stamp=first_stamp + p)
-        return (nodes.at[:, p].set(leaf.node), slots.at[:, p].set(leaf.slot),
-                expands.at[:, p].set(leaf.expand), leaf.in_flight, leaf.states)
-
-    nodes, slots, expands, visits, states = jax.lax.fori_loop(
-        0, num_per_step, one_path,
-        (empty, empty, jnp.zeros((batch_size, num_per_step), jnp.bool_), visits, states))
-    return (phases.LeafChoice(node=nodes, slot=slots, expand=expands, states=states),
-            enabled, visits)
-
-
-def first_path_per_edge(leaf: phases.LeafChoice) -> chex.Array:
+def first_path_per_edge(leaf: plugin.LeafChoice) -> chex.Array:
     """[B, P] int32: for each expanding path, the first path of its row that
     expands the same edge (itself when it is the first)."""
     same_edge = (leaf.expand[:, :, None] & leaf.expand[:, None, :]
                  & (leaf.node[:, :, None] == leaf.node[:, None, :])
                  & (leaf.slot[:, :, None] == leaf.slot[:, None, :]))  # [B, P, P]
     return jnp.argmax(same_edge, axis=-1).astype(jnp.int32)
-
-
-def simulate_paths(step_index: int, carry: tuple, *, params: base.Params,
-                   recurrent_fn: base.RecurrentFn, rules: Rules,
-                   options: SearchOptions, plugins: Plugins = ()) -> tuple:
-    """One step of P paths in every row (the loop body of `run_paths`):
-    select them, evaluate the B x P leaves in one recurrent_fn call
-    (`phases.expand` with E = P), create one node per distinct unexpanded
-    edge (capacity permitting; in a graph, one per distinct position) and
-    back up every path, taking the virtual visits back. `carry`: (key,
-    tree, virtual visits [B, N], what each plug-in
-    carries ([B, P] descents), `budget_rows` as in `phases.simulate`).
-    Keys: `key, select_key, expand_key = split(key, 3)`."""
-    key, tree, visits, states, budget_rows = carry
-    num_per_step = options.simulations_per_step
-    searching = phases.rows_at_step(plugins, tree, budget_rows)
-    key, select_key, expand_key = jax.random.split(key, 3)
-    num_paths = jnp.minimum(num_per_step, options.num_simulations - step_index * num_per_step)
-    leaf, enabled, visits = select_paths(tree, rules, options, select_key, num_paths, visits,
-                                         searching, states, step_index * num_per_step + 1,
-                                         plugins)
-    embedding = phases.leaf_embeddings(params, expand_key, tree, recurrent_fn, leaf.node,
-                                       plugins)
-    first = first_path_per_edge(leaf)
-    creates = leaf.expand & (first == jnp.arange(num_per_step)[None, :])
-    tree, new, new_index, reached = phases.expand(params, expand_key, tree, recurrent_fn,
-                                                  leaf.node, leaf.slot, creates, embedding,
-                                                  options, plugins=plugins, states=leaf.states)
-    # Each expanding path backs up the node its edge's first path reached
-    # (created, or one a plug-in linked: a graph's known position).
-    first_index = jnp.take_along_axis(new_index, first, axis=1)
-    takes_new = leaf.expand & jnp.take_along_axis(reached, first, axis=1)
-    again = phases.revisit(tree, leaf.node, plugins, runs=enabled & searching[:, None])
-    update = phases.Backup(
-        start=jnp.where(takes_new, first_index, again.start),
-        count=jnp.where(takes_new, 1, again.count),
-        value=jnp.where(takes_new, jnp.take_along_axis(new.value, first, axis=1), again.value),
-        states=plugin.each(plugins, "backs_up", tree, leaf.slot, first_index, takes_new,
-                           per_plugin=(leaf.states,)))
-    # The backup takes a virtual visit back from every node it updates; a
-    # node the step added to a path holds none yet: give it the one to take.
-    rows = tree_lib.batch_rows(tree.batch_size)[:, None]
-    visits = add_visits(visits, rows, update.start, takes_new, 1)
-    tree, visits = phases.backup(tree, update, plugins, TakeBack(enabled=enabled),
-                                 visits)
-    budget_rows = phases.count_step(plugins, tree, budget_rows,
-                                    jnp.where(searching, num_paths, 0).astype(jnp.int32),
-                                    options.num_simulations)
-    return key, tree, visits, update.states, budget_rows
-
-
-def run_paths(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
-              recurrent_fn: base.RecurrentFn, rules: Rules, options: SearchOptions,
-              plugins: Plugins = ()):
-    """`options.num_simulations` simulations on every row of `tree`, P =
-    `options.simulations_per_step` per step (see the module docstring).
-    Returns (tree, what each plug-in carries at the end)."""
-    num_steps = -(-options.num_simulations // options.simulations_per_step)
-    # Virtual visits: zero between steps; allocated once per search.
-    no_visits = jnp.zeros((tree.batch_size, tree.max_nodes), jnp.int32)
-    states = plugin.each(plugins, "search_state", tree, (tree.batch_size,
-                                                  options.simulations_per_step))
-    step = functools.partial(simulate_paths, params=params, recurrent_fn=recurrent_fn,
-                             rules=rules, options=options, plugins=plugins)
-    _, tree, _, states = phases.run_simulations(
-        step, (rng_key, tree, no_visits, states), num_steps, options, plugins)
-    return tree, states

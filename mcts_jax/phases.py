@@ -23,9 +23,11 @@ With no plug-in (a plain search) the hooks change nothing. Graph search
 MCTS-solver (solver.py) and the screen of a user's rule (rule_screen.py)
 are such plug-ins.
 
-`select_leaf` and `backup` take a descent strategy (`OnePathPerStep`, the
-default). Several paths per step (`parallel.py`) pass their own strategy,
-which counts the paths still in flight, instead of adding branches here.
+`simulate` is the one driver: a step descends once per row (`select_leaf`),
+or as a plug-in says (`SearchPlugin.select_leaves`: parallel.py's
+`ParallelPaths` descends P paths per row, each seeing the step's earlier
+ones), and the expansion and backup take whatever leading shape the
+descents have ([B], or [B, P]).
 
 Performance: the loops carry only per-row scalars ([B] node index, depth,
 value) plus, in `backup`, the arrays it updates by scatter. Their predicates
@@ -50,53 +52,8 @@ from mcts_jax import plugin
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
 from mcts_jax.options import SearchOptions
-from mcts_jax.plugin import Plugins
+from mcts_jax.plugin import Backup, LeafChoice, Plugins
 from mcts_jax.selection import Rules, check_slot_values
-
-
-@chex.dataclass(frozen=True)
-class LeafChoice:
-    """Where a simulation's descent stopped, per row, all [B].
-
-    Attributes:
-      node: the last node reached. When `expand` is True it is the parent of
-        the new node; otherwise it is the leaf whose value is backed up again
-        (terminal, at max_depth, a dead end, or a parent in a full tree).
-      slot: the child slot of `node` to expand (meaningful when `expand`).
-      expand: bool, new node(s) are created below `node`.
-      in_flight: what the descent strategy counts of the paths of this step
-        (None for `OnePathPerStep`; `parallel.Steering`'s virtual visits
-        [B, N]).
-      states: what each plug-in carries after this descent
-        (`SearchPlugin.end_descent`; a graph search: the path, graph.py).
-    """
-
-    node: chex.Array
-    slot: chex.Array
-    expand: chex.Array
-    in_flight: Any = None
-    states: tuple = ()
-
-
-@chex.dataclass(frozen=True)
-class Backup:
-    """What a simulation adds to the path from `start` to the root, all [B]
-    (or [B, P] paths).
-
-    Attributes:
-      start: the first node to update.
-      count: visits added to every node on the path (1, or the number of
-        children created by `expand_all`, or 0 for a no-op).
-      value: the sum of the `count` values, for the player to move at `start`.
-      states: what each plug-in carries once the simulation's path is
-        complete (`SearchPlugin.backs_up`; a graph search walks its
-        recorded paths instead of the parent pointers, graph.py).
-    """
-
-    start: chex.Array
-    count: chex.Array
-    value: chex.Array
-    states: tuple = ()
 
 
 def split_rows(keys: chex.Array) -> tuple[chex.Array, chex.Array]:
@@ -106,54 +63,11 @@ def split_rows(keys: chex.Array) -> tuple[chex.Array, chex.Array]:
     return pairs[:, 0], pairs[:, 1]
 
 
-class OnePathPerStep:
-    """The descent strategy of one path per row and step (the default).
-
-    A descent strategy says how the paths of one step see each other: the
-    phases call its hooks at fixed points and never ask which strategy they
-    hold. It carries `in_flight` (what it counts of the step's paths, any
-    pytree, or None) through a descent and a backup. This one counts
-    nothing and changes nothing: the rules read the tree's own statistics.
-    `parallel.Steering` (descents) and `parallel.TakeBack` (backups) are
-    the strategy of several paths per step.
-    """
-
-    def starts(self, active: chex.Array) -> chex.Array:
-        """Which rows [B] descend, given those that may (`active`)."""
-        return active
-
-    def stats_seen(self, stats: tree_lib.ChildrenStats, node: chex.Array,
-                   in_flight: Any) -> tree_lib.ChildrenStats:
-        """The statistics of `node` [B] that the rules score."""
-        return stats
-
-    def leaves_node(self, in_flight: Any, rows: chex.Array, node: chex.Array,
-                    leaving: chex.Array) -> Any:
-        """The descent leaves `node` [B] for a child where `leaving` [B]."""
-        return in_flight
-
-    def ends_at(self, in_flight: Any, rows: chex.Array, node: chex.Array) -> Any:
-        """The descent ends at `node` [B]."""
-        return in_flight
-
-    def walks_up(self, update: "Backup") -> chex.Array:
-        """Which backups walk up to the root (bool like `update.start`)."""
-        return update.count > 0
-
-    def backs_up_node(self, in_flight: Any, rows: chex.Array, node: chex.Array,
-                      on_path: chex.Array) -> Any:
-        """The backup updates `node` (like `update.start`) where `on_path`."""
-        return in_flight
-
-
-ONE_PATH_PER_STEP = OnePathPerStep()
-
-
 class Descent(NamedTuple):
     """The carry of `select_leaf`'s loop, per row [B]: where the descent is,
     the slot it chose last, its depth, whether it goes on, whether it ends at
-    an unexpanded edge, the row's key, what the strategy counts in flight,
-    and what each plug-in carries down (`SearchPlugin.start_descent`)."""
+    an unexpanded edge, the row's key, and what each plug-in carries down
+    (`SearchPlugin.start_descent`)."""
 
     node: chex.Array
     slot: chex.Array
@@ -161,12 +75,11 @@ class Descent(NamedTuple):
     active: chex.Array
     expand: chex.Array
     keys: chex.Array
-    in_flight: Any
     descents: tuple = ()
 
 
 def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
-                     max_depth: int, plugins: Plugins, strategy: OnePathPerStep) -> Descent:
+                     max_depth: int, plugins: Plugins) -> Descent:
     """One step of `select_leaf` for the active rows; inactive rows keep
     their state. `name` names the rule in shape errors. The argmax is over
     the open slots (legal, and open for every plug-in): a rule of ours
@@ -176,8 +89,9 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
     rows = tree_lib.batch_rows(tree.batch_size)
     node, depth, active = state.node, state.depth, state.active
     keys, step_keys = split_rows(state.keys)
-    stats = strategy.stats_seen(tree_lib.children_stats(tree, node, depth, step_keys), node,
-                                state.in_flight)
+    stats = plugin.thread(plugins, "stats_in_descent", tree, node,
+                          tree_lib.children_stats(tree, node, depth, step_keys),
+                          per_plugin=(state.descents,))
     stats = plugin.thread(plugins, "stats_seen", tree, node, stats)
     scores = score_fn(tree, node, stats)
     check_slot_values(scores, name, score_fn, tree.batch_size, tree.num_slots)
@@ -211,15 +125,13 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
         active=can_descend & ~stops_below,
         expand=state.expand | expand,
         keys=keys,
-        in_flight=strategy.leaves_node(state.in_flight, rows, node, can_descend),
         descents=descents,
     )
 
 
 def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
                 plugins: Plugins, row_keys: chex.Array, searching: chex.Array,
-                strategy: OnePathPerStep = ONE_PATH_PER_STEP,
-                in_flight: Any = None, states: tuple = (), path: Optional[int] = None,
+                states: tuple = (), path: Optional[int] = None,
                 stamp: Any = 0) -> LeafChoice:
     """Descends every row from the root; O(depth x K) per row. The first step
     (at the root) scores with `rules.at_root`, every later one with
@@ -229,10 +141,7 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
     slots are open (the solver's proven children are not). `row_keys` [B]
     seed the per-step keys a rule may read
     (`stats.rng_key`); a rule that ignores them costs nothing (XLA drops the
-    key arithmetic). `strategy` and its `in_flight` count say how the paths
-    of one step see each other (`OnePathPerStep`; several paths per step:
-    `parallel.py`); the LeafChoice returns the count as the descent left it.
-    `states` (one per plug-in, `SearchPlugin.search_state`) go down with
+    key arithmetic). `states` (one per plug-in, `SearchPlugin.search_state`) go down with
     the descent (`start_descent`, `descend`, `end_descent`; `path`: None,
     or the index p of the step's path; `stamp`: this descent's number) and
     come back in the LeafChoice (a graph search records its path there and
@@ -243,14 +152,12 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
         node=jnp.full((batch_size,), tree_lib.ROOT_INDEX, jnp.int32),
         slot=jnp.zeros((batch_size,), jnp.int32),
         depth=jnp.zeros((batch_size,), jnp.int32),
-        active=strategy.starts(searching),
+        active=searching,
         expand=jnp.zeros((batch_size,), jnp.bool_),
         keys=row_keys,
-        in_flight=in_flight,
         descents=plugin.each(plugins, "start_descent", tree, path, stamp, per_plugin=(states,)),
     )
-    step = functools.partial(descend_one_step, tree, max_depth=max_depth, plugins=plugins,
-                             strategy=strategy)
+    step = functools.partial(descend_one_step, tree, max_depth=max_depth, plugins=plugins)
     one_rule = rules.at_root is rules.below_root
     if not one_rule:
         # The root step outside the loop, so the loop body holds one rule
@@ -261,9 +168,7 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
     loop_name = "root_rule" if one_rule else "interior_rule"
     state = jax.lax.while_loop(lambda state: jnp.any(state.active),
                                lambda state: step(state, rules.below_root, loop_name), state)
-    in_flight = strategy.ends_at(state.in_flight, tree_lib.batch_rows(batch_size), state.node)
-    return LeafChoice(node=state.node, slot=state.slot, expand=state.expand,
-                      in_flight=in_flight,
+    return LeafChoice(node=state.node, slot=state.slot, expand=state.expand, runs=searching,
                       states=plugin.each(plugins, "end_descent", tree, path, state.depth,
                                          per_plugin=(states, state.descents)))
 
@@ -528,22 +433,20 @@ def edges_of_leaf(tree: tree_lib.Tree, leaf: LeafChoice, parent_embedding: Any,
 
 
 def backup_of_edges(tree: tree_lib.Tree, leaf: LeafChoice, new: NewNodes,
-                    new_index: chex.Array, reached: chex.Array, plugins: Plugins,
-                    searching: chex.Array) -> Backup:
+                    new_index: chex.Array, reached: chex.Array, plugins: Plugins) -> Backup:
     """What a simulation backs up after `expand` (`reached` [B, E]: the edge
     leads to a node now): the new node's value from it; a row that reached
     nothing re-evaluates its leaf (`revisit`). The plug-ins see the path's
     last step (`SearchPlugin.backs_up`); one may say what is backed up
     instead (`SearchPlugin.backup_of_edges`: expand_all.py, the sum of the
-    new children's returns from the leaf). A row outside `searching` [B]
-    adds nothing."""
-    again = revisit(tree, leaf.node, plugins, runs=searching)
+    new children's returns from the leaf; parallel.py, the P paths of a
+    step). A descent that did not run (`leaf.runs`) adds nothing."""
+    again = revisit(tree, leaf.node, plugins, runs=leaf.runs)
     replacer = plugin.replacing(plugins, "backup_of_edges")
     if replacer is not None:
         index, each = replacer
-        start, count, value = each.backup_of_edges(
-            tree, plugin.records_of(plugins, tree)[index], leaf, new, new_index, reached, again)
-        return Backup(start=start, count=count, value=value, states=leaf.states)
+        return each.backup_of_edges(tree, plugin.records_of(plugins, tree)[index], leaf, new,
+                                    new_index, reached, again, plugins)
     made = reached[:, 0]
     states = plugin.each(plugins, "backs_up", tree, leaf.slot, new_index[:, 0], made,
                          per_plugin=(leaf.states,))
@@ -557,7 +460,7 @@ class BackupCarry(NamedTuple):
     what each plug-in carries (`SearchPlugin.backup_state`, a tuple in
     plug-in order), per row [B] (or [B, P] paths) the node being updated
     (NO_PARENT once past the root), the visits added and the value crossing
-    into it, and the strategy's in-flight count."""
+    into it."""
 
     node_visits: chex.Array
     value_sums: chex.Array
@@ -565,12 +468,9 @@ class BackupCarry(NamedTuple):
     node: chex.Array
     count: chex.Array
     value: chex.Array
-    in_flight: Any
 
 
-def backup(tree: tree_lib.Tree, update: Backup, plugins: Plugins,
-           strategy: OnePathPerStep = ONE_PATH_PER_STEP,
-           in_flight: Any = None) -> tuple[tree_lib.Tree, Any]:
+def backup(tree: tree_lib.Tree, update: Backup, plugins: Plugins) -> tree_lib.Tree:
     """Adds `update.count` visits and the value sum to every node from
     `update.start` up to the root. The value sum crosses each edge as
     `count * reward + discount * value` (a two-player value changes sign).
@@ -578,10 +478,8 @@ def backup(tree: tree_lib.Tree, update: Backup, plugins: Plugins,
     the solver proves it where it can).
 
     `update` holds one path per row ([B]) or P paths per row ([B, P], several
-    simulations per step: paths sharing nodes add up). `strategy` says which
-    paths walk and sees every node they update (`OnePathPerStep`: the walks
-    that add visits, nothing seen; `parallel.TakeBack` takes the step's virtual
-    visits back). Returns (tree, the strategy's in-flight count).
+    simulations per step: paths sharing nodes add up); a path that adds no
+    visit does not walk.
 
     A plug-in may walk instead (`SearchPlugin.backup`: a graph search walks
     the paths it recorded, graph.py)."""
@@ -589,7 +487,7 @@ def backup(tree: tree_lib.Tree, update: Backup, plugins: Plugins,
     if walker is not None:
         index, each = walker
         return each.backup(tree, plugin.records_of(plugins, tree)[index], update.states[index],
-                           update, plugins, strategy, in_flight)
+                           update, plugins)
     batch_size, max_nodes = tree.batch_size, tree.max_nodes
     rows = tree_lib.batch_rows(batch_size).reshape((-1,) + (1,) * (update.start.ndim - 1))
 
@@ -606,28 +504,28 @@ def backup(tree: tree_lib.Tree, update: Backup, plugins: Plugins,
             plugin_states=plugin_states,
             node=jnp.where(on_path, tree.parents[rows, safe_node], tree_lib.NO_PARENT),
             count=count,
-            value=count * tree.rewards[rows, safe_node] + tree.discounts[rows, safe_node] * value,
-            in_flight=strategy.backs_up_node(state.in_flight, rows, node, on_path))
+            value=count * tree.rewards[rows, safe_node] + tree.discounts[rows, safe_node] * value)
 
     state = BackupCarry(node_visits=tree.node_visits, value_sums=tree.value_sums,
                         plugin_states=plugin.each(plugins, "backup_state", tree),
-                        node=jnp.where(strategy.walks_up(update), update.start,
-                                       tree_lib.NO_PARENT),
-                        count=update.count, value=update.value, in_flight=in_flight)
+                        node=jnp.where(update.count > 0, update.start, tree_lib.NO_PARENT),
+                        count=update.count, value=update.value)
     state = jax.lax.while_loop(lambda state: jnp.any(state.node >= 0), body, state)
     tree = tree.replace(node_visits=state.node_visits, value_sums=state.value_sums)
-    return plugin.after_backup(plugins, tree, state.plugin_states), state.in_flight
+    return plugin.after_backup(plugins, tree, state.plugin_states)
 
 
 def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
              recurrent_fn: base.RecurrentFn, rules: Rules, options: SearchOptions,
              plugins: Plugins = ()) -> tuple:
-    """One simulation on every row: select a leaf, expand, back up. The body
-    of the search loop (`run_simulations`); `carry` is (key, tree,
+    """One simulation step on every row: select a leaf, expand, back up.
+    The body of the search loop (`run_simulations`); `carry` is (key, tree,
     what each plug-in carries between simulations
     (`SearchPlugin.search_state`, a tuple), and `budget_rows`
     (`rows_at_step`)). A row the plug-ins take out (`plugin.rows_searching`)
-    does nothing; simulation i's descent has the stamp i + 1.
+    does nothing. The step descends once per row (`select_leaves`; with P
+    paths per step, P times) and expands and backs up whatever leading
+    shape the descents have.
 
     Keys are split as mctx splits them: `key, select_key, expand_key =
     split(key, 3)`; recurrent_fn gets `expand_key`, and the descent gives
@@ -638,19 +536,35 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
     key, tree, states, budget_rows = carry
     searching = rows_at_step(plugins, tree, budget_rows)
     key, select_key, expand_key = jax.random.split(key, 3)
-    leaf = select_leaf(tree, rules, options.depth_limit, plugins,
-                       jax.random.split(select_key, tree.batch_size), searching,
-                       states=states, stamp=simulation_index + 1)
+    leaf, spent = select_leaves(tree, rules, options.depth_limit, plugins, select_key,
+                                searching, states, simulation_index)
     embedding = leaf_embeddings(params, expand_key, tree, recurrent_fn, leaf.node, plugins)
     parent, slot, creates, embedding, new_visits = edges_of_leaf(tree, leaf, embedding, plugins)
     tree, new, new_index, reached = expand(params, expand_key, tree, recurrent_fn, parent, slot,
                                            creates, embedding, options, new_visits=new_visits,
                                            plugins=plugins, states=leaf.states)
-    update = backup_of_edges(tree, leaf, new, new_index, reached, plugins, searching)
-    tree, _ = backup(tree, update, plugins)
-    budget_rows = count_step(plugins, tree, budget_rows, searching.astype(jnp.int32),
-                             options.num_simulations)
+    update = backup_of_edges(tree, leaf, new, new_index, reached, plugins)
+    tree = backup(tree, update, plugins)
+    budget_rows = count_step(plugins, tree, budget_rows, spent, options.num_simulations)
     return key, tree, update.states, budget_rows
+
+
+def select_leaves(tree: tree_lib.Tree, rules: Rules, max_depth: int, plugins: Plugins,
+                  select_key: chex.PRNGKey, searching: chex.Array, states: tuple,
+                  step: chex.Array) -> tuple[LeafChoice, chex.Array]:
+    """(the step's descents, the simulations they spend per row [B] int32):
+    one descent per row (`select_leaf`, row b's key `split(select_key,
+    B)[b]`, stamp `step + 1`), or those a plug-in runs instead
+    (`SearchPlugin.select_leaves`: parallel.py's P paths per row)."""
+    replacer = plugin.replacing(plugins, "select_leaves")
+    if replacer is None:
+        leaf = select_leaf(tree, rules, max_depth, plugins,
+                           jax.random.split(select_key, tree.batch_size), searching,
+                           states=states, stamp=step + 1)
+        return leaf, searching.astype(jnp.int32)
+    index, each = replacer
+    return each.select_leaves(tree, plugin.records_of(plugins, tree)[index], rules, max_depth,
+                              plugins, select_key, searching, states, step)
 
 
 def rows_at_step(plugins: Plugins, tree: tree_lib.Tree, budget_rows) -> chex.Array:
@@ -677,8 +591,7 @@ def count_step(plugins: Plugins, tree: tree_lib.Tree, budget_rows, spent_now: ch
 def run_simulations(body, carry: tuple, num_steps: int, options: SearchOptions,
                     plugins: Plugins) -> tuple:
     """The search loop: `body(step, carry + (budget_rows,))` for steps 0 ..
-    num_steps - 1 (`simulate`, or `parallel.simulate_paths` with P paths
-    per step), by `options.loop_fn`; returns the last carry, `budget_rows`
+    num_steps - 1 (`simulate`), by `options.loop_fn`; returns the last carry, `budget_rows`
     dropped. When a plug-in may stop rows (`plugin.may_stop_rows`: the
     solver, a stop rule) `budget_rows` is (spent [B] int32: the simulations
     each row has run, searching [B] bool: the rows that search the next

@@ -79,9 +79,15 @@ what a backup walks (graph.py's `GraphSearch` is the built-in example):
 - `backs_up(tree, record, state, slot, target, reaches) -> state`: the
   simulation's path goes on through `slot` to node `target` where
   `reaches` (its last step, after `expand`);
-- `backup(tree, record, state, update, plugins, strategy, in_flight) ->
-  (tree, in_flight)`: the backup walk itself, instead of the walk up the
-  parent pointers; at most one plug-in of a search walks.
+- `backup(tree, record, state, update, plugins) -> tree`: the backup walk
+  itself, instead of the walk up the parent pointers; at most one plug-in
+  of a search walks;
+- `select_leaves(tree, record, rules, max_depth, plugins, select_key,
+  searching, states, step) -> (LeafChoice, spent)`: the descents of a
+  simulation step instead of one per row (parallel.py's `ParallelPaths`
+  runs P, each seeing the step's earlier paths through
+  `stats_in_descent(tree, record, descent, node, stats) -> stats`, which
+  the phases call before every `stats_seen`); at most one.
 
 - `screen_scores(tree, record, descent, rule, scores, stats, opened,
   active) -> (descent, scores)`: the scores a descent takes the argmax of
@@ -90,10 +96,11 @@ what a backup walks (graph.py's `GraphSearch` is the built-in example):
 What a step evaluates and what a new node is:
 
 - `edges_of_leaf(tree, record, leaf, embedding, plugins)` and
-  `backup_of_edges(tree, record, leaf, new, new_index, reached, again)`:
-  the edges a simulation evaluates below its leaf and what it backs up
-  then, instead of one edge and the new node's value (expand_all.py
-  creates every child at once); at most one plug-in replaces each;
+  `backup_of_edges(tree, record, leaf, new, new_index, reached, again,
+  plugins) -> phases.Backup`: the edges a simulation evaluates below its
+  leaf and what it backs up then, instead of one edge and the new node's
+  value (expand_all.py creates every child at once; parallel.py evaluates
+  the P leaves of a step); at most one plug-in replaces each;
 
 - `leaf_embeddings(tree, record, params, rng_key, recurrent_fn, node) ->
   embedding`: the states recurrent_fn steps from, instead of those the
@@ -137,6 +144,51 @@ class Budget:
         return self.total - self.spent
 
 
+@chex.dataclass(frozen=True)
+class LeafChoice:
+    """Where a simulation's descent stopped, per row, all [B].
+
+    Attributes:
+      node: the last node reached. When `expand` is True it is the parent of
+        the new node; otherwise it is the leaf whose value is backed up again
+        (terminal, at max_depth, a dead end, or a parent in a full tree).
+      slot: the child slot of `node` to expand (meaningful when `expand`).
+      expand: bool, new node(s) are created below `node`.
+      runs: bool, the descent ran (its row searches; with P paths per step,
+        and the path is one of this step's): a descent that did not adds
+        nothing (`revisit`).
+      states: what each plug-in carries after this descent
+        (`SearchPlugin.end_descent`; a graph search: the path, graph.py).
+    """
+
+    node: chex.Array
+    slot: chex.Array
+    expand: chex.Array
+    runs: chex.Array
+    states: tuple = ()
+
+
+@chex.dataclass(frozen=True)
+class Backup:
+    """What a simulation adds to the path from `start` to the root, all [B]
+    (or [B, P] paths).
+
+    Attributes:
+      start: the first node to update.
+      count: visits added to every node on the path (1, or the number of
+        children created by `expand_all`, or 0 for a no-op).
+      value: the sum of the `count` values, for the player to move at `start`.
+      states: what each plug-in carries once the simulation's path is
+        complete (`SearchPlugin.backs_up`; a graph search walks its
+        recorded paths instead of the parent pointers, graph.py).
+    """
+
+    start: chex.Array
+    count: chex.Array
+    value: chex.Array
+    states: tuple = ()
+
+
 @dataclasses.dataclass(frozen=True)
 class SearchPlugin:
     """A feature of the search, as hooks the phases call (module docstring).
@@ -165,6 +217,13 @@ class SearchPlugin:
 
     def stats_seen(self, tree: Any, record: Any, node: chex.Array, stats: Any) -> Any:
         """The statistics of `node` [B] that the descent's rules score."""
+        return stats
+
+    def stats_in_descent(self, tree: Any, record: Any, descent: Any, node: chex.Array,
+                         stats: Any) -> Any:
+        """The statistics of `node` [B] as a descent that carries `descent`
+        sees them (default: unchanged; several paths per step count the
+        step's earlier paths here). Called before every `stats_seen`."""
         return stats
 
     def new_nodes(self, tree: Any, record: Any, write_at: chex.Array, new: Any) -> Any:
@@ -270,10 +329,12 @@ class SearchPlugin:
         raise NotImplementedError
 
     def backup_of_edges(self, tree: Any, record: Any, leaf: Any, new: Any,
-                        new_index: chex.Array, reached: chex.Array, again: Any) -> tuple:
-        """(start, count, value) [B]: what a simulation backs up after
-        `expand` (`again`: the leaf re-evaluated). Only called for a plug-in
-        that overrides it (default: the new node's value from it)."""
+                        new_index: chex.Array, reached: chex.Array, again: Any,
+                        plugins: Any) -> Any:
+        """The `Backup` of a simulation after `expand` (`again`: the
+        leaf re-evaluated; its `states`: what each plug-in carries on). Only
+        called for a plug-in that overrides it (default: the new node's
+        value from it)."""
         raise NotImplementedError
 
     def is_terminal(self, tree: Any, record: Any, discount: chex.Array,
@@ -287,10 +348,20 @@ class SearchPlugin:
         slots before it plus the nodes written; `tree`: before it)."""
         return used
 
-    def backup(self, tree: Any, record: Any, state: Any, update: Any, plugins: Any,
-               strategy: Any, in_flight: Any) -> tuple:
-        """(tree, in_flight): the backup walk. Only called for a plug-in that
+    def backup(self, tree: Any, record: Any, state: Any, update: Any, plugins: Any) -> Any:
+        """The tree after the backup walk. Only called for a plug-in that
         overrides it."""
+        raise NotImplementedError
+
+    def select_leaves(self, tree: Any, record: Any, rules: Any, max_depth: int, plugins: Any,
+                      select_key: Any, searching: chex.Array, states: tuple,
+                      step: chex.Array) -> tuple:
+        """(LeafChoice, spent [B] int32): the descents of simulation step
+        `step` (`select_key`: its key; `searching` [B]: the rows that
+        search; `states`: what each plug-in carries) and the simulations
+        they spend per row. Only called for a plug-in that overrides it
+        (default: one descent per row, `phases.select_leaf`; several paths
+        per step run P, parallel.py)."""
         raise NotImplementedError
 
 
@@ -419,7 +490,7 @@ def after_backup(plugins: Plugins, tree: Any, states: tuple) -> Any:
 def replacing(plugins: Plugins, hook: str) -> Optional[tuple]:
     """(position, plug-in) of the one plug-in that replaces the step `hook`
     of a phase (`link`, `backup`, `leaf_embeddings`, `edges_of_leaf`,
-    `backup_of_edges`, `screen_scores`), or None when none
+    `backup_of_edges`, `screen_scores`, `select_leaves`), or None when none
     does (the phase's own code runs)."""
     found = overridden(plugins, hook)
     if len(found) > 1:
@@ -457,13 +528,15 @@ def each(plugins: Plugins, hook: str, tree: Any, *args, per_plugin: tuple = (),
                  for index, (each_plugin, record) in enumerate(zip(plugins, records)))
 
 
-def thread(plugins: Plugins, hook: str, tree: Any, *args) -> Any:
+def thread(plugins: Plugins, hook: str, tree: Any, *args, per_plugin: tuple = ()) -> Any:
     """The last of `args` as every plug-in's `hook` in turn passes it on:
-    plug-in i is called as `hook(tree, its record, *args[:-1], value)` with
-    the value plug-in i - 1 returned (with no plug-in: `args[-1]` as it
-    is). The phases call `stats_seen`, `has_room`, `is_terminal`,
-    `nodes_used`, `revisit_count` and `edge_action` this way."""
+    plug-in i is called as `hook(tree, its record, per_plugin[0][i], ...,
+    *args[:-1], value)` with the value plug-in i - 1 returned (with no
+    plug-in: `args[-1]` as it is). The phases call `stats_in_descent`,
+    `stats_seen`, `has_room`, `is_terminal`, `nodes_used`, `revisit_count`
+    and `edge_action` this way."""
     *fixed, value = args
-    for each_plugin, record in zip(plugins, records_of(plugins, tree)):
-        value = getattr(each_plugin, hook)(tree, record, *fixed, value)
+    for index, (each_plugin, record) in enumerate(zip(plugins, records_of(plugins, tree))):
+        value = getattr(each_plugin, hook)(tree, record, *(own[index] for own in per_plugin),
+                                           *fixed, value)
     return value

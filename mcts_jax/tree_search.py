@@ -128,8 +128,9 @@ def search_plugins(options: SearchOptions) -> tuple:
     order the phases call them: the MCTS-solver (`solver=True`), the user's
     (`options.plugins`), then the built-in ones that keep no record and
     draw no random number, turned on by their options: graph search
-    (`transpositions=True`), expand-all, replayed embeddings and mctx's
-    semantics (`stop_at_terminal=False` or `node_per_simulation=True`).
+    (`transpositions=True`), expand-all, replayed embeddings, mctx's
+    semantics (`stop_at_terminal=False` or `node_per_simulation=True`) and
+    several paths per step (`simulations_per_step` > 1).
     Those last come after the user's so that a user's plug-in keeps its
     position (its record in `tree.plugin_records`, its key in `evaluated`)
     whatever else is on."""
@@ -140,7 +141,8 @@ def search_plugins(options: SearchOptions) -> tuple:
         if options.replay_embeddings else (),
         (mctx_semantics.MctxSemantics(searches_past_terminals=not options.stop_at_terminal,
                                       node_per_simulation=options.node_per_simulation),)
-        if not options.stop_at_terminal or options.node_per_simulation else ())
+        if not options.stop_at_terminal or options.node_per_simulation else (),
+        (parallel.ParallelPaths.of(options),) if options.simulations_per_step > 1 else ())
     return ((solver.SOLVER,) if options.solver else ()) + options.plugins + sum(structural, ())
 
 
@@ -172,15 +174,14 @@ def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
     tree = start_tree(jax.random.fold_in(search_key, 0x7007), root, invalid_actions, options,
                       tree, setup_data if extra_data is None else extra_data, root_entries,
                       plugins)
-    if options.simulations_per_step > 1:  # P paths per step (parallel.py)
-        tree, states = parallel.run_paths(params, search_key, tree, recurrent_fn, rules,
-                                          options, plugins)
-    else:
-        simulate = functools.partial(phases.simulate, params=params, recurrent_fn=recurrent_fn,
-                                     rules=rules, options=options, plugins=plugins)
-        states = plugin.each(plugins, "search_state", tree, (tree.batch_size,))
-        _, tree, states = phases.run_simulations(
-            simulate, (search_key, tree, states), options.num_simulations, options, plugins)
+    simulate = functools.partial(phases.simulate, params=params, recurrent_fn=recurrent_fn,
+                                 rules=rules, options=options, plugins=plugins)
+    paths = options.simulations_per_step  # P paths per step (parallel.py), each a simulation
+    descents = (tree.batch_size,) + ((paths,) if paths > 1 else ())
+    states = plugin.each(plugins, "search_state", tree, descents)
+    _, tree, states = phases.run_simulations(
+        simulate, (search_key, tree, states), -(-options.num_simulations // paths), options,
+        plugins)
     rule_failed = states[-1] if screen else None
     action, action_weights = policy.choose(choice_key, tree, temperature, options)
     output = base.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
