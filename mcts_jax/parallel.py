@@ -16,7 +16,7 @@ left (`num_simulations - (steps - 1) * P`).
 
 Virtual visits (`steering`): while a path is in flight its nodes count it
 (the paths of one step only: a node's count is kept with the step that
-wrote it, so nothing is taken back after a step).
+counted it, in one int32, so nothing is taken back after a step).
 - "unobserved" (default; WU-UCT's unobserved samples, Liu et al. 2020): the
   visit counts a rule reads include the in-flight paths, the Q-values do not
   change (they are the mean of what came back). An edge with only in-flight
@@ -59,10 +59,10 @@ class InFlight:
     """What the paths of a step carry (`ParallelPaths`'s state), per row.
 
     Attributes:
-      visits: [B, N] int32 virtual visits, counted for step `written_at`.
-      written_at: [B, N] int32, the step whose paths wrote `visits` (-1:
-        none): a node's virtual visits are `visits` where `written_at` is
-        the current step, else 0.
+      visits: [B, N] int32, each node's virtual visits with the step that
+        counted them, `step << bits | count` (`ParallelPaths.count_bits`;
+        -1: none yet): a node's virtual visits this step are `count` where
+        the node's step is the current one, else 0.
       step: [] int32, the current step.
       pending_node, pending_slot: [B, P] int32 where each earlier path of
         the step expands (valid where `pending`).
@@ -74,7 +74,6 @@ class InFlight:
     """
 
     visits: chex.Array
-    written_at: chex.Array
     step: chex.Array
     pending_node: chex.Array
     pending_slot: chex.Array
@@ -83,16 +82,18 @@ class InFlight:
     node: chex.Array
     path_enabled: chex.Array
 
-    def in_flight_at(self, rows: chex.Array, node: chex.Array) -> chex.Array:
+    def in_flight_at(self, rows: chex.Array, node: chex.Array, bits: int) -> chex.Array:
         """The virtual visits of `node` (like `rows`) this step."""
-        return jnp.where(self.written_at[rows, node] == self.step, self.visits[rows, node], 0)
+        tagged = self.visits[rows, node]
+        return jnp.where((tagged >> bits) == self.step, tagged & ((1 << bits) - 1), 0)
 
-    def add_visit(self, rows: chex.Array, node: chex.Array, where: chex.Array) -> "InFlight":
+    def add_visit(self, rows: chex.Array, node: chex.Array, where: chex.Array,
+                  bits: int) -> "InFlight":
         """One more virtual visit at `node` [B] where `where` [B]."""
+        tagged = self.visits[rows, node]
+        counted = jnp.where((tagged >> bits) == self.step, tagged + 1, (self.step << bits) + 1)
         write_at = jnp.where(where, node, self.visits.shape[1])
-        return self.replace(
-            visits=self.visits.at[rows, write_at].set(self.in_flight_at(rows, node) + 1, mode="drop"),
-            written_at=self.written_at.at[rows, write_at].set(self.step, mode="drop"))
+        return self.replace(visits=self.visits.at[rows, write_at].set(counted, mode="drop"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,16 +113,29 @@ class ParallelPaths(plugin.SearchPlugin):
 
     @classmethod
     def of(cls, options) -> "ParallelPaths":
-        """The plug-in of a search with resolved `options`."""
-        return cls(paths=options.simulations_per_step, steering=options.steering,
-                   num_simulations=options.num_simulations)
+        """The plug-in of a search with resolved `options`; a clear error
+        where its steps cannot be told apart in an int32 (`InFlight`)."""
+        paths = cls(paths=options.simulations_per_step, steering=options.steering,
+                    num_simulations=options.num_simulations)
+        steps = -(-options.num_simulations // options.simulations_per_step)
+        if steps >= 2 ** (31 - paths.count_bits):
+            raise ValueError(f"num_simulations={options.num_simulations} with "
+                             f"simulations_per_step={options.simulations_per_step} makes "
+                             f"{steps} steps; at most {2 ** (31 - paths.count_bits) - 1} fit: "
+                             f"split the search into calls that continue the tree (tree=)")
+        return paths
+
+    @property
+    def count_bits(self) -> int:
+        """The low bits of `InFlight.visits` that count a node's paths of a
+        step (at most P); the step is kept above them."""
+        return self.paths.bit_length()
 
     def search_state(self, tree, record, lead_shape) -> InFlight:
         """No virtual visit yet (allocated once per search)."""
         batch_size, max_nodes = tree.batch_size, tree.max_nodes
         per_path = jnp.zeros((batch_size, self.paths), jnp.int32)
-        return InFlight(visits=jnp.zeros((batch_size, max_nodes), jnp.int32),
-                        written_at=jnp.full((batch_size, max_nodes), -1, jnp.int32),
+        return InFlight(visits=jnp.full((batch_size, max_nodes), -1, jnp.int32),
                         step=jnp.zeros((), jnp.int32), pending_node=per_path,
                         pending_slot=per_path, pending=per_path > 0, enabled=per_path > 0,
                         node=per_path[:, 0], path_enabled=per_path[:, 0] > 0)
@@ -167,8 +181,9 @@ class ParallelPaths(plugin.SearchPlugin):
         the module docstring)."""
         rows = tree_lib.batch_rows(node.shape[0])
         expanded = stats.index >= 0
-        visits_in_flight = jnp.where(expanded,
-                                     descent.in_flight_at(rows[:, None], jnp.maximum(stats.index, 0)), 0)
+        children = jnp.maximum(stats.index, 0)
+        visits_in_flight = jnp.where(
+            expanded, descent.in_flight_at(rows[:, None], children, self.count_bits), 0)
         slots = jnp.arange(stats.index.shape[-1], dtype=jnp.int32)
         pending_here = (descent.pending & (descent.pending_node == node[:, None]))[:, :, None] & (
             descent.pending_slot[:, :, None] == slots[None, None, :])  # [B, P, K]
@@ -183,19 +198,20 @@ class ParallelPaths(plugin.SearchPlugin):
             qvalues = jnp.where(total > 0, (stats.qvalues * real - visits_in_flight)
                                 / jnp.maximum(total, 1), stats.qvalues)
         return stats.replace(visits=total, qvalues=qvalues,
-                             node_visits=stats.node_visits + descent.in_flight_at(rows, node))
+                             node_visits=stats.node_visits + descent.in_flight_at(rows, node,
+                                                                                  self.count_bits))
 
     def descend(self, tree, record, descent: InFlight, depth, slot, child, edge_visits, moves,
                 stops):
         """The node this path leaves counts it from now on."""
         rows = tree_lib.batch_rows(tree.batch_size)
-        descent = descent.add_visit(rows, descent.node, moves)
+        descent = descent.add_visit(rows, descent.node, moves, self.count_bits)
         return descent.replace(node=jnp.where(moves, child, descent.node)), stops
 
     def end_descent(self, tree, record, state, descent: InFlight, path, depth) -> InFlight:
         """The path's last node counts it too (a pending child is counted apart)."""
         rows = tree_lib.batch_rows(tree.batch_size)
-        return descent.add_visit(rows, descent.node, descent.path_enabled)
+        return descent.add_visit(rows, descent.node, descent.path_enabled, self.count_bits)
 
     def edges_of_leaf(self, tree, record, leaf, embedding, plugins):
         """The P leaves' edges; only the first path of each distinct edge creates."""
