@@ -224,3 +224,13 @@ def test_root_moves_at_equal_simulations_stay_close_to_one_path_per_step():
             chosen = np.asarray(jnp.argmax(out.search_tree.summary().visit_counts, axis=-1))
             shares.append(optimal[np.arange(len(codes)), chosen].mean())
         assert abs(shares[1] - shares[0]) <= 0.06, shares
+
+
+def test_more_steps_than_the_in_flight_counter_holds_is_a_clear_error():
+    # P = 2**20 keeps 21 bits for the count of a node's paths, so 2**10 steps fit;
+    # the call is refused before anything is built or traced.
+    root, illegal = PROBLEM.root(random_root_codes(1, B))
+    paths = 2 ** 20
+    with pytest.raises(ValueError, match="simulations_per_step=1048576 makes 1025 steps"):
+        mcts_jax.uct_policy(None, jax.random.key(0), root, PROBLEM.recurrent_fn,
+                            paths * 1025, invalid_actions=illegal, simulations_per_step=paths)
