@@ -19,9 +19,9 @@ import-linter contract). Features plug in through the hooks of `plugin.py`
 phases call each hook at its point and never ask which plug-in they hold.
 With no plug-in (a plain search) the hooks change nothing. Graph search
 (graph.py), expand-all (expand_all.py), replayed embeddings
-(replay_embeddings.py), mctx's semantics (mctx_semantics.py), the
-MCTS-solver (solver.py) and the screen of a user's rule (rule_screen.py)
-are such plug-ins.
+(replay_embeddings.py), mctx's semantics (mctx_semantics.py), several
+paths per step (parallel.py), the MCTS-solver (solver.py) and the screen
+of a user's rule (rule_screen.py) are such plug-ins.
 
 `simulate` is the one driver: a step descends once per row (`select_leaf`),
 or as a plug-in says (`SearchPlugin.select_leaves`: parallel.py's
