@@ -70,7 +70,6 @@ class InFlight:
       enabled: [B, P] bool, the path runs this step (the last step may run
         fewer).
       node: [B] int32, where the descent is (a descent's own).
-      path_enabled: [B] bool, this descent's path runs (a descent's own).
     """
 
     visits: chex.Array
@@ -80,7 +79,6 @@ class InFlight:
     pending: chex.Array
     enabled: chex.Array
     node: chex.Array
-    path_enabled: chex.Array
 
     def in_flight_at(self, rows: chex.Array, node: chex.Array, bits: int) -> chex.Array:
         """The virtual visits of `node` (like `rows`) this step."""
@@ -138,7 +136,7 @@ class ParallelPaths(plugin.SearchPlugin):
         return InFlight(visits=jnp.full((batch_size, max_nodes), -1, jnp.int32),
                         step=jnp.zeros((), jnp.int32), pending_node=per_path,
                         pending_slot=per_path, pending=per_path > 0, enabled=per_path > 0,
-                        node=per_path[:, 0], path_enabled=per_path[:, 0] > 0)
+                        node=per_path[:, 0])
 
     def select_leaves(self, tree, record, rules, max_depth, plugins, select_key, searching,
                       states, step):
@@ -155,8 +153,7 @@ class ParallelPaths(plugin.SearchPlugin):
 
         def one_path(p, carry):
             nodes, slots, expands, states = carry
-            own = states[mine].replace(pending_node=nodes, pending_slot=slots, pending=expands,
-                                       enabled=enabled, step=jnp.asarray(step, jnp.int32))
+            own = states[mine].replace(pending_node=nodes, pending_slot=slots, pending=expands)
             states = states[:mine] + (own,) + states[mine + 1:]
             leaf = phases.select_leaf(tree, rules, max_depth, plugins, path_keys[p],
                                       searching & enabled[:, p], states=states, path=p,
@@ -164,6 +161,8 @@ class ParallelPaths(plugin.SearchPlugin):
             return (nodes.at[:, p].set(leaf.node), slots.at[:, p].set(leaf.slot),
                     expands.at[:, p].set(leaf.expand), leaf.states)
 
+        step_state = states[mine].replace(enabled=enabled, step=jnp.asarray(step, jnp.int32))
+        states = states[:mine] + (step_state,) + states[mine + 1:]
         nodes, slots, expands, states = jax.lax.fori_loop(
             0, num_per_step, one_path,
             (empty, empty, jnp.zeros((batch_size, num_per_step), jnp.bool_), states))
@@ -173,8 +172,7 @@ class ParallelPaths(plugin.SearchPlugin):
 
     def start_descent(self, tree, record, state: InFlight, path, stamp) -> InFlight:
         """Path `path` leaves the root."""
-        return state.replace(node=jnp.full((tree.batch_size,), tree_lib.ROOT_INDEX, jnp.int32),
-                             path_enabled=state.enabled[:, path])
+        return state.replace(node=jnp.full((tree.batch_size,), tree_lib.ROOT_INDEX, jnp.int32))
 
     def stats_in_descent(self, tree, record, descent: InFlight, node, stats):
         """`stats` of `node` [B] with the step's earlier paths counted (see
@@ -211,7 +209,7 @@ class ParallelPaths(plugin.SearchPlugin):
     def end_descent(self, tree, record, state, descent: InFlight, path, depth) -> InFlight:
         """The path's last node counts it too (a pending child is counted apart)."""
         rows = tree_lib.batch_rows(tree.batch_size)
-        return descent.add_visit(rows, descent.node, descent.path_enabled, self.count_bits)
+        return descent.add_visit(rows, descent.node, descent.enabled[:, path], self.count_bits)
 
     def edges_of_leaf(self, tree, record, leaf, embedding, plugins):
         """The P leaves' edges; only the first path of each distinct edge creates."""
