@@ -81,9 +81,11 @@ def programs_of(library: str, cells: dict, folder: str, side: str) -> dict:
 
 
 def numbered_alike(lines):
-    """Instruction lines with every `%name.N` and `name.N` suffix dropped, so
-    a renumbering alone is no difference."""
-    return [re.sub(r"([%\w\-]+)\.\d+\b", r"\1", line) for line in lines]
+    """Instruction lines with every `%name.N` and `name.N` suffix dropped
+    (and the number of a `region_N` computation), so a renumbering alone is
+    no difference."""
+    return [re.sub(r"\bregion_\d+", "region", re.sub(r"([%\w\-]+)\.\d+\b", r"\1", line))
+            for line in lines]
 
 
 def main(argv=None) -> int:
@@ -92,6 +94,8 @@ def main(argv=None) -> int:
     parser.add_argument("--cells", nargs="*", default=list(CELLS), choices=list(CELLS))
     parser.add_argument("--no-save", action="store_true")
     parser.add_argument("--name", default="same_program")
+    parser.add_argument("--show-diff", action="store_true",
+                        help="print each cell's differing lines (numbered alike)")
     args = parser.parse_args(argv)
     cells = {name: CELLS[name] for name in args.cells}
     with tempfile.TemporaryDirectory() as folder:
@@ -110,6 +114,8 @@ def main(argv=None) -> int:
         renumbered_diff = [line for line in difflib.unified_diff(
             numbered_alike(a), numbered_alike(b), lineterm="", n=0)
             if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+        if args.show_diff and renumbered_diff:
+            print(f"{name}:", *renumbered_diff, sep="\n  ")
         rows.append(dict(cell=name, identical=a == b, instructions_before=len(a),
                          instructions_after=len(b),
                          lines_differing_renumbered=len(renumbered_diff)))

@@ -56,13 +56,6 @@ from mcts_jax.plugin import Backup, LeafChoice, Plugins
 from mcts_jax.selection import Rules, check_slot_values
 
 
-def split_rows(keys: chex.Array) -> tuple[chex.Array, chex.Array]:
-    """Splits each row's key [B] in two, as mctx's descent does per step:
-    (the row's next key, this step's key)."""
-    pairs = jax.vmap(jax.random.split)(keys)
-    return pairs[:, 0], pairs[:, 1]
-
-
 class Descent(NamedTuple):
     """The carry of `select_leaf`'s loop, per row [B]: where the descent is,
     the slot it chose last, its depth, whether it goes on, whether it ends at
@@ -88,21 +81,29 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
     rule's NaN)."""
     rows = tree_lib.batch_rows(tree.batch_size)
     node, depth, active = state.node, state.depth, state.active
-    keys, step_keys = split_rows(state.keys)
-    stats = plugin.thread(plugins, "stats_in_descent", tree, node,
-                          tree_lib.children_stats(tree, node, depth, step_keys),
-                          per_plugin=(state.descents,))
-    stats = plugin.thread(plugins, "stats_seen", tree, node, stats)
+    # Each row's key [B] split in two, as mctx's descent splits it per step:
+    # the row's next key, and this step's key (`stats.rng_key`).
+    pairs = jax.vmap(jax.random.split)(state.keys)
+    keys, step_keys = pairs[:, 0], pairs[:, 1]
+    records = tree.plugin_records  # one per plug-in
+    stats = tree_lib.children_stats(tree, node, depth, step_keys)
+    for each, record, descent in zip(plugins, records, state.descents):
+        stats = each.stats_in_descent(tree, record, descent, node, stats)
+    for each, record in zip(plugins, records):
+        stats = each.stats_seen(tree, record, node, stats)
     scores = score_fn(tree, node, stats)
     check_slot_values(scores, name, score_fn, tree.batch_size, tree.num_slots)
-    opened = plugin.open_slots(plugins, tree, stats)
+    opened = None  # the slots every plug-in opens (None: no plug-in closes any)
+    for each, record in zip(plugins, records):
+        mask = each.open_slots(tree, record, stats)
+        if mask is not None:
+            opened = mask if opened is None else jnp.logical_and(opened, mask)
     descents = state.descents
     screen = plugin.replacing(plugins, "screen_scores")
     if screen is not None:
         index, each = screen
-        descent, scores = each.screen_scores(tree, plugin.records_of(plugins, tree)[index],
-                                             descents[index], score_fn, scores, stats, opened,
-                                             active)
+        descent, scores = each.screen_scores(tree, records[index], descents[index], score_fn,
+                                             scores, stats, opened, active)
         descents = descents[:index] + (descent,) + descents[index + 1:]
     elif opened is not None:
         scores = jnp.where(opened, scores, -jnp.inf)
@@ -113,10 +114,16 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
     next_depth = depth + 1
     next_node = jnp.where(can_descend, child, node)
     stops_below = tree.is_terminal[rows, next_node] | (next_depth >= max_depth)
-    descents, stops_below = plugin.descend(plugins, tree, descents, depth, slot, child,
-                                           stats.visits[rows, slot], can_descend, stops_below)
+    after = []
+    for each, record, descent in zip(plugins, records, descents):
+        descent, stops_below = each.descend(tree, record, descent, depth, slot, child,
+                                            stats.visits[rows, slot], can_descend, stops_below)
+        after.append(descent)
+    descents = tuple(after)
     # A full tree expands nothing (a plug-in may say otherwise: a graph links).
-    has_room = plugin.thread(plugins, "has_room", tree, tree.num_nodes < tree.max_nodes)
+    has_room = tree.num_nodes < tree.max_nodes
+    for each, record in zip(plugins, records):
+        has_room = each.has_room(tree, record, has_room)
     expand = active & has_legal_child & (child == tree_lib.UNEXPANDED) & has_room
     return Descent(
         node=next_node,
@@ -155,7 +162,8 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
         active=searching,
         expand=jnp.zeros((batch_size,), jnp.bool_),
         keys=row_keys,
-        descents=plugin.each(plugins, "start_descent", tree, path, stamp, per_plugin=(states,)),
+        descents=tuple(each.start_descent(tree, record, own, path, stamp)
+                       for each, record, own in zip(plugins, tree.plugin_records, states)),
     )
     step = functools.partial(descend_one_step, tree, max_depth=max_depth, plugins=plugins)
     one_rule = rules.at_root is rules.below_root
@@ -169,8 +177,9 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
     state = jax.lax.while_loop(lambda state: jnp.any(state.active),
                                lambda state: step(state, rules.below_root, loop_name), state)
     return LeafChoice(node=state.node, slot=state.slot, expand=state.expand, runs=searching,
-                      states=plugin.each(plugins, "end_descent", tree, path, state.depth,
-                                         per_plugin=(states, state.descents)))
+                      states=tuple(each.end_descent(tree, record, own, descent, path, state.depth)
+                                   for each, record, own, descent
+                                   in zip(plugins, tree.plugin_records, states, state.descents)))
 
 
 def check_recurrent_output(output: base.RecurrentFnOutput, batch_size: int,
@@ -213,7 +222,9 @@ def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree,
     searched like any other). The prior logits are kept where the tree
     keeps them (`write_new_nodes`)."""
     discount = output.discount.astype(jnp.float32)
-    terminal = plugin.thread(plugins, "is_terminal", tree, discount, discount == 0)
+    terminal = discount == 0
+    for each, record in zip(plugins, tree.plugin_records):
+        terminal = each.is_terminal(tree, record, discount, terminal)
     value = jnp.where(terminal, 0.0,
                       tree_lib.to_internal_scale(output.value.astype(jnp.float32),
                                                  tree.value_range))
@@ -307,7 +318,8 @@ def revisit(tree: tree_lib.Tree, node: chex.Array, plugins: Plugins,
     `runs` (bool like `node`: the rows that search, the paths that run)
     adds nothing."""
     count = runs.astype(node.dtype)
-    count = plugin.thread(plugins, "revisit_count", tree, node, count)
+    for each, record in zip(plugins, tree.plugin_records):
+        count = each.revisit_count(tree, record, node, count)
     return Backup(start=node, count=count,
                   value=count * tree_lib.gather_nodes(tree.raw_values, node))
 
@@ -340,8 +352,8 @@ def leaf_embeddings(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.T
     if replacer is None:
         return read_embeddings(tree, node)
     index, each = replacer
-    return each.leaf_embeddings(tree, plugin.records_of(plugins, tree)[index], params, rng_key,
-                                recurrent_fn, node)
+    return each.leaf_embeddings(tree, tree.plugin_records[index], params, rng_key, recurrent_fn,
+                                node)
 
 
 def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
@@ -377,10 +389,11 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     max_nodes = tree.max_nodes
     edge_shape = parent.shape
     size = math.prod(edge_shape)
+    records = tree.plugin_records  # one per plug-in
     action = tree_lib.edge_actions(tree, parent, slot)
-    edge_action = action
-    if plugin.overridden(plugins, "edge_action"):  # e.g. a sampled node's stored action
-        edge_action = plugin.thread(plugins, "edge_action", tree, parent, slot, action)
+    edge_action = action  # what recurrent_fn gets (a plug-in may say: a sampled node's action)
+    for each, record in zip(plugins, records):
+        edge_action = each.edge_action(tree, record, parent, slot, edge_action)
     flat = lambda x: x.reshape((size,) + x.shape[len(edge_shape):])  # noqa: E731
     flat_embedding = jax.tree.map(flat, parent_embedding)
     output, embedding = validation.recurrent_result(
@@ -400,19 +413,25 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     else:
         index, each = linker
         tree, new, new_index, created, new_visits = each.link(
-            tree, plugin.records_of(plugins, tree)[index], states[index], parent, slot,
-            creates, new, embedding)
+            tree, records[index], states[index], parent, slot, creates, new, embedding)
+        records = tree.plugin_records
     write_at = jnp.where(created, new_index, max_nodes)
     tree = write_new_nodes(tree, write_at, parent, action, new, embedding, visits=new_visits)
-    tree = plugin.new_nodes(plugins, tree, write_at, new, entries)  # each plug-in's own arrays
+    # Each plug-in's own arrays for the new nodes (an `evaluated` entry as `new.entry`).
+    entries = entries or (None,) * len(plugins)
+    tree = tree.replace(plugin_records=tuple(
+        each.new_nodes(tree, record, write_at, new if entry is None else new.replace(entry=entry))
+        for each, record, entry in zip(plugins, records, entries)))
     rows = tree_lib.batch_rows(tree.batch_size)[:, None]
     # Where the parent's slot points now: a created node, or one a plug-in linked.
     reached = creates & (new_index < max_nodes)
+    used = tree.num_nodes + jnp.sum(created, axis=1, dtype=jnp.int32)
+    for each, record in zip(plugins, tree.plugin_records):
+        used = each.nodes_used(tree, record, used)
     tree = tree.replace(
         children=tree.children.at[rows, jnp.where(reached, parent, max_nodes), slot].set(
             new_index.astype(tree.children.dtype), mode="drop"),
-        num_nodes=plugin.thread(plugins, "nodes_used", tree,
-                                    tree.num_nodes + jnp.sum(created, axis=1, dtype=jnp.int32)))
+        num_nodes=used)
     return tree, new, new_index, reached
 
 
@@ -428,8 +447,7 @@ def edges_of_leaf(tree: tree_lib.Tree, leaf: LeafChoice, parent_embedding: Any,
         return (leaf.node[:, None], leaf.slot[:, None], leaf.expand[:, None],
                 jax.tree.map(functools.partial(jnp.expand_dims, axis=1), parent_embedding), 0)
     index, each = replacer
-    return each.edges_of_leaf(tree, plugin.records_of(plugins, tree)[index], leaf,
-                              parent_embedding, plugins)
+    return each.edges_of_leaf(tree, tree.plugin_records[index], leaf, parent_embedding, plugins)
 
 
 def backup_of_edges(tree: tree_lib.Tree, leaf: LeafChoice, new: NewNodes,
@@ -445,11 +463,11 @@ def backup_of_edges(tree: tree_lib.Tree, leaf: LeafChoice, new: NewNodes,
     replacer = plugin.replacing(plugins, "backup_of_edges")
     if replacer is not None:
         index, each = replacer
-        return each.backup_of_edges(tree, plugin.records_of(plugins, tree)[index], leaf, new,
-                                    new_index, reached, again, plugins)
+        return each.backup_of_edges(tree, tree.plugin_records[index], leaf, new, new_index,
+                                    reached, again, plugins)
     made = reached[:, 0]
-    states = plugin.each(plugins, "backs_up", tree, leaf.slot, new_index[:, 0], made,
-                         per_plugin=(leaf.states,))
+    states = tuple(each.backs_up(tree, record, state, leaf.slot, new_index[:, 0], made)
+                   for each, record, state in zip(plugins, tree.plugin_records, leaf.states))
     return Backup(start=jnp.where(made, new_index[:, 0], again.start),
                   count=jnp.where(made, 1, again.count),
                   value=jnp.where(made, new.value[:, 0], again.value), states=states)
@@ -486,8 +504,8 @@ def backup(tree: tree_lib.Tree, update: Backup, plugins: Plugins) -> tree_lib.Tr
     walker = plugin.replacing(plugins, "backup")
     if walker is not None:
         index, each = walker
-        return each.backup(tree, plugin.records_of(plugins, tree)[index], update.states[index],
-                           update, plugins)
+        return each.backup(tree, tree.plugin_records[index], update.states[index], update,
+                           plugins)
     batch_size, max_nodes = tree.batch_size, tree.max_nodes
     rows = tree_lib.batch_rows(batch_size).reshape((-1,) + (1,) * (update.start.ndim - 1))
 
@@ -496,8 +514,8 @@ def backup(tree: tree_lib.Tree, update: Backup, plugins: Plugins) -> tree_lib.Tr
         on_path = node >= 0
         write_at = jnp.where(on_path, node, max_nodes)
         safe_node = jnp.maximum(node, 0)
-        plugin_states = plugin.each(plugins, "back_up_node", tree, safe_node, on_path,
-                                    per_plugin=(state.plugin_states,), with_record=False)
+        plugin_states = tuple(each.back_up_node(tree, plugin_state, safe_node, on_path)
+                              for each, plugin_state in zip(plugins, state.plugin_states))
         return BackupCarry(
             node_visits=state.node_visits.at[rows, write_at].add(count, mode="drop"),
             value_sums=state.value_sums.at[rows, write_at].add(value, mode="drop"),
@@ -507,12 +525,17 @@ def backup(tree: tree_lib.Tree, update: Backup, plugins: Plugins) -> tree_lib.Tr
             value=count * tree.rewards[rows, safe_node] + tree.discounts[rows, safe_node] * value)
 
     state = BackupCarry(node_visits=tree.node_visits, value_sums=tree.value_sums,
-                        plugin_states=plugin.each(plugins, "backup_state", tree),
+                        plugin_states=tuple(each.backup_state(tree, record) for each, record
+                                            in zip(plugins, tree.plugin_records)),
                         node=jnp.where(update.count > 0, update.start, tree_lib.NO_PARENT),
                         count=update.count, value=update.value)
     state = jax.lax.while_loop(lambda state: jnp.any(state.node >= 0), body, state)
     tree = tree.replace(node_visits=state.node_visits, value_sums=state.value_sums)
-    return plugin.after_backup(plugins, tree, state.plugin_states)
+    records = []  # each plug-in closes its backup (default: its carried state is its record)
+    for each, plugin_state in zip(plugins, state.plugin_states):
+        tree, record = each.after_backup(tree, plugin_state)
+        records.append(record)
+    return tree.replace(plugin_records=tuple(records))
 
 
 def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
@@ -522,8 +545,9 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
     The body of the search loop (`run_simulations`); `carry` is (key, tree,
     what each plug-in carries between simulations
     (`SearchPlugin.search_state`, a tuple), and `budget_rows`
-    (`rows_at_step`)). A row the plug-ins take out (`plugin.rows_searching`)
-    does nothing. The step descends once per row (`select_leaves`; with P
+    (`run_simulations`: None, or what `count_step` says of the rows that
+    search)). A row the plug-ins take out (`plugin.rows_searching`) does
+    nothing. The step descends once per row (`select_leaves`; with P
     paths per step, P times) and expands and backs up whatever leading
     shape the descents have.
 
@@ -534,7 +558,10 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
     numbers, and the recurrent_fn keys do not depend on the batch size.
     """
     key, tree, states, budget_rows = carry
-    searching = rows_at_step(plugins, tree, budget_rows)
+    # The rows that search this step: every row, unless a plug-in may stop
+    # rows (`run_simulations`: then the answer at the end of the last step).
+    searching = (jnp.ones((tree.batch_size,), jnp.bool_) if budget_rows is None
+                 else budget_rows[1])
     key, select_key, expand_key = jax.random.split(key, 3)
     leaf, spent = select_leaves(tree, rules, options.depth_limit, plugins, select_key,
                                 searching, states, simulation_index)
@@ -545,7 +572,8 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
                                            plugins=plugins, states=leaf.states)
     update = backup_of_edges(tree, leaf, new, new_index, reached, plugins)
     tree = backup(tree, update, plugins)
-    budget_rows = count_step(plugins, tree, budget_rows, spent, options.num_simulations)
+    if budget_rows is not None:
+        budget_rows = count_step(plugins, tree, budget_rows, spent, options.num_simulations)
     return key, tree, update.states, budget_rows
 
 
@@ -563,27 +591,16 @@ def select_leaves(tree: tree_lib.Tree, rules: Rules, max_depth: int, plugins: Pl
                            states=states, stamp=step + 1)
         return leaf, searching.astype(jnp.int32)
     index, each = replacer
-    return each.select_leaves(tree, plugin.records_of(plugins, tree)[index], rules, max_depth,
-                              plugins, select_key, searching, states, step)
-
-
-def rows_at_step(plugins: Plugins, tree: tree_lib.Tree, budget_rows) -> chex.Array:
-    """[B] bool: the rows that search this step. Where the loop counts each
-    row's simulations, `budget_rows` is (spent [B] int32, searching [B]
-    bool), the plug-ins' answer at the end of the last step (`count_step`),
-    so they are asked once per step and the loop's condition reads the same
-    answer; else (None) the plug-ins' answer for `tree`."""
-    if budget_rows is None:
-        return plugin.rows_searching(plugins, tree, tree.batch_size)
-    return budget_rows[1]
+    return each.select_leaves(tree, tree.plugin_records[index], rules, max_depth, plugins,
+                              select_key, searching, states, step)
 
 
 def count_step(plugins: Plugins, tree: tree_lib.Tree, budget_rows, spent_now: chex.Array,
                total: int):
-    """`budget_rows` after a step that spent `spent_now` [B] simulations per
-    row (None stays None): the rows that search the next step."""
-    if budget_rows is None:
-        return None
+    """`budget_rows` (spent [B] int32, searching [B] bool) after a step that
+    spent `spent_now` [B] simulations per row: the plug-ins are asked once
+    per step which rows search the next one, and the loop's condition
+    (`run_simulations`) reads the same answer."""
     spent = budget_rows[0] + spent_now
     return spent, plugin.rows_searching(plugins, tree, tree.batch_size, spent, total)
 
@@ -595,7 +612,7 @@ def run_simulations(body, carry: tuple, num_steps: int, options: SearchOptions,
     dropped. When a plug-in may stop rows (`plugin.may_stop_rows`: the
     solver, a stop rule) `budget_rows` is (spent [B] int32: the simulations
     each row has run, searching [B] bool: the rows that search the next
-    step; `rows_at_step`), else None. With such a plug-in and the default
+    step; `count_step`), else None. With such a plug-in and the default
     `loop_fn` the loop ends as soon as no row searches: a batch decided
     early costs less time, and its trees are those of the whole loop (a
     stopped row does nothing in a simulation)."""

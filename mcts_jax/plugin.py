@@ -519,9 +519,11 @@ def each(plugins: Plugins, hook: str, tree: Any, *args, per_plugin: tuple = (),
     """Every plug-in's `hook`, in order: a tuple of their results, one per
     plug-in (() with no plug-in). Plug-in i is called as `hook(tree, its
     record, per_plugin[0][i], per_plugin[1][i], ..., *args)` (`with_record`
-    False: no record, as `back_up_node` takes none). The phases call
-    `search_state`, `start_descent`, `end_descent`, `backs_up`,
-    `backup_state`, `back_up_node` (and `init_record`) this way."""
+    False: no record, as `back_up_node` takes none). For a plug-in that
+    relays hooks to the others (graph.py's backup walk, parallel.py's
+    backup); the phases write each hook call as a plain loop over
+    `zip(plugins, tree.plugin_records)`, so a reader of the plain search
+    sees the call without opening this module."""
     records = records_of(plugins, tree) if with_record else (None,) * len(plugins)
     return tuple(getattr(each_plugin, hook)(tree, *((record,) if with_record else ()),
                                             *(own[index] for own in per_plugin), *args)
@@ -532,9 +534,8 @@ def thread(plugins: Plugins, hook: str, tree: Any, *args, per_plugin: tuple = ()
     """The last of `args` as every plug-in's `hook` in turn passes it on:
     plug-in i is called as `hook(tree, its record, per_plugin[0][i], ...,
     *args[:-1], value)` with the value plug-in i - 1 returned (with no
-    plug-in: `args[-1]` as it is). The phases call `stats_in_descent`,
-    `stats_seen`, `has_room`, `is_terminal`, `nodes_used`, `revisit_count`
-    and `edge_action` this way."""
+    plug-in: `args[-1]` as it is). For a plug-in that relays a hook to the
+    others (expand_all.py's `has_room`)."""
     *fixed, value = args
     for index, (each_plugin, record) in enumerate(zip(plugins, records_of(plugins, tree))):
         value = getattr(each_plugin, hook)(tree, record, *(own[index] for own in per_plugin),

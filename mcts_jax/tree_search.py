@@ -73,8 +73,7 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
                                else None)
     fresh = fresh.replace(extra_data=extra_data,
                           num_chance_outcomes=options.num_chance_outcomes)
-    fresh = fresh.replace(plugin_records=plugin.each(plugins, "init_record", fresh,
-                                                     with_record=False))
+    fresh = fresh.replace(plugin_records=tuple(each.init_record(fresh) for each in plugins))
     if root_entries is not None:  # the root's entries of the plug-ins' `evaluated`
         fresh = plugin.root_records(plugins, fresh, root_entries)
     if options.transpositions:
@@ -178,7 +177,8 @@ def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
                                  rules=rules, options=options, plugins=plugins)
     paths = options.simulations_per_step  # P paths per step (parallel.py), each a simulation
     descents = (tree.batch_size,) + ((paths,) if paths > 1 else ())
-    states = plugin.each(plugins, "search_state", tree, descents)
+    states = tuple(each.search_state(tree, record, descents)
+                   for each, record in zip(plugins, tree.plugin_records))
     _, tree, states = phases.run_simulations(
         simulate, (search_key, tree, states), -(-options.num_simulations // paths), options,
         plugins)
