@@ -32,8 +32,19 @@ from benchmarks import gpu_search, harness
 
 FULL_SIMULATIONS = (32, 64, 128, 256, 512, 1024, 2048, 4096)
 QUICK_SIMULATIONS = (32, 128, 512)
-COLUMNS = ["simulations", "side", "mean_depth", "ns_per_edge", "ns_per_edge_min",
+COLUMNS = ["simulations", "side", "tree_kib", "mean_depth", "ns_per_edge", "ns_per_edge_min",
            "ns_per_edge_max", "us_per_simulation", "ours/mctx edges per s", "compile_s"]
+
+
+def tree_kib(batch_size: int, num_actions: int, max_nodes: int) -> float:
+    """KiB of our B dense trees of `max_nodes` nodes on the hashed problem
+    (one uint32 code per node stored), exact (`mcts_jax.memory.tree_memory`):
+    where this passes a cache's size, each step's reads start to miss it."""
+    import jax.numpy as jnp
+    from mcts_jax import memory
+    report = memory.tree_memory(jnp.zeros((batch_size,), jnp.uint32), num_actions=num_actions,
+                                batch_size=batch_size, max_nodes=max_nodes)
+    return report.total_bytes / 1024
 
 
 def measure(batch_size: int, num_actions: int, simulations: Sequence[int], rounds: int,
@@ -47,6 +58,7 @@ def measure(batch_size: int, num_actions: int, simulations: Sequence[int], round
     for num_simulations in simulations:
         for row in gpu_search.tree_step_rows(batch_size, num_actions, num_simulations, rounds,
                                              seed, sides=sides):
+            row["tree_kib"] = tree_kib(batch_size, num_actions, num_simulations + 1)
             rows.append(row)
             log(harness.markdown_table(COLUMNS, [row]).splitlines()[-1])
     return rows
