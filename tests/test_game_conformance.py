@@ -7,8 +7,8 @@ Per game, checked against pgx's own `env.step` and `env.init`:
     field, the observation, legal mask, rewards, termination) as stepping the
     full pgx state, and the number of legal moves never exceeds the
     registry's bound;
-  - a search with random playouts runs from 64 initial states and picks
-    legal moves (in the compact layout with K = the legal-move bound where
+  - a search with random playouts runs from SEARCH_BATCH initial states and
+    picks legal moves (in the compact layout with K = the legal-move bound where
     that is smaller than A);
   - `--preset tiny` (without its evaluation matches) trains in process (`loop.open_run` + `loop.train`) and
     writes its metrics; the checkpoint it leaves restores the network that
@@ -53,6 +53,11 @@ WALK_PLIES = {"go_19x19": 24, "shogi": 24, "chess": 300}
 NO_MATCHES = dict(eval_games=0, final_games=0, solver_positions=0, solver_games=0,
                   final_solver_positions=0)
 TIMES = {}  # per game and check: seconds (printed with -s)
+# Rows of the random-playout search. The check (legal moves, 4 visits a row,
+# none on an illegal move) is per row and the rows start from pgx's initial
+# states, so more rows add run time, not cases: at 64 rows shogi's search ran
+# 5 s after its 16 s of compiling, at 8 rows 0.5 s.
+SEARCH_BATCH = 8
 
 
 @pytest.fixture(autouse=True)
@@ -224,13 +229,13 @@ def test_search_with_random_playouts_picks_legal_moves(name):
     layout = ({} if game.max_legal_moves >= game.num_actions
               else dict(max_children=game.max_legal_moves))
     with _timed(name, "search"):
-        states = game.init(jax.random.key(3), 64)
+        states = game.init(jax.random.key(3), SEARCH_BATCH)
         root, invalid = game.root(None, jax.random.key(4), states, evaluator)
         out = mcts_jax.uct_policy(None, jax.random.key(5), root, game.recurrent_fn(evaluator),
                                   4, invalid_actions=invalid, **layout)
     action = np.asarray(out.action)
     legal = np.asarray(states.legal_action_mask)
-    assert legal[np.arange(64), action].all()
+    assert legal[np.arange(SEARCH_BATCH), action].all()
     visits = np.asarray(out.search_tree.summary().visit_counts)
     assert (visits.sum(axis=1) == 4).all() and not (visits * ~legal).any()
 
