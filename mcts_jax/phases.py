@@ -616,6 +616,10 @@ def run_simulations(body, carry: tuple, num_steps: int, options: SearchOptions,
     `loop_fn` the loop ends as soon as no row searches: a batch decided
     early costs less time, and its trees are those of the whole loop (a
     stopped row does nothing in a simulation)."""
+    if len(carry[1].plugin_records) != len(plugins):  # the phases zip the two
+        raise ValueError(f"the tree holds {len(carry[1].plugin_records)} plug-in records for "
+                         f"{len(plugins)} plug-ins: start the search from "
+                         f"tree_search.start_tree with the same plug-ins")
     if not plugin.may_stop_rows(plugins):
         return options.loop_fn(0, num_steps, body, carry + (None,))[:-1]
     tree = carry[1]

@@ -218,6 +218,17 @@ def test_the_plugin_helpers_call_nothing_without_plugins():
     assert plugin.open_slots((), tree, None) is None
 
 
+def test_the_loop_refuses_a_tree_without_a_record_per_plugin():
+    """The phases pair each plug-in with its record (`zip`); a tree made for
+    other plug-ins would silently skip hooks, so the loop refuses it."""
+    from mcts_jax import phases, tree_search
+    options = mcts_jax.SearchOptions().resolve(ROOT, None, 4)
+    tree = tree_search.start_tree(jax.random.key(0), ROOT, None, options, None, plugins=())
+    with pytest.raises(ValueError, match="0 plug-in records for 1 plug-ins"):
+        phases.run_simulations(lambda step, carry: carry, (jax.random.key(0), tree, (None,)),
+                               1, options, (MaxBackup(),))
+
+
 def test_the_plugin_in_self_play_with_tree_reuse():
     policy = mcts_jax.AlphaZeroPolicy.make(plugins=(MaxBackup(),), max_nodes=12)
     play_checked_moves(policy, num_simulations=8, num_games=4, moves=4, reuse_tree=True)
