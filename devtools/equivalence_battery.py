@@ -32,6 +32,7 @@ sys.path.insert(0, LIBRARY)
 os.chdir(LIBRARY)
 
 import functools  # noqa: E402
+import re  # noqa: E402
 import warnings  # noqa: E402
 
 import jax  # noqa: E402
@@ -351,7 +352,10 @@ def flatten(prefix, obj, into):
     obj = ours(obj)
     leaves, _ = jax.tree_util.tree_flatten_with_path(obj)
     for path, leaf in leaves:
-        name = prefix + jax.tree_util.keystr(path)
+        # A graph's arrays by their names, whether the tree holds them as
+        # fields (before stop 77) or its plug-in's record holds them.
+        name = prefix + re.sub(r"\.plugin_records\[\d+\](?=\.(edge_visits|position_keys|"
+                                r"transposition_table)\b)", "", jax.tree_util.keystr(path))
         assert name not in into, name
         into[name] = np.asarray(leaf)
     tree = getattr(obj, "search_tree", obj)

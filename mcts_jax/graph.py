@@ -150,20 +150,46 @@ def _probe_slots(keys: chex.Array, table_slots: int) -> chex.Array:
     return (slots & jnp.uint32(table_slots - 1)).astype(jnp.int32)
 
 
-def start_graph(tree: tree_lib.Tree, root_keys: chex.Array) -> tree_lib.Tree:
-    """A fresh tree (the root only, `tree_lib.init_tree`) made a graph: edge
-    visits 0, the root's key `root_keys` [B, 2] stored and entered in an
-    otherwise empty table."""
+@chex.dataclass(frozen=True)
+class GraphRecord:
+    """A graph search's own arrays (`GraphSearch`'s plug-in record, in
+    `tree.plugin_records`; the tree reads them as `tree.edge_visits`,
+    `tree.position_keys` and `tree.transposition_table`).
+
+    Attributes:
+      edge_visits: [B, N, K] int32, simulations through each edge.
+      position_keys: [B, N, 2] uint32, the 64-bit key of each node's position.
+      transposition_table: [B, T] int32, each row's hash table from keys to
+        nodes (`tree_lib.FREE_SLOT`: a free slot), T the power of two >= 2N.
+    """
+
+    edge_visits: chex.Array
+    position_keys: chex.Array
+    transposition_table: chex.Array
+    is_graph_record = True  # how the tree finds it (`Tree.graph_record`)
+
+
+def start_record(tree: tree_lib.Tree, root_keys: chex.Array) -> GraphRecord:
+    """The record of a fresh tree (the root only, `tree_lib.init_tree`):
+    edge visits 0, the root's key `root_keys` [B, 2] stored and entered in
+    an otherwise empty table."""
     batch_size, max_nodes = tree.batch_size, tree.max_nodes
     rows = tree_lib.batch_rows(batch_size)
     table = jnp.full((batch_size, table_size(max_nodes)), tree_lib.FREE_SLOT, jnp.int32)
-    return tree.replace(
+    return GraphRecord(
         edge_visits=jnp.zeros(tree.children.shape, jnp.int32),
         position_keys=jnp.zeros((batch_size, max_nodes, 2), jnp.uint32).at[
             :, tree_lib.ROOT_INDEX].set(root_keys),
         transposition_table=table.at[
             rows, _home_slot(root_keys, table.shape[1]).astype(jnp.int32)].set(
                 tree_lib.ROOT_INDEX))
+
+
+def with_graph(tree: tree_lib.Tree, **arrays) -> tree_lib.Tree:
+    """`tree` with the named arrays of its graph record replaced."""
+    records = tuple(record.replace(**arrays) if isinstance(record, GraphRecord) else record
+                    for record in tree.plugin_records)
+    return tree.replace(plugin_records=records)
 
 
 # ---- finding and entering positions -------------------------------------------------------
@@ -244,14 +270,16 @@ def link_edges(tree: tree_lib.Tree, keys: chex.Array, reward: chex.Array,
         create = creates[:, e] & ~link & (next_free < max_nodes)
         new_node = jnp.where(create, next_free, max_nodes)
         enter = create & found.has_room & ~cycle
-        tree = tree.replace(transposition_table=tree.transposition_table.at[
+        tree = with_graph(tree, transposition_table=tree.transposition_table.at[
             rows, jnp.where(enter, found.free_slot, tree.transposition_table.shape[1])
         ].set(new_node, mode="drop"))
         if num_edges > 1:  # what the later edges' lookups read of this new node
-            tree = tree.replace(
-                position_keys=tree.position_keys.at[rows, new_node].set(key_e, mode="drop"),
-                rewards=tree.rewards.at[rows, new_node].set(reward[:, e], mode="drop"),
-                discounts=tree.discounts.at[rows, new_node].set(discount[:, e], mode="drop"))
+            tree = with_graph(
+                tree.replace(
+                    rewards=tree.rewards.at[rows, new_node].set(reward[:, e], mode="drop"),
+                    discounts=tree.discounts.at[rows, new_node].set(discount[:, e],
+                                                                    mode="drop")),
+                position_keys=tree.position_keys.at[rows, new_node].set(key_e, mode="drop"))
         target = target.at[:, e].set(jnp.where(link, found.node, new_node))
         return (tree, next_free + create.astype(jnp.int32), target,
                 created.at[:, e].set(create), repetition.at[:, e].set(create & cycle))
@@ -354,8 +382,8 @@ def recomputed(tree: tree_lib.Tree, node_visits, value_sums, edge_visits,
     stand: `1 + sum of its edge visits` and `raw value + sum of edge visits x
     the edge's Q`, Q read as every rule reads it (`tree_lib.children_stats`;
     a terminal or unexpanded node keeps its raw value)."""
-    now = tree.replace(node_visits=node_visits, value_sums=value_sums,
-                       edge_visits=edge_visits)
+    now = with_graph(tree.replace(node_visits=node_visits, value_sums=value_sums),
+                     edge_visits=edge_visits)
 
     def one(node):
         stats = tree_lib.children_stats(now, node)
@@ -399,7 +427,7 @@ def link_new_nodes(tree: tree_lib.Tree, new: Any, keys: chex.Array, creates: che
                 new.slots.codes.dtype),
             priors=jnp.where(repetition[..., None], 0.0, new.slots.priors)),
         solved=new.terminal & ~repetition)
-    return (tree.replace(transposition_table=linked.table), new, linked.target,
+    return (with_graph(tree, transposition_table=linked.table), new, linked.target,
             linked.created)
 
 
@@ -458,8 +486,8 @@ def backup_graph(tree: tree_lib.Tree, update: Any, path: Path, last: chex.Array,
                              plugin_states=plugin.each(plugins, "backup_state", tree),
                              depth=jnp.where(walks, last, -1), slot_below=jnp.zeros_like(last))
     state = jax.lax.while_loop(lambda state: jnp.any(state.depth >= 0), body, state)
-    tree = tree.replace(node_visits=state.node_visits, value_sums=state.value_sums,
-                        edge_visits=state.edge_visits)
+    tree = with_graph(tree.replace(node_visits=state.node_visits, value_sums=state.value_sums),
+                      edge_visits=state.edge_visits)
     return plugin.after_backup(plugins, tree, state.plugin_states)
 
 
@@ -479,8 +507,9 @@ class GraphSearch(plugin.SearchPlugin):
     """Monte Carlo graph search as a plug-in of the search loop (the module
     docstring says what it does); `SearchOptions(transpositions=True)` turns
     it on (`tree_search.search_plugins` builds it from the resolved options).
-    Its arrays are still fields of the tree (`position_keys`,
-    `transposition_table`, `edge_visits`); its hooks: a descent records its
+    Its arrays are its record (`GraphRecord`: `position_keys`,
+    `transposition_table`, `edge_visits`, which the tree reads as
+    properties of the same names); its hooks: a descent records its
     path and stops at a child that knows more or repeats the path, a full
     graph may still link, a new edge finds its position's node, the path's
     last step is recorded, and the backup walks the recorded paths.
@@ -508,6 +537,18 @@ class GraphSearch(plugin.SearchPlugin):
                    key_of_position=key_of_position(options),
                    repetition_value=options.repetition_value_internal(),
                    expand_all=options.expand_all)
+
+    def init_record(self, tree) -> GraphRecord:
+        """The fresh tree's record: its root's position key entered (from
+        the root's stored embedding, node 0 of every row)."""
+        root_embedding = jax.tree.map(lambda leaf: leaf[:, tree_lib.ROOT_INDEX], tree.embeddings)
+        return start_record(tree, position_keys_of(self.key_of_position, root_embedding,
+                                                   tree.batch_size))
+
+    def after_backup(self, tree, state) -> tuple:
+        """The record as the backup walk left it in the tree (what the walk
+        carried for this plug-in is the record from before it)."""
+        return tree, tree.graph_record
 
     def search_state(self, tree, record, lead_shape) -> GraphWalk:
         return GraphWalk(path=empty_path(lead_shape, self.max_depth, self.max_nodes),
@@ -560,11 +601,11 @@ class GraphSearch(plugin.SearchPlugin):
                                                    self.repetition_value)
         rows = tree_lib.batch_rows(tree.batch_size)[:, None]
         max_nodes = tree.max_nodes
-        tree = tree.replace(position_keys=tree.position_keys.at[
+        tree = with_graph(tree, position_keys=tree.position_keys.at[
             rows, jnp.where(created, index, max_nodes)].set(keys, mode="drop"))
         if self.expand_all:  # each child reached is one visit of its edge
             points = creates & (index < max_nodes)
-            tree = tree.replace(edge_visits=tree.edge_visits.at[
+            tree = with_graph(tree, edge_visits=tree.edge_visits.at[
                 rows, jnp.where(points, parent, max_nodes), slot].add(1, mode="drop"))
         return tree, new, index, created, 1
 

@@ -119,13 +119,15 @@ def tree_memory(embedding: Any, num_actions: int, batch_size: int, max_nodes: in
             (-1.0, 1.0), max_children=max_children, slot_key=jax.random.key(0),
             replay_embeddings=replay_embeddings)
         if transpositions:
-            tree = graph.start_graph(tree, jnp.zeros((batch_size, 2), jnp.uint32))
+            tree = tree.replace(plugin_records=(
+                graph.start_record(tree, jnp.zeros((batch_size, 2), jnp.uint32)),))
         return tree
 
     shapes = jax.eval_shape(build, root_embedding)
     array_bytes = {}
     for path, leaf in jax.tree_util.tree_leaves_with_path(shapes):
-        name = jax.tree_util.keystr(path).lstrip(".")
+        # A graph's arrays (its plug-in's record) by their own names.
+        name = jax.tree_util.keystr(path).lstrip(".").replace("plugin_records[0].", "", 1)
         array_bytes[name.replace(".", "/").replace("embeddings/", "embeddings/", 1)] = (
             leaf.size * leaf.dtype.itemsize)
     return MemoryReport(batch_size=batch_size, max_nodes=max_nodes, num_actions=num_actions,

@@ -246,13 +246,6 @@ def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree,
     )
 
 
-# An array write_new_nodes keeps as it is: a free node slot holds the array's
-# empty value already (free slots are never written twice in one search), or
-# a plug-in writes it (graph.GraphSearch.link: the new node's position key).
-KEPT = object()
-FREE_SLOT_VALUE = KEPT
-
-
 def write_new_nodes(tree: tree_lib.Tree, write_at: chex.Array, parent: chex.Array,
                     action: chex.Array, new: NewNodes, embedding,
                     visits: int) -> tree_lib.Tree:
@@ -278,15 +271,12 @@ def write_new_nodes(tree: tree_lib.Tree, write_at: chex.Array, parent: chex.Arra
         priors=new.slots.priors,
         children_actions=new.slots.actions,
         prior_logits=new.prior_logits,
-        edge_visits=KEPT,  # 0: a node slot is written once per search
-        position_keys=KEPT,  # graph.GraphSearch.link writes it
     )
     names = [name for name, _ in tree_lib.tree_arrays()]
     if sorted(values) != sorted(names):
         raise NotImplementedError(f"write_new_nodes writes {sorted(values)} but the tree "
                                   f"declares {sorted(names)}")
     written = {name: getattr(tree, name) if getattr(tree, name) is None
-               or values[name] is KEPT
                else getattr(tree, name).at[rows, write_at].set(values[name], mode="drop")
                for name in names}
     # A storage narrower than the tree is not written (replay_embeddings.py

@@ -149,21 +149,13 @@ class Tree:
         as given (the recurrent_fn's, the root's after the policy's noise), 0
         in a node not yet expanded; None unless the search kept them
         (`SearchOptions.keep_prior_logits`).
-      edge_visits: [B, N, K] int32, simulations through each edge; None
-        unless the search is a graph (`SearchOptions.transpositions`,
-        graph.py). In a graph a node can have several parents: `parents`
-        and `actions_from_parent` name the first, a node's visits are 1 +
-        the sum of its edge visits and its value sum is recomputed from its
-        children at each backup.
-      position_keys: [B, N, 2] uint32, the 64-bit key of each node's
-        position; None unless the search is a graph.
-      transposition_table: [B, T] int32, each row's hash table from keys to
-        nodes (-1: a free slot), T the power of two >= 2N; None unless the
-        search is a graph.
       plugin_records: tuple, one entry per plug-in of the search that made
         the tree (`SearchOptions.plugins`, plugin.py): the plug-in's own
         arrays, a pytree with leaves [B, N, ...] (None: it keeps none); ()
-        for a search without plug-ins.
+        for a search without plug-ins. A graph search's arrays are its
+        plug-in's record (`graph.GraphRecord`), read through the
+        properties `edge_visits`, `position_keys` and `transposition_table`
+        (None unless the search is a graph).
       embeddings: pytree with leaves [B, N, ...], the state stored per node;
         with `replay_embeddings`, leaves [B, 1, ...]: the root's state only
         (other nodes' states are recomputed by replaying the actions from the
@@ -213,10 +205,6 @@ class Tree:
                                                         per_edge=True)
     # None unless the search keeps them (`SearchOptions.keep_prior_logits`).
     prior_logits: Optional[chex.Array] = tree_array(jnp.float32, 0.0, per_edge=True)
-    # None unless the search is a graph (`SearchOptions.transpositions`).
-    edge_visits: Optional[chex.Array] = tree_array(jnp.int32, 0, per_edge=True)
-    position_keys: Optional[chex.Array] = tree_array(jnp.uint32, 0, trailing=(2,))
-    transposition_table: Optional[chex.Array] = None
     plugin_records: Any = ()
     embeddings: Any = dataclasses.field(default=None)
     num_nodes: chex.Array = dataclasses.field(default=None)
@@ -230,9 +218,42 @@ class Tree:
     replace = dataclasses.replace
 
     @property
+    def graph_record(self) -> Any:
+        """The graph search's record among `plugin_records` (graph.py's
+        `GraphRecord`: it says so with `is_graph_record`), or None."""
+        return next((record for record in self.plugin_records
+                     if getattr(record, "is_graph_record", False)), None)
+
+    @property
     def is_graph(self) -> bool:
         """The search is a graph (`SearchOptions.transpositions`)."""
-        return self.edge_visits is not None
+        return self.graph_record is not None
+
+    @property
+    def edge_visits(self) -> Optional[chex.Array]:
+        """[B, N, K] int32, simulations through each edge; None unless the
+        search is a graph (`SearchOptions.transpositions`, graph.py). In a
+        graph a node can have several parents: `parents` and
+        `actions_from_parent` name the first, a node's visits are 1 + the
+        sum of its edge visits and its value sum is recomputed from its
+        children at each backup."""
+        record = self.graph_record
+        return None if record is None else record.edge_visits
+
+    @property
+    def position_keys(self) -> Optional[chex.Array]:
+        """[B, N, 2] uint32, the 64-bit key of each node's position; None
+        unless the search is a graph."""
+        record = self.graph_record
+        return None if record is None else record.position_keys
+
+    @property
+    def transposition_table(self) -> Optional[chex.Array]:
+        """[B, T] int32, each row's hash table from keys to nodes
+        (`FREE_SLOT`: none), T the power of two >= 2N; None unless the
+        search is a graph."""
+        record = self.graph_record
+        return None if record is None else record.transposition_table
 
     @property
     def num_decisions(self) -> int:
@@ -594,11 +615,15 @@ def empty_like(tree: Tree) -> Tree:
 
     arrays = {name: fill(getattr(tree, name), spec.empty_value(tree.num_actions))
               for name, spec in tree_arrays() if getattr(tree, name) is not None}
-    table = (None if tree.transposition_table is None
-             else fill(tree.transposition_table, FREE_SLOT))
+    # A plug-in's free node slot holds 0; a graph's empty table, FREE_SLOT.
+    records = tuple(record.replace(
+        edge_visits=jnp.zeros_like(record.edge_visits),
+        position_keys=jnp.zeros_like(record.position_keys),
+        transposition_table=fill(record.transposition_table, FREE_SLOT))
+        if getattr(record, "is_graph_record", False) else jax.tree.map(jnp.zeros_like, record)
+        for record in tree.plugin_records)
     return tree.replace(embeddings=jax.tree.map(jnp.zeros_like, tree.embeddings),
-                        plugin_records=jax.tree.map(jnp.zeros_like, tree.plugin_records),
-                        num_nodes=fill(tree.num_nodes, 0), transposition_table=table, **arrays)
+                        plugin_records=records, num_nodes=fill(tree.num_nodes, 0), **arrays)
 
 
 def init_tree(
@@ -639,9 +664,7 @@ def init_tree(
                         pruned=slots.pruned, children=slots.codes, priors=slots.priors,
                         children_actions=slots.actions,
                         prior_logits=None if root_logits is None else slot_values(
-                            slots.actions, root_logits.astype(jnp.float32)),
-                        # A graph's arrays: `graph.start_graph` adds them.
-                        edge_visits=None, position_keys=None)
+                            slots.actions, root_logits.astype(jnp.float32)))
     arrays = {}
     for name, spec in tree_arrays():
         if name in root_entries and root_entries[name] is None:

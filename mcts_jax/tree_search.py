@@ -76,9 +76,6 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
     fresh = fresh.replace(plugin_records=tuple(each.init_record(fresh) for each in plugins))
     if root_entries is not None:  # the root's entries of the plug-ins' `evaluated`
         fresh = plugin.root_records(plugins, fresh, root_entries)
-    if options.transpositions:
-        fresh = graph.start_graph(fresh, graph.position_keys_of(
-            graph.key_of_position(options), root.embedding, batch_size))
     if tree is None:
         return fresh
     if not jax.tree.leaves(tree.plugin_records) and not jax.tree.leaves(fresh.plugin_records):
@@ -125,9 +122,10 @@ def continued_prior_logits(tree: tree_lib.Tree, root: base.RootFnOutput,
 def search_plugins(options: SearchOptions) -> tuple:
     """The plug-ins (plugin.py) of a search with resolved `options`, in the
     order the phases call them: the MCTS-solver (`solver=True`), the user's
-    (`options.plugins`), then the built-in ones that keep no record and
-    draw no random number, turned on by their options: graph search
-    (`transpositions=True`), expand-all, replayed embeddings, mctx's
+    (`options.plugins`), then the built-in ones that draw no random
+    number, turned on by their options: graph search
+    (`transpositions=True`, whose record holds the graph's arrays),
+    expand-all, replayed embeddings, mctx's
     semantics (`stop_at_terminal=False` or `node_per_simulation=True`) and
     several paths per step (`simulations_per_step` > 1).
     Those last come after the user's so that a user's plug-in keeps its
