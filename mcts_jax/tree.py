@@ -425,8 +425,9 @@ def children_stats(tree: Tree, node: chex.Array, depth: Optional[chex.Array] = N
     child_visits = jnp.where(expanded, take(tree.node_visits), 0)
     mean_value = take(tree.value_sums) / jnp.maximum(child_visits, 1)
     # A graph's edges count their own visits; a tree's are the child's.
-    visits = (child_visits if tree.edge_visits is None
-              else jnp.where(expanded, gather_nodes(tree.edge_visits, node), 0))
+    graph = tree.graph_record
+    visits = (child_visits if graph is None
+              else jnp.where(expanded, gather_nodes(graph.edge_visits, node), 0))
     rewards, discounts = take(tree.rewards), take(tree.discounts)
     qvalues = jnp.where(expanded, rewards + discounts * mean_value, 0.0)
     solved = expanded & take(tree.solved)
