@@ -9,6 +9,8 @@ Two counts of how readable the search core is, reproducible at any commit:
   live in. mctx's `muzero_policy` is counted the same way beside it when
   mctx is installed. The functions of feature modules that ran are listed
   apart (a plain search should run none).
+- **The tree's fields.** How many fields `Tree` has, and how many are None
+  unless a feature is on (declared `Optional`); the size of `__all__`.
 - **Feature branches.** Every Python branch of the core (`if`, `elif`, a
   conditional expression, `while`) whose test reads a feature option or a
   feature's state (graph, solver, compact layout, chance nodes, P paths,
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import importlib
 import os
 import re
@@ -216,6 +219,11 @@ def main(argv=None) -> int:
         if args.functions:
             for file, name in theirs:
                 print(f"    {file}:{name}")
+
+    tree_fields = dataclasses.fields(mcts_jax.Tree)
+    optional = [field.name for field in tree_fields if "Optional" in str(field.type)]
+    print(f"Tree: {len(tree_fields)} fields, {len(optional)} of them None unless a feature "
+          f"is on ({', '.join(optional)}); mcts_jax.__all__: {len(mcts_jax.__all__)} names")
 
     print("\nbranches of the core (if / elif / conditional expression / while), by module:")
     print(f"  {'module':34s} {'code lines':>10s} {'branches':>8s} {'feature':>8s}  features read")
