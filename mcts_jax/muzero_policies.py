@@ -30,7 +30,6 @@ from mcts_jax import stochastic
 from mcts_jax import tree as tree_lib
 from mcts_jax import tree_search
 from mcts_jax import validation
-from mcts_jax.hashable import HashableFunction
 from mcts_jax.options import SearchOptions
 from mcts_jax.policies import (DIRICHLET_ALPHA, DIRICHLET_FRACTION, PARENT_AND_SIBLINGS,
                                GumbelPolicy, check_puct_fields, puct_rule)
@@ -183,10 +182,6 @@ class StochasticMuZeroPolicy(TakesChanceNodes, MuZeroPolicy):
 
     mask_root_logits: bool = True
 
-    def rules(self, options) -> selection.Rules:
-        return selection.everywhere(HashableFunction(stochastic.ChanceAware(
-            super().rules(options).at_root)))
-
     def root_setup(self, rng_key, root, invalid_actions, tree, options):
         """Dirichlet noise over the A decisions; the outcome ids stay
         impossible at the root."""
@@ -218,12 +213,6 @@ class StochasticGumbelPolicy(TakesChanceNodes, GumbelPolicy):
     (`g + log P + sigma(completed Q)`, no temperature) and `action_weights`
     [B, A] the improved policy over the A decisions: the training target
     that needs few simulations."""
-
-    def rules(self, options) -> selection.Rules:
-        gumbel = super().rules(options)
-        return selection.Rules(at_root=gumbel.at_root,
-                               below_root=HashableFunction(stochastic.ChanceAware(
-                                   gumbel.below_root)))
 
     def choose(self, rng_key, tree, temperature, options):
         """Gumbel's choice, the weights cut to the A decisions (the outcome

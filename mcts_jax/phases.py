@@ -93,6 +93,8 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
         stats = each.stats_seen(tree, record, node, stats)
     scores = score_fn(tree, node, stats)
     check_slot_values(scores, name, score_fn, tree.batch_size, tree.num_slots)
+    for each, record in zip(plugins, records):  # e.g. chance nodes' outcome rule
+        scores = each.scores_at(tree, record, node, stats, scores)
     opened = None  # the slots every plug-in opens (None: no plug-in closes any)
     for each, record in zip(plugins, records):
         mask = each.open_slots(tree, record, stats)

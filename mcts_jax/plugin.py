@@ -89,6 +89,10 @@ what a backup walks (graph.py's `GraphSearch` is the built-in example):
   `stats_in_descent(tree, record, descent, node, stats) -> stats`, which
   the phases call before every `stats_seen`); at most one.
 
+- `scores_at(tree, record, node, stats, scores) -> scores`: the scores
+  [B, K] a descent reads at `node` [B], given the rules' `scores`
+  (stochastic.py's `ChanceNodes`: the outcome rule at chance nodes); each
+  plug-in in turn, before any screen.
 - `screen_scores(tree, record, descent, rule, scores, stats, opened,
   active) -> (descent, scores)`: the scores a descent takes the argmax of
   (rule_screen.py reads a user's rule's NaN); at most one.
@@ -310,6 +314,12 @@ class SearchPlugin:
         """The embeddings at `node` that recurrent_fn steps from. Only called
         for a plug-in that overrides it (default: read from the tree)."""
         raise NotImplementedError
+
+    def scores_at(self, tree: Any, record: Any, node: chex.Array, stats: Any,
+                  scores: chex.Array) -> chex.Array:
+        """The scores [B, K] a descent reads at `node` [B], given the rules'
+        `scores` (default: those)."""
+        return scores
 
     def screen_scores(self, tree: Any, record: Any, descent: Any, rule: Any,
                       scores: chex.Array, stats: Any, opened: Optional[chex.Array],

@@ -56,6 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mcts_jax import base
+from mcts_jax import plugin
 from mcts_jax import reuse
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
@@ -98,10 +99,26 @@ def chance_scores(stats: tree_lib.ChildrenStats) -> chex.Array:
 
 
 @dataclasses.dataclass(frozen=True)
+class ChanceNodes(plugin.SearchPlugin):
+    """Chance nodes as a plug-in of the search loop: at a chance node the
+    descent follows the outcome rule (`chance_scores`), whatever the
+    policy's rules score; a decision node keeps the rules' scores
+    (`scores_at`). `tree_search.search_plugins` adds it to every search of
+    a stochastic tree (`num_chance_outcomes` > 0), so every rule, a user's
+    too, searches chance nodes with no wrapper."""
+
+    def scores_at(self, tree, record, node, stats, scores):
+        at_chance = is_chance_node(tree, node)[:, None]
+        return jnp.where(at_chance, chance_scores(stats), scores)
+
+
+@dataclasses.dataclass(frozen=True)
 class ChanceAware:
     """A selection rule for stochastic trees: `decision_rule` at decision
     nodes, `chance_scores` at chance nodes. Equal wrappers of equal rules
-    are equal (one compilation)."""
+    are equal (one compilation). The built-in policies no longer wrap
+    their rules in it (the plug-in `ChanceNodes` does this for every
+    rule); kept for code that does."""
 
     decision_rule: Callable
 

@@ -36,6 +36,7 @@ from mcts_jax import replay_embeddings
 from mcts_jax import reuse
 from mcts_jax import rule_screen
 from mcts_jax import solver
+from mcts_jax import stochastic
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
 from mcts_jax.hashable import HashableFunction, holds_tracer
@@ -126,8 +127,9 @@ def search_plugins(options: SearchOptions) -> tuple:
     number, turned on by their options: graph search
     (`transpositions=True`, whose record holds the graph's arrays),
     expand-all, replayed embeddings, mctx's
-    semantics (`stop_at_terminal=False` or `node_per_simulation=True`) and
-    several paths per step (`simulations_per_step` > 1).
+    semantics (`stop_at_terminal=False` or `node_per_simulation=True`),
+    several paths per step (`simulations_per_step` > 1) and chance nodes
+    (a stochastic tree, `num_chance_outcomes` > 0).
     Those last come after the user's so that a user's plug-in keeps its
     position (its record in `tree.plugin_records`, its key in `evaluated`)
     whatever else is on."""
@@ -139,7 +141,8 @@ def search_plugins(options: SearchOptions) -> tuple:
         (mctx_semantics.MctxSemantics(searches_past_terminals=not options.stop_at_terminal,
                                       node_per_simulation=options.node_per_simulation),)
         if not options.stop_at_terminal or options.node_per_simulation else (),
-        (parallel.ParallelPaths.of(options),) if options.simulations_per_step > 1 else ())
+        (parallel.ParallelPaths.of(options),) if options.simulations_per_step > 1 else (),
+        (stochastic.ChanceNodes(),) if options.num_chance_outcomes > 0 else ())
     return ((solver.SOLVER,) if options.solver else ()) + options.plugins + sum(structural, ())
 
 
