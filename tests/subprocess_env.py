@@ -5,9 +5,18 @@ import os
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # tests/conftest.py starts this process's XLA backend with extra flags (no LLVM
-# optimisation: test programs are small and compiling dominates) and records
+# optimisation, the older fusion emitters: test programs are small and
+# compiling dominates) and records
 # them here; the process's own XLA_FLAGS keep the caller's value.
 BACKEND_XLA_FLAGS_VARIABLE = "MCTS_JAX_TESTS_BACKEND_XLA_FLAGS"
+
+# XLA's default CPU fusion emitters, for a subprocess whose checks compare a
+# sharded program's result with the one-device program's bit for bit (the
+# 8-device and two-process checks): the older emitters that tests/conftest.py
+# gives the suite (faster to compile) round those two programs differently
+# (the two-process search differed from the one-device search). Given after
+# this process's flags, it wins (XLA reads its flags in order).
+DEFAULT_FUSION_EMITTERS = "--xla_cpu_use_fusion_emitters=true"
 
 
 def compiled_like_this_process(*extra_xla_flags: str, **variables: str) -> dict:

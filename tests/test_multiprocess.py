@@ -10,7 +10,8 @@ import socket
 import subprocess
 import sys
 
-from subprocess_env import compiled_like_this_process, pythonpath_with_repo
+from subprocess_env import (DEFAULT_FUSION_EMITTERS, compiled_like_this_process,
+                            pythonpath_with_repo)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -24,7 +25,7 @@ def free_port() -> int:
 def test_two_processes_agree(tmp_path):
     port = free_port()
     env = compiled_like_this_process(
-        "--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu",
+        "--xla_force_host_platform_device_count=4", DEFAULT_FUSION_EMITTERS, JAX_PLATFORMS="cpu",
         PYTHONPATH=pythonpath_with_repo())
     for name in ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID",
                  "MCTS_JAX_DISTRIBUTED"):

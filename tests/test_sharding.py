@@ -22,7 +22,8 @@ import subprocess
 import sys
 
 import pytest
-from subprocess_env import compiled_like_this_process, pythonpath_with_repo
+from subprocess_env import (DEFAULT_FUSION_EMITTERS, compiled_like_this_process,
+                            pythonpath_with_repo)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPECTED = ["errors", "search_uct", "search_alphazero", "search_gumbel_compact_reuse",
@@ -37,7 +38,7 @@ EXPECTED = ["errors", "search_uct", "search_alphazero", "search_gumbel_compact_r
 def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("sharding") / "results.json"
     env = compiled_like_this_process(
-        "--xla_force_host_platform_device_count=8", JAX_PLATFORMS="cpu",
+        "--xla_force_host_platform_device_count=8", DEFAULT_FUSION_EMITTERS, JAX_PLATFORMS="cpu",
         PYTHONPATH=pythonpath_with_repo())
     env.pop("SHARDING_CHECKS", None)
     run = subprocess.run([sys.executable, os.path.join(HERE, "sharding_checks.py"), str(out)],
