@@ -312,9 +312,23 @@ def _inf_logits_fn(params, key, action, code):
     return output.replace(prior_logits=output.prior_logits.at[:, 0].set(jnp.inf)), code
 
 
+def with_default_emitters(call):
+    """`call()` (a search) inside one jit compiled with XLA's default CPU
+    fusion emitters: tests/conftest.py gives the suite the older ones
+    (faster to compile), which round the checkify program's floats apart
+    from the plain one's; a user's program gets the defaults."""
+    from jax.experimental import checkify
+    checked = checkify.checkify(call, errors=checkify.user_checks)
+    error, output = jax.jit(checked).lower().compile(
+        compiler_options={"xla_cpu_use_fusion_emitters": True})()
+    error.throw()
+    return output
+
+
 @pytest.mark.parametrize("policy", ["alphazero", "gumbel"])
 def test_checks_modes_give_the_same_search_bit_for_bit(policy):
-    outputs = [policy_call(policy, checks=mode)() for mode in ("host", "off", "checkify")]
+    outputs = [with_default_emitters(policy_call(policy, checks=mode))
+               for mode in ("host", "off", "checkify")]
     for other in outputs[1:]:
         for x, y in zip(jax.tree.leaves(outputs[0]), jax.tree.leaves(other)):
             np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
