@@ -131,8 +131,8 @@ class ChanceAware:
 
     def __call__(self, tree: tree_lib.Tree, node: chex.Array,
                  stats: tree_lib.ChildrenStats) -> chex.Array:
-        at_chance = is_chance_node(tree, node)[:, None]
-        return jnp.where(at_chance, chance_scores(stats), self.decision_rule(tree, node, stats))
+        return ChanceNodes().scores_at(tree, None, node, stats,
+                                       self.decision_rule(tree, node, stats))
 
 
 def _layout(tree_of_arrays) -> Any:
