@@ -36,7 +36,7 @@ from mcts_jax.policies import (AlphaZeroPolicy, GumbelPolicy, UCTPolicy, alphaze
                                gumbel_policy, uct_policy)
 from mcts_jax.policy import Policy, RulePolicy, rule_policy
 from mcts_jax.qtransforms import mixed_value
-from mcts_jax.recompiles import RecompileWarning
+from mcts_jax.hashable import RecompileWarning
 from mcts_jax.reuse import get_subtree, reset_tree, select_rows
 from mcts_jax.selection import (GumbelExtraData, Rules, gumbel_interior_scores,
                                 gumbel_root_scores, halving_scores, prior_logits, puct_scores,

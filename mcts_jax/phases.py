@@ -17,7 +17,8 @@ This module reads no feature option and imports no feature module (an
 import-linter contract). Features plug in through the hooks of `plugin.py`
 (`plugins`, a static tuple, built by `tree_search.search_plugins`): the
 phases call each hook at its point and never ask which plug-in they hold.
-With no plug-in (a plain search) the hooks change nothing. Graph search
+With no plug-in (a plain search) no hook runs and the phases never enter
+plugin.py (each asks `plugin.replacing` only when there are plug-ins). Graph search
 (graph.py), expand-all (expand_all.py), replayed embeddings
 (replay_embeddings.py), mctx's semantics (mctx_semantics.py), several
 paths per step (parallel.py), the MCTS-solver (solver.py) and the screen
@@ -101,7 +102,7 @@ def descend_one_step(tree: tree_lib.Tree, state: Descent, score_fn, name: str,
         if mask is not None:
             opened = mask if opened is None else jnp.logical_and(opened, mask)
     descents = state.descents
-    screen = plugin.replacing(plugins, "screen_scores")
+    screen = plugin.replacing(plugins, "screen_scores") if plugins else None
     if screen is not None:
         index, each = screen
         descent, scores = each.screen_scores(tree, records[index], descents[index], score_fn,
@@ -316,36 +317,32 @@ def revisit(tree: tree_lib.Tree, node: chex.Array, plugins: Plugins,
                   value=count * tree_lib.gather_nodes(tree.raw_values, node))
 
 
-def read_embeddings(tree: tree_lib.Tree, node: chex.Array):
-    """The embeddings stored at `node` [B] (or [B, P]), read so that XLA
-    cannot fuse the reads into recurrent_fn's computation.
+def leaf_embeddings(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
+                    recurrent_fn: base.RecurrentFn, node: chex.Array, plugins: Plugins = ()):
+    """The embeddings at `node` [B] (or [B, P]) that recurrent_fn steps from:
+    read from the tree, or those a plug-in gives instead
+    (`SearchPlugin.leaf_embeddings`: replay_embeddings.py recomputes them).
 
-    On CPU, XLA otherwise duplicates the small reads into the fusions that
-    write the new node, where they may run after the in-place write; it then
-    copies every [B, N, ...] embedding array twice per simulation, a cost that
-    grows with N (measured: 27 us instead of 1 us per step at N = 200k).
-    Reading inside a conditional (both branches the same read) materialises
-    the result first. Other platforms read directly.
+    The tree's are read so that XLA cannot fuse the reads into
+    recurrent_fn's computation: on CPU, XLA otherwise duplicates the small
+    reads into the fusions that write the new node, where they may run after
+    the in-place write; it then copies every [B, N, ...] embedding array
+    twice per simulation, a cost that grows with N (measured: 27 us instead
+    of 1 us per step at N = 200k). Reading inside a conditional (both
+    branches the same read) materialises the result first. Other platforms
+    read directly.
     """
+    replacer = plugin.replacing(plugins, "leaf_embeddings") if plugins else None
+    if replacer is not None:
+        index, each = replacer
+        return each.leaf_embeddings(tree, tree.plugin_records[index], params, rng_key,
+                                    recurrent_fn, node)
     read = functools.partial(tree_lib.gather_embeddings, tree)
 
     def isolated(node):
         return jax.lax.cond(node.ravel()[0] >= 0, read, read, node)
 
     return jax.lax.platform_dependent(node, cpu=isolated, default=read)
-
-
-def leaf_embeddings(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
-                    recurrent_fn: base.RecurrentFn, node: chex.Array, plugins: Plugins = ()):
-    """The embeddings at `node` [B] (or [B, P]) that recurrent_fn steps from:
-    read from the tree, or those a plug-in gives instead
-    (`SearchPlugin.leaf_embeddings`: replay_embeddings.py recomputes them)."""
-    replacer = plugin.replacing(plugins, "leaf_embeddings")
-    if replacer is None:
-        return read_embeddings(tree, node)
-    index, each = replacer
-    return each.leaf_embeddings(tree, tree.plugin_records[index], params, rng_key, recurrent_fn,
-                                node)
 
 
 def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
@@ -391,14 +388,14 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     output, embedding = validation.recurrent_result(
         recurrent_fn(params, rng_key, flat(edge_action), flat_embedding), flat_embedding)
     entries = None
-    if plugin.overridden(plugins, "evaluated"):  # e.g. sampled.py draws the node's actions
+    if plugins and plugin.overridden(plugins, "evaluated"):  # sampled.py: the node's actions
         output, entries = plugin.evaluated(plugins, plugin_key(rng_key), output)
     check_recurrent_output(output, size, tree.num_actions)
     by_edge = lambda x: x.reshape(edge_shape + x.shape[1:])  # noqa: E731
     output, embedding, entries = jax.tree.map(by_edge, (output, embedding, entries))
     new = new_nodes_from_output(output, tree, slot_key(rng_key), plugins)
 
-    linker = plugin.replacing(plugins, "link")
+    linker = plugin.replacing(plugins, "link") if plugins else None
     if linker is None:  # the next free node slots, in edge order
         new_index = tree.num_nodes[:, None] + jnp.cumsum(creates, axis=1, dtype=jnp.int32) - 1
         created = creates & (new_index < max_nodes)
@@ -434,7 +431,7 @@ def edges_of_leaf(tree: tree_lib.Tree, leaf: LeafChoice, parent_embedding: Any,
     node written with no visit (the backup adds it), unless a plug-in says
     otherwise (`SearchPlugin.edges_of_leaf`: expand_all.py evaluates every
     slot of the leaf)."""
-    replacer = plugin.replacing(plugins, "edges_of_leaf")
+    replacer = plugin.replacing(plugins, "edges_of_leaf") if plugins else None
     if replacer is None:
         return (leaf.node[:, None], leaf.slot[:, None], leaf.expand[:, None],
                 jax.tree.map(functools.partial(jnp.expand_dims, axis=1), parent_embedding), 0)
@@ -452,7 +449,7 @@ def backup_of_edges(tree: tree_lib.Tree, leaf: LeafChoice, new: NewNodes,
     new children's returns from the leaf; parallel.py, the P paths of a
     step). A descent that did not run (`leaf.runs`) adds nothing."""
     again = revisit(tree, leaf.node, plugins, runs=leaf.runs)
-    replacer = plugin.replacing(plugins, "backup_of_edges")
+    replacer = plugin.replacing(plugins, "backup_of_edges") if plugins else None
     if replacer is not None:
         index, each = replacer
         return each.backup_of_edges(tree, tree.plugin_records[index], leaf, new, new_index,
@@ -493,7 +490,7 @@ def backup(tree: tree_lib.Tree, update: Backup, plugins: Plugins) -> tree_lib.Tr
 
     A plug-in may walk instead (`SearchPlugin.backup`: a graph search walks
     the paths it recorded, graph.py)."""
-    walker = plugin.replacing(plugins, "backup")
+    walker = plugin.replacing(plugins, "backup") if plugins else None
     if walker is not None:
         index, each = walker
         return each.backup(tree, tree.plugin_records[index], update.states[index], update,
@@ -576,7 +573,7 @@ def select_leaves(tree: tree_lib.Tree, rules: Rules, max_depth: int, plugins: Pl
     one descent per row (`select_leaf`, row b's key `split(select_key,
     B)[b]`, stamp `step + 1`), or those a plug-in runs instead
     (`SearchPlugin.select_leaves`: parallel.py's P paths per row)."""
-    replacer = plugin.replacing(plugins, "select_leaves")
+    replacer = plugin.replacing(plugins, "select_leaves") if plugins else None
     if replacer is None:
         leaf = select_leaf(tree, rules, max_depth, plugins,
                            jax.random.split(select_key, tree.batch_size), searching,
@@ -612,7 +609,7 @@ def run_simulations(body, carry: tuple, num_steps: int, options: SearchOptions,
         raise ValueError(f"the tree holds {len(carry[1].plugin_records)} plug-in records for "
                          f"{len(plugins)} plug-ins: start the search from "
                          f"tree_search.start_tree with the same plug-ins")
-    if not plugin.may_stop_rows(plugins):
+    if not (plugins and plugin.may_stop_rows(plugins)):
         return options.loop_fn(0, num_steps, body, carry + (None,))[:-1]
     tree = carry[1]
     spent = jnp.zeros((tree.batch_size,), jnp.int32)

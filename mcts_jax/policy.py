@@ -30,6 +30,7 @@ wherever they go (`search`, `sharding`, the arena, self-play, training).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Callable, ClassVar, Optional, Tuple
 
 import chex
@@ -97,8 +98,9 @@ class Policy:
             raise TypeError(f"{_caller or cls.__name__} got unknown keyword argument(s) "
                             f"{unknown}; its settings are {sorted(own - {'options'})} and the "
                             f"search options {list(SearchOptions.names())}{hint}")
-        settings["options"] = SearchOptions.from_keywords(
-            settings.get("options", cls.default_options()), **option_values)
+        options = settings.get("options", cls.default_options())
+        settings["options"] = (SearchOptions.from_keywords(options, **option_values)
+                               if option_values else options)
         return cls(**settings)
 
     @classmethod
@@ -200,7 +202,7 @@ def root_actions_view(tree: tree_lib.Tree):
     with a fill value): what a final choice reads."""
     root = jnp.zeros((tree.batch_size,), jnp.int32)
     stats = tree_lib.children_stats(tree, root)
-    return stats, lambda per_slot, fill: tree_lib.slots_to_actions(tree, root, per_slot, fill)
+    return stats, functools.partial(tree_lib.slots_to_actions, tree, root)
 
 
 def with_priors_where_unsearched(tree: tree_lib.Tree, weights: chex.Array) -> chex.Array:

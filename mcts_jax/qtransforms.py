@@ -37,10 +37,6 @@ def _user_q(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats) -> chex.Array:
                      0.0)
 
 
-def _user_node_value(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats) -> chex.Array:
-    return tree_lib.to_user_scale(stats.node_value, tree.value_range)
-
-
 def qtransform_by_min_max(tree: tree_lib.Tree, node: chex.Array,
                           stats: tree_lib.ChildrenStats, *, min_value: float,
                           max_value: float) -> chex.Array:
@@ -61,7 +57,7 @@ def qtransform_by_parent_and_siblings(tree: tree_lib.Tree, node: chex.Array,
     the smallest denominator. [B, K]. mctx's default for MuZero."""
     del node
     qvalues = _user_q(tree, stats)
-    node_value = _user_node_value(tree, stats)[:, None]
+    node_value = tree_lib.to_user_scale(stats.node_value, tree.value_range)[:, None]
     visited = stats.visits > 0
     safe_qvalues = jnp.where(visited, qvalues, node_value)
     min_value = jnp.minimum(node_value, jnp.min(safe_qvalues, axis=-1, keepdims=True))
@@ -131,7 +127,8 @@ def qtransform_raw(tree: tree_lib.Tree, node: chex.Array,
     """Q on the user's scale, unnormalised; an unvisited child gets the node's
     mean value (first-play urgency equal to the parent's value). [B, K]."""
     del node
-    return jnp.where(stats.visits > 0, _user_q(tree, stats), _user_node_value(tree, stats)[:, None])
+    node_value = tree_lib.to_user_scale(stats.node_value, tree.value_range)
+    return jnp.where(stats.visits > 0, _user_q(tree, stats), node_value[:, None])
 
 
 def check_tree_function(fn, name: str, example: str) -> None:

@@ -42,8 +42,7 @@ import jax
 import jax.numpy as jnp
 
 from mcts_jax import tree as tree_lib
-from mcts_jax.hashable import HashableFunction
-from mcts_jax.recompiles import describe_function
+from mcts_jax.hashable import HashableFunction, describe_function
 from mcts_jax.qtransforms import (OUR_QTRANSFORMS, qtransform_by_parent_and_siblings,
                                   qtransform_completed_by_mix_value, qtransform_raw)
 

@@ -39,9 +39,9 @@ from mcts_jax import solver
 from mcts_jax import stochastic
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
-from mcts_jax.hashable import HashableFunction, holds_tracer
+from mcts_jax.hashable import (HashableFunction, caller_stacklevel, check_recompiles,
+                               holds_tracer)
 from mcts_jax.options import SearchOptions
-from mcts_jax.recompiles import caller_stacklevel, check_recompiles
 from mcts_jax.selection import screens_its_own_slots
 
 
@@ -168,7 +168,7 @@ def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
     screen = () if ours else (rule_screen.RuleScreen(),)
     plugins = search_plugins(options) + screen
     root_entries = None
-    if plugin.overridden(plugins, "evaluated"):  # e.g. sampled.py draws the root's actions
+    if plugins and plugin.overridden(plugins, "evaluated"):  # sampled.py: the root's actions
         root, root_entries = plugin.evaluated(plugins, phases.plugin_key(search_key), root)
     root, setup_data = policy.root_setup(setup_key, root, invalid_actions, tree, options)
     tree = start_tree(jax.random.fold_in(search_key, 0x7007), root, invalid_actions, options,
@@ -234,7 +234,7 @@ def run_compiled(policy: Any, params: base.Params, rng_key: chex.PRNGKey,
     the caller's jit). checks="checkify" compiles the value checks in and
     raises (or stages) their error. A rule or Q transform that equals one
     seen before but for object identity (a lambda made on every call) warns
-    once (`recompiles.check_recompiles`). With checks="host", a user's rule
+    once (`hashable.check_recompiles`). With checks="host", a user's rule
     that scored NaN on a legal slot is reported by a `RuleNaNWarning` when
     the output is concrete (outside the caller's jit).
     """
