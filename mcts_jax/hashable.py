@@ -51,18 +51,6 @@ def _value_key(value: Any) -> Any:
     return value
 
 
-def _static_key(fn: Any) -> Any:
-    """`_value_key(fn)`, or, when something bound is unhashable (an array, a
-    list), the identity of `fn` itself: the `HashableFunction` holding it keeps it alive,
-    so that identity is never reused while a compiled function is cached
-    under it. (A bound value mutated in place afterwards is not seen: bind
-    values, not containers you change.)"""
-    try:
-        return _value_key(fn)
-    except _Unhashable:
-        return ("object", id(fn))
-
-
 def holds_tracer(value: Any) -> bool:
     """True when `value` binds a JAX tracer of the caller's trace: a tracer
     itself, or one bound in a `HashableFunction`, a `functools.partial`, a tuple or list
@@ -93,7 +81,15 @@ class HashableFunction:
 
     def __init__(self, fn: Callable):
         self.fn = fn
-        self._key = _static_key(fn)
+        # Its key: `_value_key(fn)`, or, when something bound is unhashable
+        # (an array, a list), the identity of `fn` itself: this wrapper keeps
+        # it alive, so that identity is never reused while a compiled function
+        # is cached under it. (A bound value mutated in place afterwards is
+        # not seen: bind values, not containers you change.)
+        try:
+            self._key = _value_key(fn)
+        except _Unhashable:
+            self._key = ("object", id(fn))
 
     def __call__(self, *args, **kwargs):
         return self.fn(*args, **kwargs)
@@ -271,7 +267,7 @@ def check_recompiles(settings: Any) -> None:
         unhashable: list = []
         try:
             form = hash(_form(fn, unhashable))
-            raw_key = fn._key if isinstance(fn, HashableFunction) else _static_key(fn)
+            raw_key = (fn if isinstance(fn, HashableFunction) else HashableFunction(fn))._key
             key = hash(raw_key)
         except Exception:  # noqa: BLE001 - a key that cannot be hashed: nothing to compare
             continue
@@ -283,7 +279,7 @@ def check_recompiles(settings: Any) -> None:
             continue
         _warned_codes.add(code)
         name = describe_function(fn)
-        if isinstance(raw_key, tuple) and raw_key[:1] == ("object",):  # see _static_key
+        if isinstance(raw_key, tuple) and raw_key[:1] == ("object",):  # by identity
             kinds = sorted({type(value).__name__ for value in unhashable}) or ["unhashable"]
             cause = (f"it binds a value that cannot be hashed ({', '.join(kinds)}), so it is "
                      f"compared by identity and every new such value is a new rule")

@@ -32,7 +32,7 @@ from mcts_jax import tree_search
 from mcts_jax import validation
 from mcts_jax.options import SearchOptions
 from mcts_jax.policies import (DIRICHLET_ALPHA, DIRICHLET_FRACTION, PARENT_AND_SIBLINGS,
-                               GumbelPolicy, check_puct_fields, puct_rule)
+                               GumbelPolicy, PUCT_CHECKS, puct_rule)
 from mcts_jax.policy import Policy, play_proven, root_actions_view
 
 
@@ -100,10 +100,7 @@ class MuZeroPolicy(Policy):
     dirichlet_alpha: Any = DIRICHLET_ALPHA
     qtransform: Callable = PARENT_AND_SIBLINGS
     temperature: Any = 1.0
-
-    def __post_init__(self):
-        super().__post_init__()
-        check_puct_fields(self)
+    field_checks: ClassVar[dict] = PUCT_CHECKS
 
     @classmethod
     def default_options(cls) -> SearchOptions:

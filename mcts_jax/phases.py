@@ -291,30 +291,12 @@ def write_new_nodes(tree: tree_lib.Tree, write_at: chex.Array, parent: chex.Arra
     return tree.replace(embeddings=embeddings, **written)
 
 
-def slot_key(rng_key: chex.PRNGKey) -> chex.PRNGKey:
-    """The key that breaks prior ties when a compact node keeps K of more
-    legal actions (derived so that recurrent_fn still gets `rng_key`)."""
-    return jax.random.fold_in(rng_key, 0x51075)
-
-
-def plugin_key(rng_key: chex.PRNGKey) -> chex.PRNGKey:
-    """The key of the plug-ins' `evaluated` hooks (derived so that
-    recurrent_fn still gets `rng_key`)."""
-    return jax.random.fold_in(rng_key, 0x9106)
-
-
-def revisit(tree: tree_lib.Tree, node: chex.Array, plugins: Plugins,
-            runs: chex.Array) -> Backup:
-    """A simulation that created nothing re-evaluates `node` ([B], or [B, P]
-    paths) with its stored value, with the visits the plug-ins count
-    (`revisit_count`: the solver's proven nodes none). A path outside
-    `runs` (bool like `node`: the rows that search, the paths that run)
-    adds nothing."""
-    count = runs.astype(node.dtype)
-    for each, record in zip(plugins, tree.plugin_records):
-        count = each.revisit_count(tree, record, node, count)
-    return Backup(start=node, count=count,
-                  value=count * tree_lib.gather_nodes(tree.raw_values, node))
+# Salts of the keys derived from a step's recurrent_fn key (so that
+# recurrent_fn still gets that key): `SLOT_KEY` breaks prior ties when a
+# compact node keeps K of more legal actions, `PLUGIN_KEY` seeds the
+# plug-ins' `evaluated` hooks (`jax.random.fold_in(key, SALT)`).
+SLOT_KEY = 0x51075
+PLUGIN_KEY = 0x9106
 
 
 def leaf_embeddings(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
@@ -389,11 +371,13 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
         recurrent_fn(params, rng_key, flat(edge_action), flat_embedding), flat_embedding)
     entries = None
     if plugins and plugin.overridden(plugins, "evaluated"):  # sampled.py: the node's actions
-        output, entries = plugin.evaluated(plugins, plugin_key(rng_key), output)
+        output, entries = plugin.evaluated(plugins, jax.random.fold_in(rng_key, PLUGIN_KEY),
+                                            output)
     check_recurrent_output(output, size, tree.num_actions)
     by_edge = lambda x: x.reshape(edge_shape + x.shape[1:])  # noqa: E731
     output, embedding, entries = jax.tree.map(by_edge, (output, embedding, entries))
-    new = new_nodes_from_output(output, tree, slot_key(rng_key), plugins)
+    new = new_nodes_from_output(output, tree, jax.random.fold_in(rng_key, SLOT_KEY),
+                                plugins)
 
     linker = plugin.replacing(plugins, "link") if plugins else None
     if linker is None:  # the next free node slots, in edge order
@@ -424,31 +408,24 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     return tree, new, new_index, reached
 
 
-def edges_of_leaf(tree: tree_lib.Tree, leaf: LeafChoice, parent_embedding: Any,
-                  plugins: Plugins = ()):
-    """(parent, slot, creates [B, E], parent_embedding [B, E, ...], new_visits):
-    the edges a simulation evaluates: the leaf's chosen slot (E = 1), its new
-    node written with no visit (the backup adds it), unless a plug-in says
-    otherwise (`SearchPlugin.edges_of_leaf`: expand_all.py evaluates every
-    slot of the leaf)."""
-    replacer = plugin.replacing(plugins, "edges_of_leaf") if plugins else None
-    if replacer is None:
-        return (leaf.node[:, None], leaf.slot[:, None], leaf.expand[:, None],
-                jax.tree.map(functools.partial(jnp.expand_dims, axis=1), parent_embedding), 0)
-    index, each = replacer
-    return each.edges_of_leaf(tree, tree.plugin_records[index], leaf, parent_embedding, plugins)
-
-
 def backup_of_edges(tree: tree_lib.Tree, leaf: LeafChoice, new: NewNodes,
                     new_index: chex.Array, reached: chex.Array, plugins: Plugins) -> Backup:
     """What a simulation backs up after `expand` (`reached` [B, E]: the edge
     leads to a node now): the new node's value from it; a row that reached
-    nothing re-evaluates its leaf (`revisit`). The plug-ins see the path's
+    nothing re-evaluates its leaf (`again`, what a plug-in that replaces
+    this is handed). The plug-ins see the path's
     last step (`SearchPlugin.backs_up`); one may say what is backed up
     instead (`SearchPlugin.backup_of_edges`: expand_all.py, the sum of the
     new children's returns from the leaf; parallel.py, the P paths of a
     step). A descent that did not run (`leaf.runs`) adds nothing."""
-    again = revisit(tree, leaf.node, plugins, runs=leaf.runs)
+    # A row that created nothing re-evaluates its leaf with its stored
+    # value, with the visits the plug-ins count (`revisit_count`: the
+    # solver's proven nodes none); a descent outside `leaf.runs` adds nothing.
+    count = leaf.runs.astype(leaf.node.dtype)
+    for each, record in zip(plugins, tree.plugin_records):
+        count = each.revisit_count(tree, record, leaf.node, count)
+    again = Backup(start=leaf.node, count=count,
+                   value=count * tree_lib.gather_nodes(tree.raw_values, leaf.node))
     replacer = plugin.replacing(plugins, "backup_of_edges") if plugins else None
     if replacer is not None:
         index, each = replacer
@@ -536,8 +513,8 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
     (`SearchPlugin.search_state`, a tuple), and `budget_rows`
     (`run_simulations`: None, or what `count_step` says of the rows that
     search)). A row the plug-ins take out (`plugin.rows_searching`) does
-    nothing. The step descends once per row (`select_leaves`; with P
-    paths per step, P times) and expands and backs up whatever leading
+    nothing. The step descends once per row (with P paths per step, P
+    times: a plug-in's `select_leaves`) and expands and backs up whatever leading
     shape the descents have.
 
     Keys are split as mctx splits them: `key, select_key, expand_key =
@@ -552,10 +529,36 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
     searching = (jnp.ones((tree.batch_size,), jnp.bool_) if budget_rows is None
                  else budget_rows[1])
     key, select_key, expand_key = jax.random.split(key, 3)
-    leaf, spent = select_leaves(tree, rules, options.depth_limit, plugins, select_key,
-                                searching, states, simulation_index)
+    records = tree.plugin_records  # one per plug-in
+    # Select: one descent per row (row b's key `split(select_key, B)[b]`,
+    # stamp `step + 1`), a simulation spent in each row that searches; or
+    # the descents a plug-in runs instead (`SearchPlugin.select_leaves`:
+    # parallel.py's P paths per row).
+    replacer = plugin.replacing(plugins, "select_leaves") if plugins else None
+    if replacer is None:
+        leaf = select_leaf(tree, rules, options.depth_limit, plugins,
+                           jax.random.split(select_key, tree.batch_size), searching,
+                           states=states, stamp=simulation_index + 1)
+        spent = searching.astype(jnp.int32)
+    else:
+        index, each = replacer
+        leaf, spent = each.select_leaves(tree, records[index], rules, options.depth_limit,
+                                         plugins, select_key, searching, states,
+                                         simulation_index)
     embedding = leaf_embeddings(params, expand_key, tree, recurrent_fn, leaf.node, plugins)
-    parent, slot, creates, embedding, new_visits = edges_of_leaf(tree, leaf, embedding, plugins)
+    # The edges the step evaluates, [B, E]: the leaf's chosen slot (E = 1),
+    # its new node written with no visit (the backup adds it); or those a
+    # plug-in says (`SearchPlugin.edges_of_leaf`: expand_all.py evaluates
+    # every slot of the leaf).
+    replacer = plugin.replacing(plugins, "edges_of_leaf") if plugins else None
+    if replacer is None:
+        parent, slot, creates = leaf.node[:, None], leaf.slot[:, None], leaf.expand[:, None]
+        embedding = jax.tree.map(functools.partial(jnp.expand_dims, axis=1), embedding)
+        new_visits = 0
+    else:
+        index, each = replacer
+        parent, slot, creates, embedding, new_visits = each.edges_of_leaf(
+            tree, records[index], leaf, embedding, plugins)
     tree, new, new_index, reached = expand(params, expand_key, tree, recurrent_fn, parent, slot,
                                            creates, embedding, options, new_visits=new_visits,
                                            plugins=plugins, states=leaf.states)
@@ -564,24 +567,6 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
     if budget_rows is not None:
         budget_rows = count_step(plugins, tree, budget_rows, spent, options.num_simulations)
     return key, tree, update.states, budget_rows
-
-
-def select_leaves(tree: tree_lib.Tree, rules: Rules, max_depth: int, plugins: Plugins,
-                  select_key: chex.PRNGKey, searching: chex.Array, states: tuple,
-                  step: chex.Array) -> tuple[LeafChoice, chex.Array]:
-    """(the step's descents, the simulations they spend per row [B] int32):
-    one descent per row (`select_leaf`, row b's key `split(select_key,
-    B)[b]`, stamp `step + 1`), or those a plug-in runs instead
-    (`SearchPlugin.select_leaves`: parallel.py's P paths per row)."""
-    replacer = plugin.replacing(plugins, "select_leaves") if plugins else None
-    if replacer is None:
-        leaf = select_leaf(tree, rules, max_depth, plugins,
-                           jax.random.split(select_key, tree.batch_size), searching,
-                           states=states, stamp=step + 1)
-        return leaf, searching.astype(jnp.int32)
-    index, each = replacer
-    return each.select_leaves(tree, tree.plugin_records[index], rules, max_depth, plugins,
-                              select_key, searching, states, step)
 
 
 def count_step(plugins: Plugins, tree: tree_lib.Tree, budget_rows, spent_now: chex.Array,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, ClassVar, Optional, Tuple
 
 import chex
 import jax
@@ -31,7 +31,7 @@ from mcts_jax.tree import legal_mask  # noqa: F401 (its home until issue 61)
 from mcts_jax import validation
 from mcts_jax.hashable import HashableFunction
 from mcts_jax.options import SearchOptions
-from mcts_jax.policy import (Policy, check_fields, check_final_action_name, play_proven,
+from mcts_jax.policy import (Policy, check_final_action_name, play_proven,
                              root_actions_view, with_priors_where_unsearched)
 from mcts_jax.qtransforms import (check_tree_function, qtransform_by_parent_and_siblings,
                                   qtransform_completed_by_mix_value)
@@ -85,7 +85,7 @@ def checked_qtransform(qtransform: Optional[Callable], default: Optional[Callabl
 
 
 def number_at_least(low: float, low_inclusive: bool = True, high: float = np.inf):
-    """A policy constant's check (`policy.check_fields`): `static_number` in range."""
+    """A policy constant's check (`Policy.field_checks`): `static_number` in range."""
     return lambda name, value: static_number(name, value, low=low, high=high,
                                              low_inclusive=low_inclusive)
 
@@ -108,17 +108,10 @@ PUCT_CHECKS = dict(
 PARENT_AND_SIBLINGS = HashableFunction(qtransform_by_parent_and_siblings)
 
 
-def check_puct_fields(policy: Policy) -> None:
-    """Checks, in place, the fields a PUCT policy value holds (`PUCT_CHECKS`:
-    `pb_c_init`, `pb_c_base`, `dirichlet_fraction`, `dirichlet_alpha`,
-    `qtransform`). For `__post_init__` of frozen policy dataclasses."""
-    check_fields(policy, PUCT_CHECKS)
-
-
 def puct_rule(pb_c_init, pb_c_base, qtransform: Callable,
               tie_break: float = 0.0) -> HashableFunction:
     """`selection.puct_scores` with its constants bound (checked already by
-    `check_puct_fields` when the policy value was built)."""
+    `PUCT_CHECKS` when the policy value was built)."""
     return HashableFunction(functools.partial(selection.puct_scores, qtransform=qtransform,
                                               tie_break=tie_break, pb_c_init=pb_c_init,
                                               pb_c_base=pb_c_base))
@@ -145,10 +138,8 @@ class UCTPolicy(Policy):
     uct_c: float = selection.UCT_C
     final_action: str = "most_visited"
     temperature: Any = 1.0
-
-    def __post_init__(self):
-        super().__post_init__()
-        check_fields(self, dict(uct_c=number_at_least(0.0), final_action=final_action_check))
+    field_checks: ClassVar[dict] = dict(uct_c=number_at_least(0.0),
+                                        final_action=final_action_check)
 
     def rules(self, options: SearchOptions) -> selection.Rules:
         return selection.everywhere(HashableFunction(functools.partial(
@@ -179,13 +170,10 @@ class AlphaZeroPolicy(Policy):
     final_action: str = "sampled"
     temperature: Any = 1.0
     forced_playouts: Any = 0.0
-
-    def __post_init__(self):
-        super().__post_init__()
-        # forced_playouts: a Python number (it picks the root rule when the search is traced).
-        check_fields(self, dict(PUCT_CHECKS, final_action=final_action_check,
-                                forced_playouts=lambda name, value: validation.check_number(
-                                    name, value, low=0.0)))
+    # forced_playouts: a Python number (it picks the root rule when the search is traced).
+    field_checks: ClassVar[dict] = dict(
+        PUCT_CHECKS, final_action=final_action_check,
+        forced_playouts=lambda name, value: validation.check_number(name, value, low=0.0))
 
     def split_key(self, rng_key):
         return tuple(jax.random.split(rng_key, 3))
@@ -203,7 +191,7 @@ class AlphaZeroPolicy(Policy):
     def rules(self, options: SearchOptions) -> selection.Rules:
         puct = puct_rule(self.pb_c_init, self.pb_c_base, self.qtransform)
         if self.forced_playouts == 0.0:
-            return selection.everywhere(puct)
+            return selection.Rules(at_root=puct, below_root=puct)
         return selection.Rules(
             at_root=HashableFunction(functools.partial(
                 selection.forced_playout_scores, forced_playouts=self.forced_playouts,

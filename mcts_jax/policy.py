@@ -55,8 +55,9 @@ class Policy:
     """A search policy as a value: the four hooks (module docstring) and the
     search options. Frozen and hashable; equal policies compile once.
 
-    Subclasses set their constants as fields (checked in `__post_init__`)
-    and override the hooks; `rules` is the one every policy must define.
+    Subclasses set their constants as fields, checked in `__post_init__`
+    by `field_checks`, and override the hooks; `rules` is the one every
+    policy must define.
 
     Attributes:
       options: the search options (`SearchOptions`; None: the class's
@@ -64,10 +65,15 @@ class Policy:
         continued tree complete them.
       takes_chance_nodes: class constant; True when `recurrent_fn` is the
         pair `(decision_recurrent_fn, chance_recurrent_fn)`.
+      field_checks: class constant, `{field: check(name, value) -> value}`:
+        the checks of the policy's constants (the value as the policy keeps
+        it, or a clear error naming the field), run on every field set away
+        from its class default.
     """
 
     options: Optional[SearchOptions] = None
     takes_chance_nodes: ClassVar[bool] = False
+    field_checks: ClassVar[dict] = {}
 
     def __post_init__(self):
         if self.options is None:
@@ -75,6 +81,14 @@ class Policy:
         if not isinstance(self.options, SearchOptions):
             raise TypeError(f"options must be a mcts_jax.SearchOptions, got "
                             f"{type(self.options).__name__}")
+        # The constants' checks: a field set away from its class default is
+        # checked and kept as its check returns it (a default is valid by
+        # construction: not checked).
+        defaults = {field.name: field.default for field in dataclasses.fields(self)}
+        for name, check in self.field_checks.items():
+            value = getattr(self, name)
+            if value is not defaults[name]:
+                object.__setattr__(self, name, check(name, value))
 
     # ---- building ---------------------------------------------------------------------------
 
@@ -192,7 +206,10 @@ class Policy:
         distribution."""
         action = choose_action(rng_key, tree, getattr(self, "final_action", "most_visited"),
                                temperature, options.solver)
-        return action, with_priors_where_unsearched(tree, tree.summary().visit_probs)
+        stats, in_actions = root_actions_view(tree)
+        visits = in_actions(stats.visits, 0)  # [B, A]
+        visit_probs = visits / jnp.maximum(jnp.sum(visits, axis=-1, keepdims=True), 1)
+        return action, with_priors_where_unsearched(tree, visit_probs.astype(jnp.float32))
 
 
 # ---- the final action from the root's statistics ---------------------------------------------
@@ -287,18 +304,6 @@ def play_proven(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats,
 def check_final_action_name(final_action: Any) -> str:
     validation.check_final_action(final_action, 1.0)
     return final_action
-
-
-def check_fields(policy: Policy, checks: dict) -> None:
-    """Checks, in place, the fields of a frozen policy value that `checks`
-    names, `{field: check(name, value) -> value}` (the value as the policy
-    keeps it, or a clear error naming the field). For `__post_init__`. A
-    field left at its class default is valid by construction: not checked."""
-    defaults = {field.name: field.default for field in dataclasses.fields(policy)}
-    for name, check in checks.items():
-        value = getattr(policy, name)
-        if value is not defaults[name]:
-            object.__setattr__(policy, name, check(name, value))
 
 
 # ---- the user's rules ----------------------------------------------------------------------

@@ -398,10 +398,16 @@ def screens_its_own_slots(rule: Callable) -> bool:
     one, is one of ours (`qtransforms.OUR_QTRANSFORMS`, or a function that
     declares one of them as its `__wrapped__`, as the mctx-form versions in
     `mctx_compat` do). Any other rule's scores are screened by the descent
-    (`rule_screen.usable_scores`). Wrappers are seen through (`_unwrapped`)."""
-    rule = _unwrapped(rule)
+    (`rule_screen.usable_scores`). Wrappers are seen through:
+    `HashableFunction`s, and a rule wrapper that scores only with its
+    `wrapped_rule` beside scores of its own that screen their slots
+    (`stochastic.ChanceAware`: ours at chance nodes)."""
+    while isinstance(rule, HashableFunction) or hasattr(rule, "wrapped_rule"):
+        rule = rule.fn if isinstance(rule, HashableFunction) else rule.wrapped_rule
     if isinstance(rule, functools.partial):
-        qtransform = _unwrapped(rule.keywords.get("qtransform", qtransform_raw))
+        qtransform = rule.keywords.get("qtransform", qtransform_raw)
+        while isinstance(qtransform, HashableFunction):
+            qtransform = qtransform.fn
         if isinstance(qtransform, functools.partial):
             qtransform = qtransform.func
         qtransform = getattr(qtransform, "__wrapped__", qtransform)
@@ -409,12 +415,3 @@ def screens_its_own_slots(rule: Callable) -> bool:
             return False
         rule = rule.func
     return rule in OUR_RULES
-
-
-def _unwrapped(fn: Callable) -> Callable:
-    """`fn` out of its wrappers: `HashableFunction`s, and a rule wrapper that
-    scores only with its `wrapped_rule` beside scores of its own that
-    screen their slots (`stochastic.ChanceAware`: ours at chance nodes)."""
-    while isinstance(fn, HashableFunction) or hasattr(fn, "wrapped_rule"):
-        fn = fn.fn if isinstance(fn, HashableFunction) else fn.wrapped_rule
-    return fn

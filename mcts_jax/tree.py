@@ -88,13 +88,6 @@ class ArraySpec:
     at_new_root: Any = None
     trailing: Tuple[int, ...] = ()
 
-    def resolve_dtype(self, max_nodes: int, num_actions: int):
-        if self.dtype == "node_index":
-            return child_index_dtype(max_nodes)
-        if self.dtype == "action_id":
-            return child_action_dtype(num_actions)
-        return self.dtype
-
     def empty_value(self, num_actions: int):
         return num_actions if self.empty == "num_actions" else self.empty
 
@@ -424,8 +417,9 @@ def children_stats(tree: Tree, node: chex.Array, depth: Optional[chex.Array] = N
 
     child_visits = jnp.where(expanded, take(tree.node_visits), 0)
     mean_value = take(tree.value_sums) / jnp.maximum(child_visits, 1)
-    # A graph's edges count their own visits; a tree's are the child's.
-    graph = tree.graph_record
+    # A graph's edges count their own visits; a tree's are the child's (a
+    # tree with no plug-in record holds no graph).
+    graph = tree.graph_record if tree.plugin_records else None
     visits = (child_visits if graph is None
               else jnp.where(expanded, gather_nodes(graph.edge_visits, node), 0))
     rewards, discounts = take(tree.rewards), take(tree.discounts)
@@ -655,8 +649,9 @@ def init_tree(
         `prior_logits`; None: not kept (`prior_logits` None).
     """
     batch_size, num_actions = root_priors.shape
+    index_dtype = child_index_dtype(max_nodes)
     slots = make_slots(root_priors.astype(jnp.float32), root_legal, max_children, slot_key,
-                       child_index_dtype(max_nodes))
+                       index_dtype)
     num_slots = slots.priors.shape[-1]
     root_value = root_value.astype(jnp.float32)
     # What the root holds where it differs from an empty slot (None: the
@@ -672,7 +667,8 @@ def init_tree(
             arrays[name] = None
             continue
         shape = (batch_size, max_nodes) + ((num_slots,) if spec.per_edge else spec.trailing)
-        dtype = spec.resolve_dtype(max_nodes, num_actions)
+        dtype = (index_dtype if spec.dtype == "node_index" else
+                 child_action_dtype(num_actions) if spec.dtype == "action_id" else spec.dtype)
         array = jnp.full(shape, spec.empty_value(num_actions), dtype)
         if name in root_entries:
             array = array.at[:, ROOT_INDEX].set(jnp.asarray(root_entries[name]).astype(dtype))

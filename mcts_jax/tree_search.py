@@ -42,7 +42,7 @@ from mcts_jax import validation
 from mcts_jax.hashable import (HashableFunction, caller_stacklevel, check_recompiles,
                                holds_tracer)
 from mcts_jax.options import SearchOptions
-from mcts_jax.selection import screens_its_own_slots
+from mcts_jax.selection import Rules, screens_its_own_slots
 
 
 def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
@@ -68,7 +68,7 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
     root_value = tree_lib.to_internal_scale(root.value.astype(jnp.float32), options.value_range)
     fresh = tree_lib.init_tree(root_value, priors, legal, root.embedding, options.max_nodes,
                                options.value_range, max_children=options.max_children,
-                               slot_key=phases.slot_key(rng_key),
+                               slot_key=jax.random.fold_in(rng_key, phases.SLOT_KEY),
                                replay_embeddings=options.replay_embeddings,
                                root_logits=root.prior_logits if options.keep_prior_logits
                                else None)
@@ -166,10 +166,17 @@ def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
     # carries where it scored NaN.
     ours = screens_its_own_slots(rules.at_root) and screens_its_own_slots(rules.below_root)
     screen = () if ours else (rule_screen.RuleScreen(),)
+    # Called as the functions they wrap: a `HashableFunction` is a compile key.
+    rules = Rules(at_root=(rules.at_root.fn if isinstance(rules.at_root, HashableFunction)
+                           else rules.at_root),
+                  below_root=(rules.below_root.fn
+                              if isinstance(rules.below_root, HashableFunction)
+                              else rules.below_root))
     plugins = search_plugins(options) + screen
     root_entries = None
     if plugins and plugin.overridden(plugins, "evaluated"):  # sampled.py: the root's actions
-        root, root_entries = plugin.evaluated(plugins, phases.plugin_key(search_key), root)
+        root, root_entries = plugin.evaluated(
+            plugins, jax.random.fold_in(search_key, phases.PLUGIN_KEY), root)
     root, setup_data = policy.root_setup(setup_key, root, invalid_actions, tree, options)
     tree = start_tree(jax.random.fold_in(search_key, 0x7007), root, invalid_actions, options,
                       tree, setup_data if extra_data is None else extra_data, root_entries,
