@@ -9,8 +9,11 @@ hashed problem: B = 32, A = 16, 32 simulations), a fresh process per side
 compiles the search with `jax.jit(...).lower(...).compile()` and keeps the
 instructions of its optimised HLO (`as_text()`, without the metadata and the
 source-location tables, which name files and functions). The report says per
-cell whether the two are identical, and otherwise how many instruction lines
-differ once instruction names are numbered alike.
+cell whether the two are identical, whether they are the same up to a
+consistent renaming of instructions and computations (`same_up_to_names`:
+XLA names an instruction after the Python function it was traced in, so a
+function inlined or renamed renames instructions and nothing else), and how
+many instruction lines differ once instruction names are numbered alike.
 
     python -m devtools.same_program --before 8acb5d8
     python -m devtools.same_program --before 8acb5d8 --cells alphazero gumbel
@@ -88,6 +91,25 @@ def numbered_alike(lines):
             for line in lines]
 
 
+_NAME = re.compile(r"%([\w.\-]+)")
+
+
+def named_alike(lines):
+    """Instruction lines with every instruction and computation name replaced
+    by its order of definition (`%n0`, `%n1`, ...; a name is defined where a
+    line starts `%name = `, `ROOT %name = `, `%name (` or `ENTRY %name`),
+    everywhere it appears as `%name`: two programs equal after this are one program under a
+    consistent renaming (XLA names instructions after the Python functions
+    they were traced in, so renaming or inlining a function renames them)."""
+    order = {}
+    for line in lines:
+        match = re.match(r"^\s*(?:ENTRY\s+|ROOT\s+)?%([\w.\-]+)", line)
+        if match and match.group(1) not in order:
+            order[match.group(1)] = f"%n{len(order)}"
+    return [_NAME.sub(lambda match: order.get(match.group(1), match.group(0)), line)
+            for line in lines]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--before", required=True, help="the earlier commit")
@@ -116,8 +138,9 @@ def main(argv=None) -> int:
             if line[:1] in "+-" and not line.startswith(("+++", "---"))]
         if args.show_diff and renumbered_diff:
             print(f"{name}:", *renumbered_diff, sep="\n  ")
-        rows.append(dict(cell=name, identical=a == b, instructions_before=len(a),
-                         instructions_after=len(b),
+        rows.append(dict(cell=name, identical=a == b,
+                         same_up_to_names=named_alike(a) == named_alike(b),
+                         instructions_before=len(a), instructions_after=len(b),
                          lines_differing_renumbered=len(renumbered_diff)))
     print(f"compiled programs, this tree against {args.before}:")
     print(harness.markdown_table(list(rows[0]), rows))
