@@ -48,6 +48,8 @@ from mcts_jax.qtransforms import check_tree_function
 from mcts_jax.solver import PROVEN_WIN
 
 FINAL_ACTIONS = ("most_visited", "highest_value", "sampled")
+# The default search options, made (and checked) once: a frozen value.
+DEFAULT_OPTIONS = SearchOptions()
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -119,8 +121,9 @@ class Policy:
 
     @classmethod
     def default_options(cls) -> SearchOptions:
-        """The options a policy of this class starts from."""
-        return SearchOptions()
+        """The options a policy of this class starts from (default:
+        `SearchOptions()`)."""
+        return DEFAULT_OPTIONS
 
     def replace(self, **changes) -> "Policy":
         """A copy with `changes` (its own fields and search options)."""
