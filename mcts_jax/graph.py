@@ -168,6 +168,31 @@ class GraphRecord:
     transposition_table: chex.Array
     is_graph_record = True  # how the tree finds it (`Tree.graph_record`)
 
+    def emptied(self) -> "GraphRecord":
+        """The record of an emptied tree (`tree.empty_like`): no edge
+        visits, no keys, every table slot free."""
+        return self.replace(edge_visits=jnp.zeros_like(self.edge_visits),
+                            position_keys=jnp.zeros_like(self.position_keys),
+                            transposition_table=jnp.full_like(self.transposition_table,
+                                                              tree_lib.FREE_SLOT))
+
+    def rerooted(self, emptied: "GraphRecord", move, keep: chex.Array,
+                 new_index: chex.Array) -> "GraphRecord":
+        """The record after reuse re-roots the tree (`reuse.get_subtree`):
+        the kept nodes' edge visits and keys moved to their new slots
+        (`move(array, default)`), and the table keeping the kept nodes
+        (`keep` [B, N]) under their new numbers (`new_index` [B, N]), every
+        other slot free."""
+        table = self.transposition_table
+        entry = jnp.maximum(table, 0)
+        kept_entry = (table >= 0) & jnp.take_along_axis(keep, entry, axis=1)
+        return self.replace(
+            edge_visits=move(self.edge_visits, emptied.edge_visits),
+            position_keys=move(self.position_keys, emptied.position_keys),
+            transposition_table=jnp.where(kept_entry,
+                                          jnp.take_along_axis(new_index, entry, axis=1),
+                                          tree_lib.FREE_SLOT))
+
 
 def start_record(tree: tree_lib.Tree, root_keys: chex.Array) -> GraphRecord:
     """The record of a fresh tree (the root only, `tree_lib.init_tree`):

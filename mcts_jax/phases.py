@@ -412,12 +412,12 @@ def backup_of_edges(tree: tree_lib.Tree, leaf: LeafChoice, new: NewNodes,
                     new_index: chex.Array, reached: chex.Array, plugins: Plugins) -> Backup:
     """What a simulation backs up after `expand` (`reached` [B, E]: the edge
     leads to a node now): the new node's value from it; a row that reached
-    nothing re-evaluates its leaf (`again`, what a plug-in that replaces
-    this is handed). The plug-ins see the path's
+    nothing re-evaluates its leaf (`again`). The plug-ins see the path's
     last step (`SearchPlugin.backs_up`); one may say what is backed up
-    instead (`SearchPlugin.backup_of_edges`: expand_all.py, the sum of the
-    new children's returns from the leaf; parallel.py, the P paths of a
-    step). A descent that did not run (`leaf.runs`) adds nothing."""
+    instead (`SearchPlugin.backup_of_edges`, handed `again`: expand_all.py,
+    the sum of the new children's returns from the leaf; parallel.py, the P
+    paths of a step). A descent that did not run (`leaf.runs`) adds
+    nothing."""
     # A row that created nothing re-evaluates its leaf with its stored
     # value, with the visits the plug-ins count (`revisit_count`: the
     # solver's proven nodes none); a descent outside `leaf.runs` adds nothing.

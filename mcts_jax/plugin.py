@@ -14,7 +14,14 @@ are per-node arrays [B, N, ...], made by `init_record` when a search starts
 (the root's entry written there) and kept in `tree.plugin_records` (one
 entry per plug-in of the search, in order). Reuse re-roots it with the
 tree; a free node slot holds 0 until `new_nodes` writes it. Every hook
-gets the plug-in's own record (None when it keeps none).
+gets the plug-in's own record (None when it keeps none). A record that
+holds more than per-node arrays says how it empties and re-roots, as
+methods of its own: `emptied() -> record` (`tree.empty_like`; default:
+every leaf zeros) and `rerooted(emptied, move, keep, new_index) ->
+record` (`reuse.get_subtree`: `move(array, default)` moves a per-node
+array's kept nodes to their new slots, `keep` [B, N] says which old nodes
+stay, `new_index` [B, N] their new numbers; default: every leaf moved);
+graph.py's `GraphRecord` renumbers its transposition table there.
 
 The hooks (B rows; `node` is [B], or [B, P] with P paths per step):
 

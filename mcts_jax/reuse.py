@@ -178,19 +178,13 @@ def _get_subtree(tree: tree_lib.Tree, action: chex.Array) -> tree_lib.Tree:
         # stores its `root.embedding` there.
         embeddings=tree.embeddings if tree.replay_embeddings
         else jax.tree.map(move, tree.embeddings, empty.embeddings),
-        # A plug-in's arrays are per node ([B, N, ...]): moved like the tree's
-        # (a graph's table is not: renumbered below).
+        # A plug-in's arrays are per node ([B, N, ...]): moved like the tree's,
+        # unless its record says how it re-roots (`rerooted`: a graph's
+        # table keeps the kept nodes, renumbered).
         plugin_records=tuple(
-            record.replace(edge_visits=move(record.edge_visits, kept_as.edge_visits),
-                           position_keys=move(record.position_keys, kept_as.position_keys))
-            if isinstance(record, graph.GraphRecord) else jax.tree.map(move, record, kept_as)
+            record.rerooted(kept_as, move, keep, new_index) if hasattr(record, "rerooted")
+            else jax.tree.map(move, record, kept_as)
             for record, kept_as in zip(tree.plugin_records, empty.plugin_records)),
         num_nodes=jnp.sum(keep, axis=1, dtype=jnp.int32),
         **moved)
-    if tree.is_graph:  # the table keeps the kept nodes, renumbered
-        table = tree.transposition_table
-        entry = jnp.maximum(table, 0)
-        kept_entry = (table >= 0) & jnp.take_along_axis(keep, entry, axis=1)
-        moved = graph.with_graph(moved, transposition_table=jnp.where(
-            kept_entry, jnp.take_along_axis(new_index, entry, axis=1), tree_lib.FREE_SLOT))
     return moved

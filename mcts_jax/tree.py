@@ -610,13 +610,11 @@ def empty_like(tree: Tree) -> Tree:
 
     arrays = {name: fill(getattr(tree, name), spec.empty_value(tree.num_actions))
               for name, spec in tree_arrays() if getattr(tree, name) is not None}
-    # A plug-in's free node slot holds 0; a graph's empty table, FREE_SLOT.
-    records = tuple(record.replace(
-        edge_visits=jnp.zeros_like(record.edge_visits),
-        position_keys=jnp.zeros_like(record.position_keys),
-        transposition_table=fill(record.transposition_table, FREE_SLOT))
-        if getattr(record, "is_graph_record", False) else jax.tree.map(jnp.zeros_like, record)
-        for record in tree.plugin_records)
+    # A plug-in's free node slot holds 0, unless its record says how it
+    # empties (`emptied()`: a graph's table is all free slots).
+    records = tuple(record.emptied() if hasattr(record, "emptied")
+                    else jax.tree.map(jnp.zeros_like, record)
+                    for record in tree.plugin_records)
     return tree.replace(embeddings=jax.tree.map(jnp.zeros_like, tree.embeddings),
                         plugin_records=records, num_nodes=fill(tree.num_nodes, 0), **arrays)
 

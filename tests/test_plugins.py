@@ -5,6 +5,7 @@ self-play; the solver as the library's own plug-in; bad plug-ins refused."""
 
 import dataclasses
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -15,6 +16,7 @@ import mcts_jax
 from custom_plugins import MaxBackup
 from tiny_self_play import play_checked_moves
 from mcts_jax import evaluators, plugin, sharding, solver
+from mcts_jax import tree as tree_lib
 from problems.synthetic import HashedProblem, random_root_codes
 from training import arena
 
@@ -232,3 +234,50 @@ def test_the_loop_refuses_a_tree_without_a_record_per_plugin():
 def test_the_plugin_in_self_play_with_tree_reuse():
     policy = mcts_jax.AlphaZeroPolicy.make(plugins=(MaxBackup(),), max_nodes=12)
     play_checked_moves(policy, num_simulations=8, num_games=4, moves=4, reuse_tree=True)
+
+@chex.dataclass(frozen=True)
+class TallyRecord:
+    """A record with a per-row array beside a per-node one: it says itself how
+    it empties and re-roots (the default moves every leaf as per-node)."""
+
+    first_value: jax.Array  # [B, N] float32, each node's value when it was written
+    rerootings: jax.Array  # [B] int32, how often reuse re-rooted the row's tree
+
+    def emptied(self):
+        return TallyRecord(first_value=jnp.zeros_like(self.first_value),
+                           rerootings=jnp.zeros_like(self.rerootings))
+
+    def rerooted(self, emptied, move, keep, new_index):
+        del keep, new_index
+        return TallyRecord(first_value=move(self.first_value, emptied.first_value),
+                           rerootings=self.rerootings + 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Tally(mcts_jax.SearchPlugin):
+    def init_record(self, tree):
+        return TallyRecord(first_value=tree.raw_values,
+                           rerootings=jnp.zeros((tree.batch_size,), jnp.int32))
+
+    def new_nodes(self, tree, record, write_at, new):
+        rows = jnp.arange(tree.batch_size)[:, None]
+        return record.replace(first_value=record.first_value.at[rows, write_at].set(
+            new.value, mode="drop"))
+
+
+def test_a_record_says_how_it_empties_and_re_roots():
+    out = mcts_jax.uct_policy(None, jax.random.key(2), ROOT, PROBLEM.recurrent_fn, SIMULATIONS,
+                              invalid_actions=INVALID, plugins=(Tally(),))
+    tree = out.search_tree
+    np.testing.assert_array_equal(tree.plugin_records[0].first_value, tree.raw_values)
+    kept = mcts_jax.get_subtree(tree, out.action)
+    record = kept.plugin_records[0]
+    np.testing.assert_array_equal(record.rerootings, np.ones(BATCH, np.int32))
+    # The per-node array moved with the nodes: it still equals the tree's own raw values.
+    np.testing.assert_array_equal(record.first_value, kept.raw_values)
+    assert int(jnp.max(kept.num_nodes)) < SIMULATIONS + 1
+    again = mcts_jax.get_subtree(kept, jnp.zeros((BATCH,), jnp.int32))
+    np.testing.assert_array_equal(again.plugin_records[0].rerootings, np.full(BATCH, 2))
+    emptied = tree_lib.empty_like(tree).plugin_records[0]
+    np.testing.assert_array_equal(emptied.rerootings, np.zeros(BATCH, np.int32))
+    assert not np.any(np.asarray(emptied.first_value))
