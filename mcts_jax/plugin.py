@@ -167,7 +167,7 @@ class LeafChoice:
       expand: bool, new node(s) are created below `node`.
       runs: bool, the descent ran (its row searches; with P paths per step,
         and the path is one of this step's): a descent that did not adds
-        nothing (`revisit`).
+        nothing (`phases.backup_of_edges`).
       states: what each plug-in carries after this descent
         (`SearchPlugin.end_descent`; a graph search: the path, graph.py).
     """

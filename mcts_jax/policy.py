@@ -70,7 +70,8 @@ class Policy:
       field_checks: class constant, `{field: check(name, value) -> value}`:
         the checks of the policy's constants (the value as the policy keeps
         it, or a clear error naming the field), run on every field set away
-        from its class default.
+        from its class default. A subclass that adds checks keeps its
+        parent's: `field_checks = dict(Parent.field_checks, my_field=...)`.
     """
 
     options: Optional[SearchOptions] = None
@@ -212,7 +213,8 @@ class Policy:
         stats, in_actions = root_actions_view(tree)
         visits = in_actions(stats.visits, 0)  # [B, A]
         visit_probs = visits / jnp.maximum(jnp.sum(visits, axis=-1, keepdims=True), 1)
-        return action, with_priors_where_unsearched(tree, visit_probs.astype(jnp.float32))
+        weights = with_priors_where_unsearched(tree, visit_probs.astype(jnp.float32))
+        return action, weights[:, :tree.num_decisions]  # a stochastic root's decisions only
 
 
 # ---- the final action from the root's statistics ---------------------------------------------

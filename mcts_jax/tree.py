@@ -144,8 +144,10 @@ class Tree:
         (`SearchOptions.keep_prior_logits`).
       plugin_records: tuple, one entry per plug-in of the search that made
         the tree (`SearchOptions.plugins`, plugin.py): the plug-in's own
-        arrays, a pytree with leaves [B, N, ...] (None: it keeps none); ()
-        for a search without plug-ins. A graph search's arrays are its
+        arrays, a pytree with leaves [B, N, ...] (None: it keeps none), or
+        a record that says how it empties and re-roots (`emptied`,
+        `rerooted`: plugin.py), which may hold other arrays too; () for a
+        search without plug-ins. A graph search's arrays are its
         plug-in's record (`graph.GraphRecord`), read through the
         properties `edge_visits`, `position_keys` and `transposition_table`
         (None unless the search is a graph).

@@ -42,7 +42,7 @@ from mcts_jax import validation
 from mcts_jax.hashable import (HashableFunction, caller_stacklevel, check_recompiles,
                                holds_tracer)
 from mcts_jax.options import SearchOptions
-from mcts_jax.selection import Rules, screens_its_own_slots
+from mcts_jax.selection import screens_its_own_slots
 
 
 def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
@@ -166,12 +166,6 @@ def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
     # carries where it scored NaN.
     ours = screens_its_own_slots(rules.at_root) and screens_its_own_slots(rules.below_root)
     screen = () if ours else (rule_screen.RuleScreen(),)
-    # Called as the functions they wrap: a `HashableFunction` is a compile key.
-    rules = Rules(at_root=(rules.at_root.fn if isinstance(rules.at_root, HashableFunction)
-                           else rules.at_root),
-                  below_root=(rules.below_root.fn
-                              if isinstance(rules.below_root, HashableFunction)
-                              else rules.below_root))
     plugins = search_plugins(options) + screen
     root_entries = None
     if plugins and plugin.overridden(plugins, "evaluated"):  # sampled.py: the root's actions

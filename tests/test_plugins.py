@@ -235,6 +235,7 @@ def test_the_plugin_in_self_play_with_tree_reuse():
     policy = mcts_jax.AlphaZeroPolicy.make(plugins=(MaxBackup(),), max_nodes=12)
     play_checked_moves(policy, num_simulations=8, num_games=4, moves=4, reuse_tree=True)
 
+
 @chex.dataclass(frozen=True)
 class TallyRecord:
     """A record with a per-row array beside a per-node one: it says itself how

@@ -187,3 +187,17 @@ def test_a_rules_nan_is_reported():
         policy(None, jax.random.key(0), ROOT, PROBLEM.recurrent_fn, 6)
     with pytest.raises(checkify.JaxRuntimeError, match="scored NaN on a legal child slot"):
         policy.replace(checks="checkify")(None, jax.random.key(0), ROOT, PROBLEM.recurrent_fn, 6)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class StochasticUCT(mcts_jax.muzero_policies.TakesChanceNodes, mcts_jax.UCTPolicy):
+    """A user's UCT on a stochastic game, with the default final choice."""
+
+
+def test_the_default_choice_on_a_stochastic_tree_weighs_the_decisions_only():
+    out = StochasticUCT()(None, jax.random.key(3), CHANCE_ROOT, CHANCE_FNS, SIMULATIONS)
+    num_decisions = CHANCE_ROOT.prior_logits.shape[-1]
+    assert out.search_tree.num_decisions == num_decisions < out.search_tree.num_actions
+    np.testing.assert_allclose(out.action_weights, out.search_tree.summary().visit_probs)
+    assert out.action_weights.shape == (BATCH, num_decisions)
+    np.testing.assert_allclose(np.sum(out.action_weights, axis=-1), 1.0, rtol=1e-6)
