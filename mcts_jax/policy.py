@@ -210,11 +210,7 @@ class Policy:
         distribution."""
         action = choose_action(rng_key, tree, getattr(self, "final_action", "most_visited"),
                                temperature, options.solver)
-        stats, in_actions = root_actions_view(tree)
-        visits = in_actions(stats.visits, 0)  # [B, A]
-        visit_probs = visits / jnp.maximum(jnp.sum(visits, axis=-1, keepdims=True), 1)
-        weights = with_priors_where_unsearched(tree, visit_probs.astype(jnp.float32))
-        return action, weights[:, :tree.num_decisions]  # a stochastic root's decisions only
+        return action, with_priors_where_unsearched(tree, tree.summary().visit_probs)
 
 
 # ---- the final action from the root's statistics ---------------------------------------------
@@ -232,10 +228,14 @@ def with_priors_where_unsearched(tree: tree_lib.Tree, weights: chex.Array) -> ch
     visits), with the root's prior probabilities [B, A] (as searched: masked,
     with any root noise) in the rows whose root has no child visits: rows a
     stop rule ended before their first simulation (`stopping`), whose
-    answer is that of a search of 0 simulations."""
+    answer is that of a search of 0 simulations. `weights` may cover the
+    first actions only (a stochastic root's decisions, `Tree.summary()`):
+    the priors are cut to its width (the outcome ids after them are illegal
+    at the root, prior 0)."""
     stats, in_actions = root_actions_view(tree)
     unsearched = jnp.all(stats.visits == 0, axis=-1, keepdims=True)
-    priors = in_actions(stats.priors, 0.0)  # 0 on illegal slots (`ChildrenStats`)
+    # 0 on illegal slots (`ChildrenStats`)
+    priors = in_actions(stats.priors, 0.0)[:, :weights.shape[-1]]
     priors = priors / jnp.maximum(jnp.sum(priors, axis=-1, keepdims=True), 1e-30)
     return jnp.where(unsearched, priors.astype(weights.dtype), weights)
 
