@@ -57,7 +57,7 @@ FEATURE_WORDS: Dict[str, Tuple[str, ...]] = {
 }
 
 # Modules of the core that are features, not the plain search.
-FEATURE_MODULE_NAMES = ("graph", "replay_embeddings", "stochastic", "parallel", "reuse", "mctx_compat", "features",
+FEATURE_MODULE_NAMES = ("graph", "compact", "replay_embeddings", "stochastic", "parallel", "reuse", "mctx_compat", "features",
                         "sharding", "visualize", "memory")
 
 

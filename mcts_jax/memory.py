@@ -24,7 +24,7 @@ from typing import Any, Dict, Optional
 import jax
 import jax.numpy as jnp
 
-from mcts_jax import graph
+from mcts_jax import compact, graph
 from mcts_jax import tree as tree_lib
 
 
@@ -113,11 +113,15 @@ def tree_memory(embedding: Any, num_actions: int, batch_size: int, max_nodes: in
     root_embedding = jax.tree.map(batched, embedding)
 
     def build(root_embedding):
-        tree = tree_lib.init_tree(
-            jnp.zeros((batch_size,)), jnp.zeros((batch_size, num_actions)),
-            jnp.ones((batch_size, num_actions), jnp.bool_), root_embedding, max_nodes,
-            (-1.0, 1.0), max_children=max_children, slot_key=jax.random.key(0),
-            replay_embeddings=replay_embeddings)
+        priors = jnp.zeros((batch_size, num_actions))
+        legal = jnp.ones((batch_size, num_actions), jnp.bool_)
+        index_dtype = tree_lib.child_index_dtype(max_nodes)
+        slots = (tree_lib.dense_slots(priors, legal, index_dtype) if max_children is None
+                 else compact.compact_slots(priors, legal, max_children, jax.random.key(0),
+                                            index_dtype))
+        tree = tree_lib.init_tree(jnp.zeros((batch_size,)), slots, root_embedding,
+                                  num_actions, max_nodes, (-1.0, 1.0),
+                                  replay_embeddings=replay_embeddings)
         if transpositions:
             tree = tree.replace(plugin_records=(
                 graph.start_record(tree, jnp.zeros((batch_size, 2), jnp.uint32)),))

@@ -217,8 +217,10 @@ class NewNodes:
 
 def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree,
                           slot_key: chex.PRNGKey, plugins: Plugins = ()) -> NewNodes:
-    """Converts a recurrent_fn output to the tree's scale and layout; in the
-    compact layout `slot_key` breaks prior ties among more than K legal moves.
+    """Converts a recurrent_fn output to the tree's scale and layout: slot k
+    for action k, unless a plug-in lays the slots out (`node_slots`: the
+    compact layout, where `slot_key` breaks prior ties among more than K
+    legal moves).
     A transition with discount 0 makes a terminal node (value 0, no legal
     children), unless a plug-in says otherwise (`SearchPlugin.is_terminal`:
     with mctx's semantics discount 0 is only a factor and the node is
@@ -237,14 +239,19 @@ def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree,
         legal = ~output.invalid_actions.astype(jnp.bool_)
     legal = legal & ~terminal[..., None]
     priors = tree_lib.masked_priors(output.prior_logits.astype(jnp.float32), legal)
-    slots = tree_lib.make_slots(priors, legal, tree.max_children, slot_key, tree.children.dtype)
+    layout = plugin.replacing(plugins, "node_slots") if plugins else None
+    if layout is None:
+        slots = tree_lib.dense_slots(priors, legal, tree.children.dtype, output.prior_logits)
+    else:
+        slots = layout[1].node_slots(priors, legal, output.prior_logits, slot_key,
+                                     tree.children.dtype)
     return NewNodes(
         reward=tree_lib.to_internal_scale(output.reward.astype(jnp.float32), tree.value_range),
         discount=discount,
         value=value,
         terminal=terminal,
         slots=slots,
-        prior_logits=tree_lib.slot_values(slots.actions, output.prior_logits.astype(jnp.float32)),
+        prior_logits=slots.logits,
         solved=terminal,
     )
 
@@ -361,7 +368,9 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     edge_shape = parent.shape
     size = math.prod(edge_shape)
     records = tree.plugin_records  # one per plug-in
-    action = tree_lib.edge_actions(tree, parent, slot)
+    action = slot.astype(jnp.int32)  # its action id: slot k is action k unless a plug-in says
+    for each, record in zip(plugins, records):
+        action = each.slot_action(tree, record, parent, slot, action)
     edge_action = action  # what recurrent_fn gets (a plug-in may say: a sampled node's action)
     for each, record in zip(plugins, records):
         edge_action = each.edge_action(tree, record, parent, slot, edge_action)

@@ -55,6 +55,10 @@ The hooks (B rows; `node` is [B], or [B, P] with P paths per step):
   arrays S + [...] the plug-in keeps for those nodes (sampled.py draws a
   node's actions here); the root's entry reaches `root_record(tree, record,
   entry) -> record`, an expansion's reaches `new_nodes` as `new.entry`;
+- `slot_action(tree, record, parent, slot, action) -> action`: the action
+  id that child slot `slot` of `parent` stands for, kept as the new
+  node's `actions_from_parent` (default: `action`, the slot itself: slot k
+  is action k; compact.py's layout reads the slot's id);
 - `edge_action(tree, record, parent, slot, action) -> action`: what
   recurrent_fn gets for child slot `slot` of `parent` (default: the action
   id the tree holds, `action`);
@@ -116,6 +120,11 @@ What a step evaluates and what a new node is:
 - `leaf_embeddings(tree, record, params, rng_key, recurrent_fn, node) ->
   embedding`: the states recurrent_fn steps from, instead of those the
   tree stores (replay_embeddings.py recomputes them); at most one;
+- `node_slots(priors, legal, logits, rng_key, index_dtype) -> ChildSlots`:
+  the child slots of new nodes (the root's, and each expansion's) from
+  their priors, legal mask and prior logits in action space, S + [A],
+  instead of slot k for action k (`tree.dense_slots`); compact.py's
+  `CompactLayout` keeps K of them; at most one;
 - `is_terminal(tree, record, discount, terminal) -> terminal`: which new
   nodes are terminal (default: discount 0; mctx's semantics: none);
 - `nodes_used(tree, record, used) -> used`: each row's used node slots
@@ -273,6 +282,19 @@ class SearchPlugin:
         """The child slots per node of the tree searched from a root whose
         `prior_logits` are [B, num_actions] (default: num_actions)."""
         return num_actions
+
+    def slot_action(self, tree: Any, record: Any, parent: chex.Array, slot: chex.Array,
+                    action: chex.Array) -> chex.Array:
+        """The action id child slot `slot` of `parent` stands for (default:
+        `action`, the slot itself in the dense layout)."""
+        return action
+
+    def node_slots(self, priors: chex.Array, legal: chex.Array, logits: chex.Array,
+                   rng_key: Any, index_dtype: Any) -> Any:
+        """`tree.ChildSlots` S + [K] of new nodes from priors, legal mask and
+        prior logits S + [A]. Only called for a plug-in that overrides it
+        (default: the dense layout, `tree.dense_slots`)."""
+        raise NotImplementedError
 
     def edge_action(self, tree: Any, record: Any, parent: chex.Array, slot: chex.Array,
                     action: chex.Array) -> chex.Array:
@@ -507,7 +529,7 @@ def after_backup(plugins: Plugins, tree: Any, states: tuple) -> Any:
 def replacing(plugins: Plugins, hook: str) -> Optional[tuple]:
     """(position, plug-in) of the one plug-in that replaces the step `hook`
     of a phase (`link`, `backup`, `leaf_embeddings`, `edges_of_leaf`,
-    `backup_of_edges`, `screen_scores`, `select_leaves`), or None when none
+    `backup_of_edges`, `screen_scores`, `select_leaves`, `node_slots`), or None when none
     does (the phase's own code runs)."""
     found = overridden(plugins, hook)
     if len(found) > 1:

@@ -532,77 +532,25 @@ class ChildSlots:
         illegal; they sum to 1 over the slots.
       codes: S + [K] UNEXPANDED (a legal action) or ILLEGAL, child-index dtype.
       pruned: S bool, some legal action got no slot.
+      logits: S + [K] float32, the prior logits as given, read at each
+        slot's action (0 in an unused slot), or None when none were given.
     """
 
     actions: Optional[chex.Array]
     priors: chex.Array
     codes: chex.Array
     pruned: chex.Array
+    logits: Optional[chex.Array] = None
 
 
-def make_slots(priors: chex.Array, legal: chex.Array, max_children: Optional[int],
-               rng_key: Optional[chex.PRNGKey], index_dtype) -> ChildSlots:
-    """Child slots from priors and a legal mask in action space, S + [A].
-
-    Dense (`max_children=None`): slot k is action k. Compact: the legal
-    actions fill the K slots in increasing id order. When more than K are
-    legal, the K with the highest priors are kept (ties at the cut broken at
-    random with `rng_key`, which may be None only in the dense layout) and
-    the kept priors are renormalised; with K >= the number of legal actions
-    nothing is dropped and the priors are exactly the dense ones.
-    """
-    codes = jnp.where(legal, UNEXPANDED, ILLEGAL).astype(index_dtype)
-    lead_shape, num_actions = priors.shape[:-1], priors.shape[-1]
-    if max_children is None:
-        return ChildSlots(actions=None, priors=priors, codes=codes,
-                          pruned=jnp.zeros(lead_shape, jnp.bool_))
-    num_slots = max_children
-    flat_priors = priors.reshape(-1, num_actions)
-    flat_legal = legal.reshape(-1, num_actions)
-    num_legal = jnp.sum(flat_legal, axis=-1, dtype=jnp.int32)
-    pruned = num_legal > num_slots
-
-    def keep_top_k(_):
-        """The K legal actions with the highest priors; random among ties at the cut."""
-        values = jnp.where(flat_legal, flat_priors, -1.0)
-        cut = jax.lax.top_k(values, num_slots)[0][:, -1:]
-        above = values > cut
-        at_cut = flat_legal & (values == cut)
-        needed = num_slots - jnp.sum(above, axis=-1, keepdims=True, dtype=jnp.int32)
-        noise = jnp.where(at_cut, jax.random.uniform(rng_key, values.shape), -1.0)
-        noise_sorted = jax.lax.top_k(noise, num_slots)[0]
-        noise_cut = jnp.take_along_axis(noise_sorted, jnp.maximum(needed - 1, 0), axis=-1)
-        keep = above | (at_cut & (needed > 0) & (noise >= noise_cut))
-        return jnp.where(pruned[:, None], keep, flat_legal)
-
-    if num_slots >= num_actions:
-        keep = flat_legal
-    else:
-        keep = jax.lax.cond(jnp.any(pruned), keep_top_k, lambda _: flat_legal, None)
-    # Slot j holds the (j+1)-th kept action: the first id whose running count
-    # of kept actions reaches j + 1 (a binary search per slot; on CPU this is
-    # 2x faster than scattering every id to its position).
-    kept_so_far = jax.lax.associative_scan(jnp.add, keep.astype(jnp.int32), axis=-1)
-    targets = jnp.arange(1, num_slots + 1, dtype=jnp.int32)
-    first_reaching = jax.vmap(
-        lambda counts: jnp.searchsorted(counts, targets, side="left", method="scan"))(
-            kept_so_far)
-    used = targets[None, :] <= kept_so_far[:, -1:]
-    actions = jnp.where(used, first_reaching, num_actions).astype(jnp.int32)
-    slot_priors = jnp.where(
-        used, jnp.take_along_axis(flat_priors, jnp.minimum(actions, num_actions - 1), axis=-1),
-        0.0)
-    kept_mass = jnp.sum(slot_priors, axis=-1, keepdims=True)
-    slot_priors = jnp.where(pruned[:, None],
-                            slot_priors / jnp.maximum(kept_mass, jnp.finfo(jnp.float32).tiny),
-                            slot_priors)
-    full_shape = lead_shape + (num_slots,)
-    return ChildSlots(
-        actions=actions.astype(child_action_dtype(num_actions)).reshape(full_shape),
-        priors=slot_priors.reshape(full_shape),
-        codes=jnp.where(used, UNEXPANDED, ILLEGAL).astype(index_dtype).reshape(full_shape),
-        pruned=pruned.reshape(lead_shape),
-    )
+def dense_slots(priors: chex.Array, legal: chex.Array, index_dtype,
+                logits: Optional[chex.Array] = None) -> ChildSlots:
+    """The dense layout's child slots from priors and a legal mask in action
+    space, S + [A]: slot k is action k (compact.py has the other layout)."""
+    return ChildSlots(actions=None, priors=priors,
+                      codes=jnp.where(legal, UNEXPANDED, ILLEGAL).astype(index_dtype),
+                      pruned=jnp.zeros(priors.shape[:-1], jnp.bool_),
+                      logits=None if logits is None else logits.astype(jnp.float32))
 
 
 def empty_like(tree: Tree) -> Tree:
@@ -623,44 +571,39 @@ def empty_like(tree: Tree) -> Tree:
 
 def init_tree(
     root_value: chex.Array,
-    root_priors: chex.Array,
-    root_legal: chex.Array,
+    root_slots: ChildSlots,
     root_embedding: Any,
+    num_actions: int,
     max_nodes: int,
     value_range: Tuple[float, float],
-    max_children: Optional[int] = None,
-    slot_key: Optional[chex.PRNGKey] = None,
     replay_embeddings: bool = False,
-    root_logits: Optional[chex.Array] = None,
+    keep_prior_logits: bool = False,
 ) -> Tree:
     """A fresh batch of trees holding only the root, visited once.
 
     Args:
       root_value: [B] value of the root for its mover, internal scale.
-      root_priors: [B, A] prior probabilities (already masked and noised).
-      root_legal: [B, A] bool, legal root actions.
+      root_slots: the root's child slots, `ChildSlots` [B, K]
+        (`dense_slots`, or the compact layout's: compact.py), made from
+        its priors as searched (masked and noised); their codes' dtype is
+        the tree's child-index dtype (`child_index_dtype(max_nodes)`).
       root_embedding: pytree with leaves [B, ...].
+      num_actions: A, the size of the action space.
       max_nodes: N, the capacity of each tree.
       value_range: the user's value scale (static).
-      max_children: K for the compact layout, None for the dense one.
-      slot_key: breaks ties when the root has more legal actions than K.
       replay_embeddings: store the root's embedding only.
-      root_logits: [B, A] the root's prior logits as given, kept in
-        `prior_logits`; None: not kept (`prior_logits` None).
+      keep_prior_logits: keep the slots' prior logits (`root_slots.logits`)
+        in `prior_logits` (otherwise None).
     """
-    batch_size, num_actions = root_priors.shape
-    index_dtype = child_index_dtype(max_nodes)
-    slots = make_slots(root_priors.astype(jnp.float32), root_legal, max_children, slot_key,
-                       index_dtype)
-    num_slots = slots.priors.shape[-1]
+    batch_size, num_slots = root_slots.priors.shape
+    index_dtype = root_slots.codes.dtype
     root_value = root_value.astype(jnp.float32)
     # What the root holds where it differs from an empty slot (None: the
     # array is absent in this layout, e.g. slot actions in the dense one).
     root_entries = dict(node_visits=1, value_sums=root_value, raw_values=root_value,
-                        pruned=slots.pruned, children=slots.codes, priors=slots.priors,
-                        children_actions=slots.actions,
-                        prior_logits=None if root_logits is None else slot_values(
-                            slots.actions, root_logits.astype(jnp.float32)))
+                        pruned=root_slots.pruned, children=root_slots.codes,
+                        priors=root_slots.priors, children_actions=root_slots.actions,
+                        prior_logits=root_slots.logits if keep_prior_logits else None)
     arrays = {}
     for name, spec in tree_arrays():
         if name in root_entries and root_entries[name] is None:

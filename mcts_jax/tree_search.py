@@ -28,6 +28,7 @@ import numpy as np
 from jax.experimental import checkify
 
 from mcts_jax import base, parallel, plugin
+from mcts_jax import compact
 from mcts_jax import expand_all
 from mcts_jax import graph
 from mcts_jax import mctx_semantics
@@ -66,12 +67,17 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
     legal = tree_lib.legal_mask(root.prior_logits, invalid_actions)
     priors = tree_lib.masked_priors(root.prior_logits.astype(jnp.float32), legal)
     root_value = tree_lib.to_internal_scale(root.value.astype(jnp.float32), options.value_range)
-    fresh = tree_lib.init_tree(root_value, priors, legal, root.embedding, options.max_nodes,
-                               options.value_range, max_children=options.max_children,
-                               slot_key=jax.random.fold_in(rng_key, phases.SLOT_KEY),
+    index_dtype = tree_lib.child_index_dtype(options.max_nodes)
+    layout = plugin.replacing(plugins, "node_slots") if plugins else None  # compact.py
+    if layout is None:
+        slots = tree_lib.dense_slots(priors, legal, index_dtype, root.prior_logits)
+    else:
+        slots = layout[1].node_slots(priors, legal, root.prior_logits,
+                                     jax.random.fold_in(rng_key, phases.SLOT_KEY), index_dtype)
+    fresh = tree_lib.init_tree(root_value, slots, root.embedding, root.prior_logits.shape[-1],
+                               options.max_nodes, options.value_range,
                                replay_embeddings=options.replay_embeddings,
-                               root_logits=root.prior_logits if options.keep_prior_logits
-                               else None)
+                               keep_prior_logits=options.keep_prior_logits)
     fresh = fresh.replace(extra_data=extra_data,
                           num_chance_outcomes=options.num_chance_outcomes)
     fresh = fresh.replace(plugin_records=tuple(each.init_record(fresh) for each in plugins))
@@ -128,8 +134,9 @@ def search_plugins(options: SearchOptions) -> tuple:
     (`transpositions=True`, whose record holds the graph's arrays),
     expand-all, replayed embeddings, mctx's
     semantics (`stop_at_terminal=False` or `node_per_simulation=True`),
-    several paths per step (`simulations_per_step` > 1) and chance nodes
-    (a stochastic tree, `num_chance_outcomes` > 0).
+    several paths per step (`simulations_per_step` > 1), chance nodes
+    (a stochastic tree, `num_chance_outcomes` > 0) and the compact layout
+    (`max_children`, compact.py).
     Those last come after the user's so that a user's plug-in keeps its
     position (its record in `tree.plugin_records`, its key in `evaluated`)
     whatever else is on."""
@@ -142,7 +149,9 @@ def search_plugins(options: SearchOptions) -> tuple:
                                       node_per_simulation=options.node_per_simulation),)
         if not options.stop_at_terminal or options.node_per_simulation else (),
         (parallel.ParallelPaths.of(options),) if options.simulations_per_step > 1 else (),
-        (stochastic.ChanceNodes(),) if options.num_chance_outcomes > 0 else ())
+        (stochastic.ChanceNodes(),) if options.num_chance_outcomes > 0 else (),
+        (compact.CompactLayout(options.max_children),) if options.max_children is not None
+        else ())
     return ((solver.SOLVER,) if options.solver else ()) + options.plugins + sum(structural, ())
 
 

@@ -15,7 +15,7 @@ import pytest
 
 import envs
 import mcts_jax
-from mcts_jax import evaluators, solver
+from mcts_jax import compact, evaluators, solver
 from mcts_jax import tree as tree_lib
 from problems.synthetic import HashedProblem, random_root_codes
 
@@ -156,7 +156,7 @@ def test_slot_ties_are_broken_at_random_and_nothing_legal_is_dropped():
     legal = jnp.asarray([[True] * 7 + [False] * 3])
     kept_sets = set()
     for seed in range(12):
-        slots = tree_lib.make_slots(priors, legal, num_slots, jax.random.key(seed), jnp.int16)
+        slots = compact.compact_slots(priors, legal, num_slots, jax.random.key(seed), jnp.int16)
         actions = [int(a) for a in slots.actions[0]]
         assert actions == sorted(actions) and len(set(actions)) == num_slots
         assert all(a < 7 for a in actions)
@@ -166,7 +166,7 @@ def test_slot_ties_are_broken_at_random_and_nothing_legal_is_dropped():
     # A strictly higher prior is always kept; ties fill the rest.
     priors = priors.at[0, 6].set(0.5)
     for seed in range(5):
-        slots = tree_lib.make_slots(priors, legal, num_slots, jax.random.key(seed), jnp.int16)
+        slots = compact.compact_slots(priors, legal, num_slots, jax.random.key(seed), jnp.int16)
         assert 6 in [int(a) for a in slots.actions[0]]
     # K >= legal moves: every legal action gets a slot, priors unchanged.
     rng = np.random.default_rng(0)
@@ -174,7 +174,7 @@ def test_slot_ties_are_broken_at_random_and_nothing_legal_is_dropped():
         legal = jnp.asarray(rng.random((3, num_actions)) < 0.5)
         priors = tree_lib.masked_priors(jnp.asarray(rng.normal(size=(3, num_actions)),
                                                     jnp.float32), legal)
-        slots = tree_lib.make_slots(priors, legal, 6, jax.random.key(0), jnp.int16)
+        slots = compact.compact_slots(priors, legal, 6, jax.random.key(0), jnp.int16)
         for row in range(3):
             legal_ids = np.flatnonzero(np.asarray(legal[row]))
             if len(legal_ids) <= 6:
