@@ -124,7 +124,12 @@ def main(argv=None) -> int:
         before_dir = os.path.join(folder, "before")
         os.makedirs(before_dir)
         archive = os.path.join(folder, "before.tar")
-        subprocess.run(["git", "archive", "-o", archive, args.before, "mcts_jax"], check=True,
+        # The library and the fixtures its shims forward to (mcts_jax.synthetic
+        # imports problems.synthetic), where the earlier commit has them.
+        listed = subprocess.run(["git", "ls-tree", "--name-only", args.before], check=True,
+                                capture_output=True, text=True, cwd=harness.REPOSITORY)
+        folders = [name for name in ("mcts_jax", "problems") if name in listed.stdout.split()]
+        subprocess.run(["git", "archive", "-o", archive, args.before, *folders], check=True,
                        cwd=harness.REPOSITORY)
         with tarfile.open(archive) as tar:
             tar.extractall(before_dir, filter="data")
