@@ -215,6 +215,20 @@ class NewNodes:
     entry: Any = None  # a plug-in's own per-node arrays (`SearchPlugin.evaluated`), in new_nodes
 
 
+def node_slots(plugins: Plugins, priors: chex.Array, legal: chex.Array,
+               prior_logits: chex.Array, slot_key: chex.PRNGKey,
+               index_dtype) -> tree_lib.ChildSlots:
+    """The child slots S + [K] of new nodes (the root's, and each
+    expansion's) from their priors, legal mask and prior logits S + [A]:
+    slot k for action k (`tree.dense_slots`), unless a plug-in lays them
+    out (`SearchPlugin.node_slots`: the compact layout, compact.py, where
+    `slot_key` breaks prior ties among more than K legal actions)."""
+    layout = plugin.replacing(plugins, "node_slots") if plugins else None
+    if layout is None:
+        return tree_lib.dense_slots(priors, legal, index_dtype, prior_logits)
+    return layout[1].node_slots(priors, legal, prior_logits, slot_key, index_dtype)
+
+
 def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree,
                           slot_key: chex.PRNGKey, plugins: Plugins = ()) -> NewNodes:
     """Converts a recurrent_fn output to the tree's scale and layout: slot k
@@ -239,12 +253,8 @@ def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree,
         legal = ~output.invalid_actions.astype(jnp.bool_)
     legal = legal & ~terminal[..., None]
     priors = tree_lib.masked_priors(output.prior_logits.astype(jnp.float32), legal)
-    layout = plugin.replacing(plugins, "node_slots") if plugins else None
-    if layout is None:
-        slots = tree_lib.dense_slots(priors, legal, tree.children.dtype, output.prior_logits)
-    else:
-        slots = layout[1].node_slots(priors, legal, output.prior_logits, slot_key,
-                                     tree.children.dtype)
+    slots = node_slots(plugins, priors, legal, output.prior_logits, slot_key,
+                       tree.children.dtype)
     return NewNodes(
         reward=tree_lib.to_internal_scale(output.reward.astype(jnp.float32), tree.value_range),
         discount=discount,

@@ -538,10 +538,6 @@ def replacing(plugins: Plugins, hook: str) -> Optional[tuple]:
     return found[0] if found else None
 
 
-
-
-
-
 def descend(plugins: Plugins, tree: Any, descents: tuple, depth, slot, child, edge_visits,
             moves, stops) -> tuple:
     """(descents, stops [B]) once every plug-in has seen the step down."""

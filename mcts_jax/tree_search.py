@@ -68,12 +68,8 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
     priors = tree_lib.masked_priors(root.prior_logits.astype(jnp.float32), legal)
     root_value = tree_lib.to_internal_scale(root.value.astype(jnp.float32), options.value_range)
     index_dtype = tree_lib.child_index_dtype(options.max_nodes)
-    layout = plugin.replacing(plugins, "node_slots") if plugins else None  # compact.py
-    if layout is None:
-        slots = tree_lib.dense_slots(priors, legal, index_dtype, root.prior_logits)
-    else:
-        slots = layout[1].node_slots(priors, legal, root.prior_logits,
-                                     jax.random.fold_in(rng_key, phases.SLOT_KEY), index_dtype)
+    slots = phases.node_slots(plugins, priors, legal, root.prior_logits,
+                              jax.random.fold_in(rng_key, phases.SLOT_KEY), index_dtype)
     fresh = tree_lib.init_tree(root_value, slots, root.embedding, root.prior_logits.shape[-1],
                                options.max_nodes, options.value_range,
                                replay_embeddings=options.replay_embeddings,
