@@ -108,7 +108,7 @@ class CompactLayout(plugin.SearchPlugin):
         """The K slots of new nodes (`compact_slots`)."""
         return compact_slots(priors, legal, self.max_children, rng_key, index_dtype, logits)
 
-    def slot_action(self, tree, record, parent, slot, action):
+    def slot_action(self, tree, record, parent, slot):
         """The action id the slot holds (an unused slot reads A - 1, a
         placeholder never written: `tree.edge_actions`)."""
         return tree_lib.edge_actions(tree, parent, slot)

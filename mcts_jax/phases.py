@@ -378,9 +378,11 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     edge_shape = parent.shape
     size = math.prod(edge_shape)
     records = tree.plugin_records  # one per plug-in
-    action = slot.astype(jnp.int32)  # its action id: slot k is action k unless a plug-in says
-    for each, record in zip(plugins, records):
-        action = each.slot_action(tree, record, parent, slot, action)
+    layout = plugin.replacing(plugins, "slot_action") if plugins else None  # compact.py
+    if layout is None:
+        action = slot.astype(jnp.int32)  # its action id: slot k is action k
+    else:
+        action = layout[1].slot_action(tree, records[layout[0]], parent, slot)
     edge_action = action  # what recurrent_fn gets (a plug-in may say: a sampled node's action)
     for each, record in zip(plugins, records):
         edge_action = each.edge_action(tree, record, parent, slot, edge_action)

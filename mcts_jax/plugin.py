@@ -55,10 +55,6 @@ The hooks (B rows; `node` is [B], or [B, P] with P paths per step):
   arrays S + [...] the plug-in keeps for those nodes (sampled.py draws a
   node's actions here); the root's entry reaches `root_record(tree, record,
   entry) -> record`, an expansion's reaches `new_nodes` as `new.entry`;
-- `slot_action(tree, record, parent, slot, action) -> action`: the action
-  id that child slot `slot` of `parent` stands for, kept as the new
-  node's `actions_from_parent` (default: `action`, the slot itself: slot k
-  is action k; compact.py's layout reads the slot's id);
 - `edge_action(tree, record, parent, slot, action) -> action`: what
   recurrent_fn gets for child slot `slot` of `parent` (default: the action
   id the tree holds, `action`);
@@ -125,6 +121,12 @@ What a step evaluates and what a new node is:
   their priors, legal mask and prior logits in action space, S + [A],
   instead of slot k for action k (`tree.dense_slots`); compact.py's
   `CompactLayout` keeps K of them; at most one;
+- `slot_action(tree, record, parent, slot) -> action`: the action id
+  [leading shape of `parent`] int32 that child slot `slot` of `parent`
+  stands for, kept as the new node's `actions_from_parent` and handed to
+  every `edge_action`, instead of the slot itself (slot k is action k);
+  the plug-in that lays out the slots says what they hold (compact.py
+  reads the parent's slot ids); at most one;
 - `is_terminal(tree, record, discount, terminal) -> terminal`: which new
   nodes are terminal (default: discount 0; mctx's semantics: none);
 - `nodes_used(tree, record, used) -> used`: each row's used node slots
@@ -283,11 +285,12 @@ class SearchPlugin:
         `prior_logits` are [B, num_actions] (default: num_actions)."""
         return num_actions
 
-    def slot_action(self, tree: Any, record: Any, parent: chex.Array, slot: chex.Array,
-                    action: chex.Array) -> chex.Array:
-        """The action id child slot `slot` of `parent` stands for (default:
-        `action`, the slot itself in the dense layout)."""
-        return action
+    def slot_action(self, tree: Any, record: Any, parent: chex.Array,
+                    slot: chex.Array) -> chex.Array:
+        """The action id (int32, shaped like `parent`) child slot `slot` of
+        `parent` stands for. Only called for a plug-in that overrides it
+        (default: the slot itself, slot k is action k)."""
+        raise NotImplementedError
 
     def node_slots(self, priors: chex.Array, legal: chex.Array, logits: chex.Array,
                    rng_key: Any, index_dtype: Any) -> Any:
@@ -529,7 +532,8 @@ def after_backup(plugins: Plugins, tree: Any, states: tuple) -> Any:
 def replacing(plugins: Plugins, hook: str) -> Optional[tuple]:
     """(position, plug-in) of the one plug-in that replaces the step `hook`
     of a phase (`link`, `backup`, `leaf_embeddings`, `edges_of_leaf`,
-    `backup_of_edges`, `screen_scores`, `select_leaves`, `node_slots`), or None when none
+    `backup_of_edges`, `screen_scores`, `select_leaves`, `node_slots`,
+    `slot_action`), or None when none
     does (the phase's own code runs)."""
     found = overridden(plugins, hook)
     if len(found) > 1:

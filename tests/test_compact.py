@@ -6,6 +6,7 @@ positions; with fewer slots it keeps the top-K priors, never an illegal
 action, and the solver stays sound; replayed embeddings give the stored ones'
 search; the memory report is the arrays' real size."""
 
+import dataclasses
 import functools
 
 import jax
@@ -231,6 +232,18 @@ def test_layout_errors_name_the_argument():
         synthetic_search("uct", codes, tree=out.search_tree, max_children=5)
     with pytest.raises(ValueError, match="action"):
         mcts_jax.get_subtree(out.search_tree, jnp.asarray([0, PROBLEM.num_actions]))
+    # The layout says what its slots hold: a second plug-in that also says it
+    # is refused by name, not silently overruled by the compact layout.
+    with pytest.raises(ValueError, match="slot_action"):
+        synthetic_search("uct", codes, max_children=4, plugins=(SlotsReadBackwards(),))
+
+
+@dataclasses.dataclass(frozen=True)
+class SlotsReadBackwards(mcts_jax.SearchPlugin):
+    """A user's plug-in that maps child slot k to action A - 1 - k."""
+
+    def slot_action(self, tree, record, parent, slot):
+        return tree.num_actions - 1 - slot.astype(jnp.int32)
 
 
 def test_memory_report_is_the_size_of_the_real_arrays():
