@@ -352,10 +352,12 @@ def flatten(prefix, obj, into):
     obj = ours(obj)
     leaves, _ = jax.tree_util.tree_flatten_with_path(obj)
     for path, leaf in leaves:
-        # A graph's arrays by their names, whether the tree holds them as
-        # fields (before stop 77) or its plug-in's record holds them.
+        # A graph's arrays and the compact layout's slot ids by their names,
+        # whether the tree holds them as fields (graph before stop 77, slot
+        # ids before stop 81) or their plug-in's record holds them.
         name = prefix + re.sub(r"\.plugin_records\[\d+\](?=\.(edge_visits|position_keys|"
-                                r"transposition_table)\b)", "", jax.tree_util.keystr(path))
+                                r"transposition_table|children_actions)\b)", "",
+                                jax.tree_util.keystr(path))
         assert name not in into, name
         into[name] = np.asarray(leaf)
     tree = getattr(obj, "search_tree", obj)

@@ -4,22 +4,26 @@ A dense tree gives every node A child slots, slot k for action k. With a
 large action space and few legal moves per position (chess: 4,672 ids, about
 30 legal) that is mostly empty memory, so a compact tree gives each node K
 slots that hold its legal actions in increasing id order, each slot's action
-id kept in `tree.children_actions` [B, N, K] (A in an unused slot). A node
+id kept in the plug-in's record (`SlotActions`, read as
+`tree.children_actions` [B, N, K]; A in an unused slot). A node
 with more than K legal actions keeps the K of highest prior (ties at the cut
 broken at random) and renormalises their priors; it is marked `pruned`, so
 the solver never proves it from "all children proven". With K >= the legal
 actions of every node the search is the dense one, slot for action.
 
 `CompactLayout` is the plug-in of the search loop: the slots of a new node
-(`node_slots`, at the root and at each expansion) and the action id of a
-slot (`slot_action`). `tree_search.search_plugins` adds it when
-`max_children` is set. The tree's readers (`tree.slot_actions`,
-`tree.slots_to_actions`, `tree.at_slots`) read the layout from the tree.
+(`node_slots`, at the root and at each expansion), their action ids in its
+record (`root_record`, `new_nodes`) and the action id of a chosen slot
+(`slot_action`). `tree_search.search_plugins` adds it when `max_children`
+is set. The tree's readers (`tree.slot_actions`, `tree.slots_to_actions`,
+`tree.at_slots`) find the record through `tree.children_actions`, which is
+None in the dense layout.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Optional
 
 import chex
@@ -94,6 +98,29 @@ def compact_slots(priors: chex.Array, legal: chex.Array, max_children: int,
     )
 
 
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["children_actions"],
+                   meta_fields=["num_actions"])
+@dataclasses.dataclass(frozen=True)
+class SlotActions:
+    """The compact layout's record: which action each child slot holds.
+
+    Attributes:
+      children_actions: [B, N, K] int16 (int32 when A >= 32767), each node's
+        legal actions in increasing id order, then `num_actions` (no action)
+        in the unused slots and in free node slots.
+      num_actions: static int A.
+    """
+
+    children_actions: chex.Array
+    num_actions: int
+    is_slot_actions_record = True  # how the tree finds it (`Tree.children_actions`)
+
+    def emptied(self) -> "SlotActions":
+        """The record of an emptied tree (`tree.empty_like`): no action in any slot."""
+        return dataclasses.replace(self, children_actions=jnp.full_like(
+            self.children_actions, self.num_actions))
+
+
 @dataclasses.dataclass(frozen=True)
 class CompactLayout(plugin.SearchPlugin):
     """The compact layout as a plug-in of the search loop (module docstring).
@@ -107,6 +134,24 @@ class CompactLayout(plugin.SearchPlugin):
     def node_slots(self, priors, legal, logits, rng_key, index_dtype):
         """The K slots of new nodes (`compact_slots`)."""
         return compact_slots(priors, legal, self.max_children, rng_key, index_dtype, logits)
+
+    def init_record(self, tree):
+        """No slot holds an action yet (the root's come in `root_record`)."""
+        return SlotActions(children_actions=jnp.full(
+            tree.children.shape, tree.num_actions, tree_lib.child_action_dtype(tree.num_actions)),
+            num_actions=tree.num_actions)
+
+    def root_record(self, tree, record, entry):
+        """The root's slot ids; `entry` is the root's `ChildSlots` (the
+        plug-in that lays out the slots gets them as its root entry)."""
+        return dataclasses.replace(record, children_actions=record.children_actions.at[
+            :, tree_lib.ROOT_INDEX].set(entry.actions))
+
+    def new_nodes(self, tree, record, write_at, new):
+        """The new nodes' slot ids (`new.slots.actions`) at `write_at`."""
+        rows = tree_lib.batch_rows(tree.batch_size).reshape((-1,) + (1,) * (write_at.ndim - 1))
+        return dataclasses.replace(record, children_actions=record.children_actions.at[
+            rows, write_at].set(new.slots.actions, mode="drop"))
 
     def slot_action(self, tree, record, parent, slot):
         """The action id the slot holds (an unused slot reads A - 1, a

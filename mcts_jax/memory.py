@@ -19,6 +19,7 @@ a graph search (`transpositions`) its path buffers, [B, 3 N] int32 at most.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any, Dict, Optional
 
 import jax
@@ -122,16 +123,18 @@ def tree_memory(embedding: Any, num_actions: int, batch_size: int, max_nodes: in
         tree = tree_lib.init_tree(jnp.zeros((batch_size,)), slots, root_embedding,
                                   num_actions, max_nodes, (-1.0, 1.0),
                                   replay_embeddings=replay_embeddings)
-        if transpositions:
-            tree = tree.replace(plugin_records=(
-                graph.start_record(tree, jnp.zeros((batch_size, 2), jnp.uint32)),))
-        return tree
+        # The plug-ins' records, in the search's order (graph first, the compact layout last).
+        records = ((graph.start_record(tree, jnp.zeros((batch_size, 2), jnp.uint32)),)
+                   if transpositions else ())
+        if max_children is not None:
+            records += (compact.CompactLayout(max_children).init_record(tree),)
+        return tree.replace(plugin_records=records)
 
     shapes = jax.eval_shape(build, root_embedding)
     array_bytes = {}
     for path, leaf in jax.tree_util.tree_leaves_with_path(shapes):
-        # A graph's arrays (its plug-in's record) by their own names.
-        name = jax.tree_util.keystr(path).lstrip(".").replace("plugin_records[0].", "", 1)
+        # The plug-ins' arrays (a graph's, the compact layout's) by their own names.
+        name = re.sub(r"^plugin_records\[\d+\]\.", "", jax.tree_util.keystr(path).lstrip("."))
         array_bytes[name.replace(".", "/").replace("embeddings/", "embeddings/", 1)] = (
             leaf.size * leaf.dtype.itemsize)
     return MemoryReport(batch_size=batch_size, max_nodes=max_nodes, num_actions=num_actions,

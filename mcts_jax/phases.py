@@ -289,7 +289,6 @@ def write_new_nodes(tree: tree_lib.Tree, write_at: chex.Array, parent: chex.Arra
         pruned=new.slots.pruned,
         children=new.slots.codes,
         priors=new.slots.priors,
-        children_actions=new.slots.actions,
         prior_logits=new.prior_logits,
     )
     names = [name for name, _ in tree_lib.tree_arrays()]

@@ -54,7 +54,9 @@ The hooks (B rows; `node` is [B], or [B, P] with P paths per step):
   at expansion, leading shape S) as the tree takes it, and the per-node
   arrays S + [...] the plug-in keeps for those nodes (sampled.py draws a
   node's actions here); the root's entry reaches `root_record(tree, record,
-  entry) -> record`, an expansion's reaches `new_nodes` as `new.entry`;
+  entry) -> record`, an expansion's reaches `new_nodes` as `new.entry`
+  (the plug-in that lays out the slots, `node_slots`, gets the root's
+  `ChildSlots` as its root entry: compact.py keeps their action ids);
 - `edge_action(tree, record, parent, slot, action) -> action`: what
   recurrent_fn gets for child slot `slot` of `parent` (default: the action
   id the tree holds, `action`);

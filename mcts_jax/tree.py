@@ -72,9 +72,8 @@ class ArraySpec:
     `empty_like`, `phases.write_new_nodes` and `reuse.get_subtree`.
 
     Attributes:
-      dtype: a dtype, or "node_index" (int16 while N fits, else int32) or
-        "action_id" (int16 while A fits, else int32).
-      empty: what a free node slot holds; "num_actions": the value A.
+      dtype: a dtype, or "node_index" (int16 while N fits, else int32).
+      empty: what a free node slot holds.
       per_edge: [B, N, K] (one entry per child slot) instead of [B, N].
       node_index: holds node indices (renumbered when a subtree is re-rooted).
       at_new_root: what a re-rooted subtree's root holds (None: its own value).
@@ -87,9 +86,6 @@ class ArraySpec:
     node_index: bool = False
     at_new_root: Any = None
     trailing: Tuple[int, ...] = ()
-
-    def empty_value(self, num_actions: int):
-        return num_actions if self.empty == "num_actions" else self.empty
 
 
 def tree_array(dtype, empty, **layout) -> Any:
@@ -133,11 +129,6 @@ class Tree:
         index, UNEXPANDED or ILLEGAL.
       priors: [B, N, K] float32, prior probability of the slot's action (0 if
         illegal).
-      children_actions: [B, N, K], the action id of each slot, or None in the
-        dense layout (slot k is action k). Compact layout
-        (`K = max_children`): int16 (int32 when A >= 32767), the node's legal
-        actions in increasing id order, then `A` (no action) in the unused
-        slots.
       prior_logits: [B, N, K] float32, the prior logits the node was given,
         as given (the recurrent_fn's, the root's after the policy's noise), 0
         in a node not yet expanded; None unless the search kept them
@@ -195,9 +186,6 @@ class Tree:
     children: chex.Array = tree_array("node_index", UNEXPANDED, per_edge=True,
                                       node_index=True)
     priors: chex.Array = tree_array(jnp.float32, 0.0, per_edge=True)
-    # None in the dense layout.
-    children_actions: Optional[chex.Array] = tree_array("action_id", "num_actions",
-                                                        per_edge=True)
     # None unless the search keeps them (`SearchOptions.keep_prior_logits`).
     prior_logits: Optional[chex.Array] = tree_array(jnp.float32, 0.0, per_edge=True)
     plugin_records: Any = ()
@@ -249,6 +237,16 @@ class Tree:
         search is a graph."""
         record = self.graph_record
         return None if record is None else record.transposition_table
+
+    @property
+    def children_actions(self) -> Optional[chex.Array]:
+        """[B, N, K] the action id of each child slot, or None in the dense
+        layout (slot k is action k). Compact layout (`K = max_children`,
+        compact.py, which keeps it in its record `SlotActions`): int16
+        (int32 when A >= 32767), the node's legal actions in increasing id
+        order, then `A` (no action) in the unused slots."""
+        return next((record.children_actions for record in self.plugin_records
+                     if getattr(record, "is_slot_actions_record", False)), None)
 
     @property
     def num_decisions(self) -> int:
@@ -558,7 +556,7 @@ def empty_like(tree: Tree) -> Tree:
     def fill(array, value):
         return jnp.full(array.shape, value, array.dtype)
 
-    arrays = {name: fill(getattr(tree, name), spec.empty_value(tree.num_actions))
+    arrays = {name: fill(getattr(tree, name), spec.empty)
               for name, spec in tree_arrays() if getattr(tree, name) is not None}
     # A plug-in's free node slot holds 0, unless its record says how it
     # empties (`emptied()`: a graph's table is all free slots).
@@ -584,7 +582,8 @@ def init_tree(
     Args:
       root_value: [B] value of the root for its mover, internal scale.
       root_slots: the root's child slots, `ChildSlots` [B, K]
-        (`dense_slots`, or the compact layout's: compact.py), made from
+        (`dense_slots`, or the compact layout's: compact.py, whose
+        `actions` its plug-in's record keeps), made from
         its priors as searched (masked and noised); their codes' dtype is
         the tree's child-index dtype (`child_index_dtype(max_nodes)`).
       root_embedding: pytree with leaves [B, ...].
@@ -599,10 +598,12 @@ def init_tree(
     index_dtype = root_slots.codes.dtype
     root_value = root_value.astype(jnp.float32)
     # What the root holds where it differs from an empty slot (None: the
-    # array is absent in this layout, e.g. slot actions in the dense one).
+    # array is absent, e.g. prior logits the search does not keep). The
+    # compact layout's slot ids (`root_slots.actions`) are its plug-in's
+    # record (compact.py), written by `tree_search.start_tree`.
     root_entries = dict(node_visits=1, value_sums=root_value, raw_values=root_value,
                         pruned=root_slots.pruned, children=root_slots.codes,
-                        priors=root_slots.priors, children_actions=root_slots.actions,
+                        priors=root_slots.priors,
                         prior_logits=root_slots.logits if keep_prior_logits else None)
     arrays = {}
     for name, spec in tree_arrays():
@@ -610,9 +611,8 @@ def init_tree(
             arrays[name] = None
             continue
         shape = (batch_size, max_nodes) + ((num_slots,) if spec.per_edge else spec.trailing)
-        dtype = (index_dtype if spec.dtype == "node_index" else
-                 child_action_dtype(num_actions) if spec.dtype == "action_id" else spec.dtype)
-        array = jnp.full(shape, spec.empty_value(num_actions), dtype)
+        dtype = index_dtype if spec.dtype == "node_index" else spec.dtype
+        array = jnp.full(shape, spec.empty, dtype)
         if name in root_entries:
             array = array.at[:, ROOT_INDEX].set(jnp.asarray(root_entries[name]).astype(dtype))
         arrays[name] = array

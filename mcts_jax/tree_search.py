@@ -77,16 +77,19 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
     fresh = fresh.replace(extra_data=extra_data,
                           num_chance_outcomes=options.num_chance_outcomes)
     fresh = fresh.replace(plugin_records=tuple(each.init_record(fresh) for each in plugins))
+    layout = plugin.replacing(plugins, "node_slots") if plugins else None
+    if layout is not None:  # the slot layout's root entry: the root's slots (compact.py)
+        if root_entries is not None and root_entries[layout[0]] is not None:
+            raise ValueError(f"{type(layout[1]).__name__} both lays out the slots and keeps "
+                             "an `evaluated` entry: one plug-in may do one of the two")
+        root_entries = tuple(slots if index == layout[0] else entry for index, entry
+                             in enumerate(root_entries or (None,) * len(plugins)))
     if root_entries is not None:  # the root's entries of the plug-ins' `evaluated`
         fresh = plugin.root_records(plugins, fresh, root_entries)
     if tree is None:
         return fresh
-    if not jax.tree.leaves(tree.plugin_records) and not jax.tree.leaves(fresh.plugin_records):
-        tree = tree.replace(plugin_records=fresh.plugin_records)  # no plug-in keeps arrays
-    elif jax.tree.structure(tree.plugin_records) != jax.tree.structure(fresh.plugin_records):
-        raise ValueError("tree= was searched with other plug-ins than this search (their "
-                         "arrays differ): continue a tree with the same "
-                         "SearchOptions.plugins")
+    tree = tree.replace(plugin_records=continued_records(tree.plugin_records,
+                                                        fresh.plugin_records))
     root_index = jnp.zeros((batch_size,), jnp.int32)
     slot_priors = jnp.where(tree.children[:, tree_lib.ROOT_INDEX] == tree_lib.ILLEGAL, 0.0,
                             tree_lib.at_slots(tree, tree_lib.slot_actions(tree, root_index), priors))
@@ -101,6 +104,23 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
     if tree.replay_embeddings:
         continued = continued.replace(embeddings=fresh.embeddings)
     return reuse.select_rows(tree.num_nodes > 0, continued, fresh)
+
+
+def continued_records(kept: tuple, fresh: tuple) -> tuple:
+    """The plug-in records a continued tree searches with: `fresh`'s, the
+    records that hold arrays taken from the tree's (`kept`, in order). Plug-ins
+    that keep no arrays may differ between the searches (a tree searched
+    without the solver continues with it); those that keep arrays must be the
+    same ones, else a clear error."""
+    holding = [record for record in kept if jax.tree.leaves(record)]
+    wanted = [record for record in fresh if jax.tree.leaves(record)]
+    if [jax.tree.structure(each) for each in holding] != [jax.tree.structure(each)
+                                                          for each in wanted]:
+        raise ValueError("tree= was searched with other plug-ins than this search (their "
+                         "arrays differ): continue a tree with the same "
+                         "SearchOptions.plugins")
+    taken = iter(holding)
+    return tuple(next(taken) if jax.tree.leaves(record) else record for record in fresh)
 
 
 def continued_prior_logits(tree: tree_lib.Tree, root: base.RootFnOutput,
