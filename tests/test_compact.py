@@ -236,6 +236,15 @@ def test_layout_errors_name_the_argument():
     # is refused by name, not silently overruled by the compact layout.
     with pytest.raises(ValueError, match="slot_action"):
         synthetic_search("uct", codes, max_children=4, plugins=(SlotsReadBackwards(),))
+    # The slot layout's root entry is the root's slots: a plug-in that would
+    # also keep an `evaluated` entry of its own is refused by name.
+    with pytest.raises(ValueError, match="lays out the slots"):
+        synthetic_search("uct", codes, plugins=(DenseSlotsWithEntry(),))
+    # A compact tree keeps its layout's record; searched without the solver,
+    # it continues with it (a plug-in that keeps no arrays may differ).
+    solved = synthetic_search("uct", codes, tree=out.search_tree, solver=True, max_nodes=50)
+    np.testing.assert_array_equal(np.asarray(solved.search_tree.children_actions[:, 0]),
+                                  np.asarray(out.search_tree.children_actions[:, 0]))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -244,6 +253,17 @@ class SlotsReadBackwards(mcts_jax.SearchPlugin):
 
     def slot_action(self, tree, record, parent, slot):
         return tree.num_actions - 1 - slot.astype(jnp.int32)
+
+
+@dataclasses.dataclass(frozen=True)
+class DenseSlotsWithEntry(mcts_jax.SearchPlugin):
+    """A plug-in that lays out the slots (dense) and keeps a per-node entry."""
+
+    def node_slots(self, priors, legal, logits, rng_key, index_dtype):
+        return mcts_jax.tree.dense_slots(priors, legal, index_dtype, logits)
+
+    def evaluated(self, rng_key, output):
+        return output, jnp.zeros(output.value.shape)
 
 
 def test_memory_report_is_the_size_of_the_real_arrays():
