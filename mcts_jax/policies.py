@@ -109,12 +109,16 @@ PARENT_AND_SIBLINGS = HashableFunction(qtransform_by_parent_and_siblings)
 
 
 def puct_rule(pb_c_init, pb_c_base, qtransform: Callable,
-              tie_break: float = 0.0) -> HashableFunction:
+              tie_break: float = 0.0) -> Callable:
     """`selection.puct_scores` with its constants bound (checked already by
-    `PUCT_CHECKS` when the policy value was built)."""
-    return HashableFunction(functools.partial(selection.puct_scores, qtransform=qtransform,
-                                              tie_break=tie_break, pb_c_init=pb_c_init,
-                                              pb_c_base=pb_c_base))
+    `PUCT_CHECKS` when the policy value was built). A plain partial, its Q
+    transform unwrapped: rules are made inside the search's trace, where
+    nothing compares them (only the policy value, the compile key, holds
+    functions compared by value, `HashableFunction`)."""
+    if isinstance(qtransform, HashableFunction):
+        qtransform = qtransform.fn
+    return functools.partial(selection.puct_scores, qtransform=qtransform, tie_break=tie_break,
+                             pb_c_init=pb_c_init, pb_c_base=pb_c_base)
 
 
 def check_considered(max_num_considered_actions: Any) -> int:
@@ -142,8 +146,7 @@ class UCTPolicy(Policy):
                                         final_action=final_action_check)
 
     def rules(self, options: SearchOptions) -> selection.Rules:
-        return selection.everywhere(HashableFunction(functools.partial(
-            selection.uct_scores, uct_c=self.uct_c)))
+        return selection.everywhere(functools.partial(selection.uct_scores, uct_c=self.uct_c))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -193,9 +196,8 @@ class AlphaZeroPolicy(Policy):
         if self.forced_playouts == 0.0:
             return selection.Rules(at_root=puct, below_root=puct)
         return selection.Rules(
-            at_root=HashableFunction(functools.partial(
-                selection.forced_playout_scores, forced_playouts=self.forced_playouts,
-                rule=puct)),
+            at_root=functools.partial(selection.forced_playout_scores,
+                                      forced_playouts=self.forced_playouts, rule=puct),
             below_root=puct)
 
     def choose(self, rng_key, tree: tree_lib.Tree, temperature,

@@ -215,12 +215,9 @@ class Policy:
 
 # ---- the final action from the root's statistics ---------------------------------------------
 
-def root_actions_view(tree: tree_lib.Tree):
-    """(stats of every row's root, in_actions: per-slot [B, K] -> [B, A]
-    with a fill value): what a final choice reads."""
-    root = jnp.zeros((tree.batch_size,), jnp.int32)
-    stats = tree_lib.children_stats(tree, root)
-    return stats, functools.partial(tree_lib.slots_to_actions, tree, root)
+# The roots' statistics and their map to action space: one function, in tree.py
+# (the summary reads it too); its name stays importable from here.
+root_actions_view = tree_lib.root_actions_view
 
 
 def with_priors_where_unsearched(tree: tree_lib.Tree, weights: chex.Array) -> chex.Array:

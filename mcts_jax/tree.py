@@ -277,16 +277,14 @@ class Tree:
     def summary(self) -> SearchSummary:
         """Root statistics in action space [B, A] (see `SearchSummary`): every
         value and Q-value is from the point of view of the player to move at
-        the root, in the tree's `value_range`."""
-        root = jnp.full((self.batch_size,), ROOT_INDEX, jnp.int32)
-        stats = children_stats(self, root)
-
-        def in_actions(per_slot, fill):  # [B, A]: a stochastic root's decisions only
-            return slots_to_actions(self, root, per_slot, fill)[:, :self.num_decisions]
-
-        visit_counts = in_actions(stats.visits, 0)
-        qvalues = in_actions(jnp.where(stats.visits > 0,
-                                       to_user_scale(stats.qvalues, self.value_range), 0.0), 0.0)
+        the root, in the tree's `value_range`. A stochastic root answers
+        over its A decisions only."""
+        stats, to_actions = root_actions_view(self)
+        decisions = self.num_decisions
+        visit_counts = to_actions(stats.visits, 0)[:, :decisions]
+        qvalues = to_actions(jnp.where(stats.visits > 0,
+                                       to_user_scale(stats.qvalues, self.value_range), 0.0),
+                             0.0)[:, :decisions]
         total = jnp.sum(visit_counts, axis=-1, keepdims=True)
         visit_probs = visit_counts / jnp.maximum(total, 1)
         mean_value = self.value_sums[:, ROOT_INDEX] / jnp.maximum(
@@ -302,8 +300,8 @@ class Tree:
             visit_probs=visit_probs.astype(jnp.float32),
             qvalues=qvalues,
             value=to_user_scale(value, self.value_range),
-            proven=in_actions(stats.solved, False),
-            proven_qvalues=in_actions(proven_qvalues, 0.0),
+            proven=to_actions(stats.solved, False)[:, :decisions],
+            proven_qvalues=to_actions(proven_qvalues, 0.0)[:, :decisions],
             root_proven=root_solved,
             root_proven_value=jnp.where(
                 root_solved,
@@ -471,6 +469,14 @@ def slots_to_actions(tree: Tree, node: chex.Array, per_slot: chex.Array, fill) -
     out = jnp.full((tree.batch_size, tree.num_actions), fill, per_slot.dtype)
     rows = batch_rows(tree.batch_size)[:, None]
     return out.at[rows, actions].set(per_slot, mode="drop")
+
+
+def root_actions_view(tree: Tree):
+    """(the roots' `ChildrenStats` [B, K], to_actions: per-slot [B, K] ->
+    [B, A] with a fill value for the actions without a slot): what the
+    summary and a final choice read."""
+    root = jnp.full((tree.batch_size,), ROOT_INDEX, jnp.int32)
+    return children_stats(tree, root), functools.partial(slots_to_actions, tree, root)
 
 
 def log_probabilities(probs: chex.Array) -> chex.Array:
