@@ -30,7 +30,6 @@ wherever they go (`search`, `sharding`, the arena, self-play, training).
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any, Callable, ClassVar, Optional, Tuple
 
 import chex
