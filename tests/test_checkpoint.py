@@ -137,12 +137,14 @@ def _resumed_from(output):
     return int(lines[0].split("iteration")[-1]) if lines else 0
 
 
-def test_sigkill_at_five_random_moments_loses_nothing(tmp_path):
-    """train.py killed with SIGKILL five times (one of them while a checkpoint
+def test_sigkill_at_random_moments_loses_nothing(tmp_path):
+    """train.py killed with SIGKILL three times (one of them while a checkpoint
     is being written, the others at random moments of training), restarted
     each time: every restart resumes from the newest complete checkpoint
     without finding a damaged one, the metrics file never repeats or skips an
-    iteration, and the finished run equals bit for bit a run never killed."""
+    iteration, and the finished run equals bit for bit a run never killed.
+    (Each kill costs a restart of train.py, about 7 s of imports and cached
+    compilations, so three: the one mid-write and two at random moments.)"""
     cache = str(tmp_path / "compile_cache")
     straight_dir = str(tmp_path / "straight")
     straight = _train(straight_dir, cache)
@@ -150,13 +152,13 @@ def test_sigkill_at_five_random_moments_loses_nothing(tmp_path):
     assert straight.returncode == 0, output
 
     # Kill within an iteration's time after a new metrics line, so that every
-    # life of the run adds one or two iterations and the five kills land
+    # life of the run adds one or two iterations and the three kills land
     # before the run ends.
     elapsed = [r["elapsed_s"] for r in checkpoint_lib.read_metrics(
         os.path.join(straight_dir, "metrics.jsonl"))]
     window_s = float(np.median(np.diff(elapsed)))
     rng = random.Random(20261122)
-    moments = ["running"] * 5
+    moments = ["running"] * 3
     moments[rng.randrange(3)] = "writing"
     run_dir = str(tmp_path / "run")
     process = _train(run_dir, cache)
@@ -190,7 +192,7 @@ def test_sigkill_at_five_random_moments_loses_nothing(tmp_path):
         rest = process.communicate(timeout=300)[0]
         assert process.returncode == 0, rest
         assert "warning" not in rest, rest
-    assert len(seen) >= 4, seen
+    assert len(seen) == len(moments), seen  # every kill landed before the run ended
     assert [s for s in seen if s["moment"] == "writing" and s["writing"]], seen  # died mid-write
     assert len({len(s["metrics"]) for s in seen}) > 1, seen  # training moved between kills
 

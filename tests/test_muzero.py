@@ -278,7 +278,7 @@ def test_muzero_killed_mid_checkpoint_and_mid_iteration_loses_nothing(tmp_path):
     with SIGKILL while a checkpoint is being written and again at a random
     moment of training, restarted each time, ends equal bit for bit to a run
     never killed (metrics, replay included through them, and variables).
-    The kill harness is test_checkpoint's (there, five kills of AlphaZero)."""
+    The kill harness is test_checkpoint's (there, three kills of AlphaZero)."""
     import random
     from test_checkpoint import ITERATIONS, _iterations, _kill_at, _train
 
