@@ -354,9 +354,10 @@ def flatten(prefix, obj, into):
     for path, leaf in leaves:
         # A graph's arrays and the compact layout's slot ids by their names,
         # whether the tree holds them as fields (graph before stop 77, slot
-        # ids before stop 81) or their plug-in's record holds them.
+        # ids before stop 81, kept prior logits before stop 83) or their
+        # plug-in's record holds them.
         name = prefix + re.sub(r"\.plugin_records\[\d+\](?=\.(edge_visits|position_keys|"
-                                r"transposition_table|children_actions)\b)", "",
+                                r"transposition_table|children_actions|prior_logits)\b)", "",
                                 jax.tree_util.keystr(path))
         assert name not in into, name
         into[name] = np.asarray(leaf)

@@ -223,7 +223,7 @@ def main(argv=None) -> int:
     tree_fields = dataclasses.fields(mcts_jax.Tree)
     optional = [field.name for field in tree_fields if "Optional" in str(field.type)]
     print(f"Tree: {len(tree_fields)} fields, {len(optional)} of them None unless a feature "
-          f"is on ({', '.join(optional)}); mcts_jax.__all__: {len(mcts_jax.__all__)} names")
+          f"is on ({', '.join(optional) or 'none'}); mcts_jax.__all__: {len(mcts_jax.__all__)} names")
 
     print("\nbranches of the core (if / elif / conditional expression / while), by module:")
     print(f"  {'module':34s} {'code lines':>10s} {'branches':>8s} {'feature':>8s}  features read")

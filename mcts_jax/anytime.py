@@ -252,14 +252,14 @@ def _line_from(tree: tree_lib.Tree, node: chex.Array, alive: chex.Array,
 
 @functools.partial(jax.jit, static_argnums=1)
 def _best_line(tree: tree_lib.Tree, length: int) -> chex.Array:
-    root = jnp.zeros((tree.batch_size,), jnp.int32)
+    root = tree_lib.root_nodes(tree.batch_size)
     return _line_from(tree, root, jnp.ones((tree.batch_size,), jnp.bool_), length)
 
 
 @functools.partial(jax.jit, static_argnums=2)
 def _lines_below(tree: tree_lib.Tree, first_actions: chex.Array, length: int) -> chex.Array:
     rows = tree_lib.batch_rows(tree.batch_size)
-    root = tree_lib.children_stats(tree, jnp.zeros((tree.batch_size,), jnp.int32))
+    root = tree_lib.children_stats(tree, tree_lib.root_nodes(tree.batch_size))
 
     def line_of(action):  # [B] -> [B, length]
         match = (root.actions == action[:, None]) & root.legal & (root.index >= 0)

@@ -193,8 +193,8 @@ class StochasticMuZeroPolicy(TakesChanceNodes, MuZeroPolicy):
     def choose(self, rng_key, tree, temperature, options):
         action, action_weights = sample_from_visits(rng_key, tree, temperature)
         if options.solver:  # a proven root plays a move realising its exact value
-            stats, _ = root_actions_view(tree)
-            action = play_proven(tree, stats, action)
+            stats, to_actions = root_actions_view(tree)
+            action = play_proven(tree, stats, action, to_actions)
         return action, action_weights
 
 

@@ -172,7 +172,7 @@ class ParallelPaths(plugin.SearchPlugin):
 
     def start_descent(self, tree, record, state: InFlight, path, stamp) -> InFlight:
         """Path `path` leaves the root."""
-        return state.replace(node=jnp.full((tree.batch_size,), tree_lib.ROOT_INDEX, jnp.int32))
+        return state.replace(node=tree_lib.root_nodes(tree.batch_size))
 
     def stats_in_descent(self, tree, record, descent: InFlight, node, stats):
         """`stats` of `node` [B] with the step's earlier paths counted (see

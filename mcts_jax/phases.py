@@ -159,7 +159,7 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
     path, graph.py)."""
     batch_size = tree.batch_size
     state = Descent(
-        node=jnp.full((batch_size,), tree_lib.ROOT_INDEX, jnp.int32),
+        node=tree_lib.root_nodes(batch_size),
         slot=jnp.zeros((batch_size,), jnp.int32),
         depth=jnp.zeros((batch_size,), jnp.int32),
         active=searching,
@@ -209,8 +209,7 @@ class NewNodes:
     discount: chex.Array
     value: chex.Array
     terminal: chex.Array
-    slots: tree_lib.ChildSlots  # S + [K]
-    prior_logits: chex.Array  # S + [K], written where the tree keeps them
+    slots: tree_lib.ChildSlots  # S + [K], with their prior logits (`slots.logits`)
     solved: chex.Array  # the terminal nodes (a graph's repetitions are not)
     entry: Any = None  # a plug-in's own per-node arrays (`SearchPlugin.evaluated`), in new_nodes
 
@@ -238,8 +237,8 @@ def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree,
     A transition with discount 0 makes a terminal node (value 0, no legal
     children), unless a plug-in says otherwise (`SearchPlugin.is_terminal`:
     with mctx's semantics discount 0 is only a factor and the node is
-    searched like any other). The prior logits are kept where the tree
-    keeps them (`write_new_nodes`)."""
+    searched like any other). The slots carry the prior logits as given
+    (`slots.logits`), which a plug-in may keep (kept_prior_logits.py)."""
     discount = output.discount.astype(jnp.float32)
     terminal = discount == 0
     for each, record in zip(plugins, tree.plugin_records):
@@ -261,7 +260,6 @@ def new_nodes_from_output(output: base.RecurrentFnOutput, tree: tree_lib.Tree,
         value=value,
         terminal=terminal,
         slots=slots,
-        prior_logits=slots.logits,
         solved=terminal,
     )
 
@@ -289,14 +287,12 @@ def write_new_nodes(tree: tree_lib.Tree, write_at: chex.Array, parent: chex.Arra
         pruned=new.slots.pruned,
         children=new.slots.codes,
         priors=new.slots.priors,
-        prior_logits=new.prior_logits,
     )
     names = [name for name, _ in tree_lib.tree_arrays()]
     if sorted(values) != sorted(names):
         raise NotImplementedError(f"write_new_nodes writes {sorted(values)} but the tree "
                                   f"declares {sorted(names)}")
-    written = {name: getattr(tree, name) if getattr(tree, name) is None
-               else getattr(tree, name).at[rows, write_at].set(values[name], mode="drop")
+    written = {name: getattr(tree, name).at[rows, write_at].set(values[name], mode="drop")
                for name in names}
     # A storage narrower than the tree is not written (replay_embeddings.py
     # keeps the root's embedding only).

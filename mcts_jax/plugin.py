@@ -55,8 +55,12 @@ The hooks (B rows; `node` is [B], or [B, P] with P paths per step):
   arrays S + [...] the plug-in keeps for those nodes (sampled.py draws a
   node's actions here); the root's entry reaches `root_record(tree, record,
   entry) -> record`, an expansion's reaches `new_nodes` as `new.entry`
-  (the plug-in that lays out the slots, `node_slots`, gets the root's
-  `ChildSlots` as its root entry: compact.py keeps their action ids);
+  (a plug-in that keeps no `evaluated` entry gets the root's `ChildSlots`
+  as its root entry: compact.py keeps their action ids,
+  kept_prior_logits.py their logits);
+- `continued_record(tree, record, root) -> record`: a continued tree's
+  record once this search's root is known (kept_prior_logits.py: the
+  root's new logits);
 - `edge_action(tree, record, parent, slot, action) -> action`: what
   recurrent_fn gets for child slot `slot` of `parent` (default: the action
   id the tree holds, `action`);
@@ -279,7 +283,15 @@ class SearchPlugin:
         return output, None
 
     def root_record(self, tree: Any, record: Any, entry: Any) -> Any:
-        """The record of a fresh tree once the root's `evaluated` entry is known."""
+        """The record of a fresh tree once the root's entry is known: its
+        `evaluated` entry, or the root's `ChildSlots` for a plug-in that
+        keeps none."""
+        return record
+
+    def continued_record(self, tree: Any, record: Any, root: Any) -> Any:
+        """The record of a continued tree (`tree=`, its rows that hold a
+        root) once this search's root (`RootFnOutput`, after the policy's
+        root setup) is known; default: unchanged."""
         return record
 
     def slots_per_node(self, num_actions: int) -> int:

@@ -208,7 +208,7 @@ class AlphaZeroPolicy(Policy):
         if self.forced_playouts == 0.0:
             return action, weights
         stats, in_actions = root_actions_view(tree)
-        root = jnp.zeros((tree.batch_size,), jnp.int32)
+        root = tree_lib.root_nodes(tree.batch_size)
         pruned = in_actions(selection.prune_forced_visits(
             tree, root, stats, forced_playouts=self.forced_playouts, pb_c_init=self.pb_c_init,
             pb_c_base=self.pb_c_base, qtransform=self.qtransform), 0.0)
@@ -325,7 +325,7 @@ def gumbel_extra_data(gumbel_key, root: base.RootFnOutput, tree: Optional[tree_l
                                               root.prior_logits.dtype)
     visits_before = jnp.zeros(root.prior_logits.shape, jnp.int32)
     if tree is not None:
-        root_index = jnp.zeros((tree.batch_size,), jnp.int32)
+        root_index = tree_lib.root_nodes(tree.batch_size)
         earlier = tree_lib.slots_to_actions(
             tree, root_index, tree_lib.children_stats(tree, root_index).visits, 0)
         visits_before = jnp.where((tree.num_nodes > 0)[:, None], earlier, 0)
@@ -349,7 +349,7 @@ def gumbel_action(tree: tree_lib.Tree, qtransform: Callable,
         `softmax(log P + qtransform(Q))` over the legal actions.
     """
     stats, in_actions = root_actions_view(tree)
-    root = jnp.zeros((tree.batch_size,), jnp.int32)
+    root = tree_lib.root_nodes(tree.batch_size)
     completed = selection.call_qtransform(qtransform, tree, root, stats, "gumbel_action")
     logits = selection.prior_logits(stats)
     gumbel = tree_lib.at_slots(tree, stats.actions, tree.extra_data.root_gumbel)
@@ -364,7 +364,7 @@ def gumbel_action(tree: tree_lib.Tree, qtransform: Callable,
     slot = jnp.argmax(scores, axis=-1)
     action = stats.actions[tree_lib.batch_rows(tree.batch_size), slot]
     if solver:
-        action = play_proven(tree, stats, action)
+        action = play_proven(tree, stats, action, in_actions)
     improved = jax.nn.softmax(jnp.where(stats.legal, logits + completed, -jnp.inf), axis=-1)
     return action.astype(jnp.int32), in_actions(improved, 0.0)
 

@@ -282,19 +282,21 @@ def choose_action(rng_key: chex.PRNGKey, tree: tree_lib.Tree, final_action: str,
     prior_best = jnp.argmax(jnp.where(allowed, in_actions(stats.priors, 0.0), -jnp.inf), axis=-1)
     action = jnp.where(jnp.all(visits == 0, axis=-1), prior_best, action)
     if solver:
-        action = play_proven(tree, stats, action)
+        action = play_proven(tree, stats, action, in_actions)
     return action.astype(jnp.int32)
 
 
-def play_proven(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats,
-                action: chex.Array) -> chex.Array:
+def play_proven(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats, action: chex.Array,
+                to_actions: Optional[Callable] = None) -> chex.Array:
     """Overrides `action` [B] with a proven move where the solver has one:
     a proven win, or, at a proven root, a move realising its exact value.
-    `stats` are the roots' (`root_actions_view`)."""
-    root = jnp.zeros((tree.batch_size,), jnp.int32)
-    proven = tree_lib.slots_to_actions(tree, root, stats.solved, False)
-    proven_q = tree_lib.slots_to_actions(tree, root, stats.solved_qvalues, 0.0)
-    visits = tree_lib.slots_to_actions(tree, root, stats.visits, 0)
+    `stats` and `to_actions` are the roots' view (`root_actions_view`;
+    `to_actions` None: made here)."""
+    if to_actions is None:
+        _, to_actions = root_actions_view(tree)
+    proven = to_actions(stats.solved, False)
+    proven_q = to_actions(stats.solved_qvalues, 0.0)
+    visits = to_actions(stats.visits, 0)
     best_proven = jnp.argmax(jnp.where(proven, proven_q + 1e-6 * visits, -jnp.inf), axis=-1)
     has_win = jnp.any(proven & (proven_q >= PROVEN_WIN), axis=-1)
     if tree.value_range is None:  # unbounded: no value is a known win

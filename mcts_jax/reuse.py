@@ -117,7 +117,7 @@ def _get_subtree_checkified(tree: tree_lib.Tree, action: chex.Array):
 def _get_subtree(tree: tree_lib.Tree, action: chex.Array) -> tree_lib.Tree:
     batch_size, max_nodes = tree.batch_size, tree.max_nodes
     rows = tree_lib.batch_rows(batch_size)
-    root = jnp.zeros((batch_size,), jnp.int32)
+    root = tree_lib.root_nodes(batch_size)
     slot_actions = tree_lib.slot_actions(tree, root)
     slot = jnp.argmax(slot_actions == action[:, None], axis=-1)
     has_slot = jnp.any(slot_actions == action[:, None], axis=-1)
@@ -165,9 +165,6 @@ def _get_subtree(tree: tree_lib.Tree, action: chex.Array) -> tree_lib.Tree:
     moved = {}
     for name, spec in tree_lib.tree_arrays():  # every array, as the tree declares it
         array = getattr(tree, name)
-        if array is None:
-            moved[name] = None
-            continue
         if spec.node_index:
             array = renumber(array)
         if spec.at_new_root is not None:

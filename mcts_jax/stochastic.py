@@ -372,7 +372,7 @@ def stochastic_subtree(tree: tree_lib.Tree, action: chex.Array, outcome: chex.Ar
     afterstate = reuse.get_subtree(tree, action.astype(jnp.int32))
     outcome_id = num_decisions + outcome.astype(jnp.int32)  # [B], edge ids A + c
     if validation.is_concrete(outcome_id) and validation.is_concrete(afterstate.priors):
-        root = jnp.zeros((batch_size,), jnp.int32)
+        root = tree_lib.root_nodes(batch_size)
         at_outcome = (np.asarray(tree_lib.slot_actions(afterstate, root))
                       == np.asarray(outcome_id)[:, None])  # [B, K]
         probability = np.where(at_outcome, np.asarray(afterstate.priors[:, 0]), 0.0).sum(-1)

@@ -57,7 +57,7 @@ def root_visit_gap(tree: tree_lib.Tree) -> tuple[chex.Array, chex.Array]:
     """(gap [B] int32, leader [B] int32): the root's most visited child slot
     and its lead over the second legal slot (a large number when the root
     has at most one legal child: nothing can overtake it)."""
-    root = jnp.zeros((tree.batch_size,), jnp.int32)
+    root = tree_lib.root_nodes(tree.batch_size)
     stats = tree_lib.children_stats(tree, root)
     visits = jnp.where(stats.legal, stats.visits, -1).astype(jnp.int32)
     if visits.shape[-1] < 2:

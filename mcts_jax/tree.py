@@ -129,10 +129,6 @@ class Tree:
         index, UNEXPANDED or ILLEGAL.
       priors: [B, N, K] float32, prior probability of the slot's action (0 if
         illegal).
-      prior_logits: [B, N, K] float32, the prior logits the node was given,
-        as given (the recurrent_fn's, the root's after the policy's noise), 0
-        in a node not yet expanded; None unless the search kept them
-        (`SearchOptions.keep_prior_logits`).
       plugin_records: tuple, one entry per plug-in of the search that made
         the tree (`SearchOptions.plugins`, plugin.py): the plug-in's own
         arrays, a pytree with leaves [B, N, ...] (None: it keeps none), or
@@ -141,7 +137,9 @@ class Tree:
         search without plug-ins. A graph search's arrays are its
         plug-in's record (`graph.GraphRecord`), read through the
         properties `edge_visits`, `position_keys` and `transposition_table`
-        (None unless the search is a graph).
+        (None unless the search is a graph); so are the compact layout's
+        slot ids (`children_actions`) and the kept prior logits
+        (`prior_logits`).
       embeddings: pytree with leaves [B, N, ...], the state stored per node;
         with `replay_embeddings`, leaves [B, 1, ...]: the root's state only
         (other nodes' states are recomputed by replaying the actions from the
@@ -186,8 +184,6 @@ class Tree:
     children: chex.Array = tree_array("node_index", UNEXPANDED, per_edge=True,
                                       node_index=True)
     priors: chex.Array = tree_array(jnp.float32, 0.0, per_edge=True)
-    # None unless the search keeps them (`SearchOptions.keep_prior_logits`).
-    prior_logits: Optional[chex.Array] = tree_array(jnp.float32, 0.0, per_edge=True)
     plugin_records: Any = ()
     embeddings: Any = dataclasses.field(default=None)
     num_nodes: chex.Array = dataclasses.field(default=None)
@@ -247,6 +243,16 @@ class Tree:
         order, then `A` (no action) in the unused slots."""
         return next((record.children_actions for record in self.plugin_records
                      if getattr(record, "is_slot_actions_record", False)), None)
+
+    @property
+    def prior_logits(self) -> Optional[chex.Array]:
+        """[B, N, K] float32, the prior logits each node was given, as given
+        (the recurrent_fn's, the root's after the policy's noise), read at
+        its slots (0 in a node not yet expanded); None unless the search
+        kept them (`SearchOptions.keep_prior_logits`: kept_prior_logits.py,
+        whose record `KeptPriorLogits` holds them)."""
+        return next((record.prior_logits for record in self.plugin_records
+                     if getattr(record, "is_prior_logits_record", False)), None)
 
     @property
     def num_decisions(self) -> int:
@@ -338,6 +344,12 @@ def legal_mask(prior_logits: chex.Array, invalid_actions: Optional[chex.Array]) 
 def batch_rows(batch_size: int) -> chex.Array:
     """[B] int32 row indices, used with a [B] node index to gather per row."""
     return jnp.arange(batch_size, dtype=jnp.int32)
+
+
+def root_nodes(batch_size: int) -> chex.Array:
+    """[B] int32, the root's node index (`ROOT_INDEX`) of each row: the
+    `node` argument that gathers or scores the roots."""
+    return jnp.full((batch_size,), ROOT_INDEX, jnp.int32)
 
 
 def gather_nodes(array: chex.Array, node: chex.Array) -> chex.Array:
@@ -475,7 +487,7 @@ def root_actions_view(tree: Tree):
     """(the roots' `ChildrenStats` [B, K], to_actions: per-slot [B, K] ->
     [B, A] with a fill value for the actions without a slot): what the
     summary and a final choice read."""
-    root = jnp.full((tree.batch_size,), ROOT_INDEX, jnp.int32)
+    root = root_nodes(tree.batch_size)
     return children_stats(tree, root), functools.partial(slots_to_actions, tree, root)
 
 
@@ -563,7 +575,7 @@ def empty_like(tree: Tree) -> Tree:
         return jnp.full(array.shape, value, array.dtype)
 
     arrays = {name: fill(getattr(tree, name), spec.empty)
-              for name, spec in tree_arrays() if getattr(tree, name) is not None}
+              for name, spec in tree_arrays()}
     # A plug-in's free node slot holds 0, unless its record says how it
     # empties (`emptied()`: a graph's table is all free slots).
     records = tuple(record.emptied() if hasattr(record, "emptied")
@@ -581,7 +593,6 @@ def init_tree(
     max_nodes: int,
     value_range: Tuple[float, float],
     replay_embeddings: bool = False,
-    keep_prior_logits: bool = False,
 ) -> Tree:
     """A fresh batch of trees holding only the root, visited once.
 
@@ -597,25 +608,19 @@ def init_tree(
       max_nodes: N, the capacity of each tree.
       value_range: the user's value scale (static).
       replay_embeddings: store the root's embedding only.
-      keep_prior_logits: keep the slots' prior logits (`root_slots.logits`)
-        in `prior_logits` (otherwise None).
     """
     batch_size, num_slots = root_slots.priors.shape
     index_dtype = root_slots.codes.dtype
     root_value = root_value.astype(jnp.float32)
-    # What the root holds where it differs from an empty slot (None: the
-    # array is absent, e.g. prior logits the search does not keep). The
-    # compact layout's slot ids (`root_slots.actions`) are its plug-in's
-    # record (compact.py), written by `tree_search.start_tree`.
+    # What the root holds where it differs from an empty slot. What a
+    # plug-in keeps of the root's slots (the compact layout's slot ids
+    # `root_slots.actions`, the kept prior logits `root_slots.logits`) is in
+    # its record, written by `tree_search.start_tree`.
     root_entries = dict(node_visits=1, value_sums=root_value, raw_values=root_value,
                         pruned=root_slots.pruned, children=root_slots.codes,
-                        priors=root_slots.priors,
-                        prior_logits=root_slots.logits if keep_prior_logits else None)
+                        priors=root_slots.priors)
     arrays = {}
     for name, spec in tree_arrays():
-        if name in root_entries and root_entries[name] is None:
-            arrays[name] = None
-            continue
         shape = (batch_size, max_nodes) + ((num_slots,) if spec.per_edge else spec.trailing)
         dtype = index_dtype if spec.dtype == "node_index" else spec.dtype
         array = jnp.full(shape, spec.empty, dtype)

@@ -31,6 +31,7 @@ from mcts_jax import base, parallel, plugin
 from mcts_jax import compact
 from mcts_jax import expand_all
 from mcts_jax import graph
+from mcts_jax import kept_prior_logits
 from mcts_jax import mctx_semantics
 from mcts_jax import phases
 from mcts_jax import replay_embeddings
@@ -72,25 +73,26 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
                               jax.random.fold_in(rng_key, phases.SLOT_KEY), index_dtype)
     fresh = tree_lib.init_tree(root_value, slots, root.embedding, root.prior_logits.shape[-1],
                                options.max_nodes, options.value_range,
-                               replay_embeddings=options.replay_embeddings,
-                               keep_prior_logits=options.keep_prior_logits)
+                               replay_embeddings=options.replay_embeddings)
     fresh = fresh.replace(extra_data=extra_data,
                           num_chance_outcomes=options.num_chance_outcomes)
     fresh = fresh.replace(plugin_records=tuple(each.init_record(fresh) for each in plugins))
-    layout = plugin.replacing(plugins, "node_slots") if plugins else None
-    if layout is not None:  # the slot layout's root entry: the root's slots (compact.py)
-        if root_entries is not None and root_entries[layout[0]] is not None:
+    if plugins:  # each plug-in's root entry: its `evaluated` one, else the root's slots
+        root_entries = root_entries or (None,) * len(plugins)
+        layout = plugin.replacing(plugins, "node_slots")
+        if layout is not None and root_entries[layout[0]] is not None:
             raise ValueError(f"{type(layout[1]).__name__} both lays out the slots and keeps "
                              "an `evaluated` entry: one plug-in may do one of the two")
-        root_entries = tuple(slots if index == layout[0] else entry for index, entry
-                             in enumerate(root_entries or (None,) * len(plugins)))
-    if root_entries is not None:  # the root's entries of the plug-ins' `evaluated`
-        fresh = plugin.root_records(plugins, fresh, root_entries)
+        fresh = plugin.root_records(plugins, fresh, tuple(
+            slots if entry is None else entry for entry in root_entries))
     if tree is None:
         return fresh
     tree = tree.replace(plugin_records=continued_records(tree.plugin_records,
                                                         fresh.plugin_records))
-    root_index = jnp.zeros((batch_size,), jnp.int32)
+    # Each plug-in's record takes this search's root (the kept logits its new logits).
+    tree = tree.replace(plugin_records=tuple(each.continued_record(tree, record, root) for
+                                             each, record in zip(plugins, tree.plugin_records)))
+    root_index = tree_lib.root_nodes(batch_size)
     slot_priors = jnp.where(tree.children[:, tree_lib.ROOT_INDEX] == tree_lib.ILLEGAL, 0.0,
                             tree_lib.at_slots(tree, tree_lib.slot_actions(tree, root_index), priors))
     slot_priors = jnp.where(
@@ -99,8 +101,7 @@ def start_tree(rng_key: chex.PRNGKey, root: base.RootFnOutput, invalid_actions,
                                   jnp.finfo(jnp.float32).tiny),
         slot_priors)
     continued = tree.replace(priors=tree.priors.at[:, tree_lib.ROOT_INDEX].set(slot_priors),
-                             extra_data=extra_data,
-                             prior_logits=continued_prior_logits(tree, root, fresh))
+                             extra_data=extra_data)
     if tree.replay_embeddings:
         continued = continued.replace(embeddings=fresh.embeddings)
     return reuse.select_rows(tree.num_nodes > 0, continued, fresh)
@@ -110,36 +111,23 @@ def continued_records(kept: tuple, fresh: tuple) -> tuple:
     """The plug-in records a continued tree searches with: `fresh`'s, the
     records that hold arrays taken from the tree's (`kept`, in order). Plug-ins
     that keep no arrays may differ between the searches (a tree searched
-    without the solver continues with it); those that keep arrays must be the
-    same ones, else a clear error."""
-    holding = [record for record in kept if jax.tree.leaves(record)]
+    without the solver continues with it), and a record that only keeps a
+    by-product (`dropped_by_a_search_without_it`: the kept prior logits) is
+    dropped by a search that does not keep it; other records that hold
+    arrays must be the same ones, else a clear error."""
     wanted = [record for record in fresh if jax.tree.leaves(record)]
+    holding = [record for record in kept if jax.tree.leaves(record) and not (
+        getattr(record, "dropped_by_a_search_without_it", False)
+        and type(record) not in [type(each) for each in wanted])]
     if [jax.tree.structure(each) for each in holding] != [jax.tree.structure(each)
                                                           for each in wanted]:
-        raise ValueError("tree= was searched with other plug-ins than this search (their "
-                         "arrays differ): continue a tree with the same "
-                         "SearchOptions.plugins")
+        raise ValueError(
+            f"tree= was searched with other plug-ins than this search (tree= holds the "
+            f"records {[type(each).__name__ for each in holding]}, this search keeps "
+            f"{[type(each).__name__ for each in wanted]}, or their arrays differ): "
+            "continue a tree with the same SearchOptions.plugins and feature options")
     taken = iter(holding)
     return tuple(next(taken) if jax.tree.leaves(record) else record for record in fresh)
-
-
-def continued_prior_logits(tree: tree_lib.Tree, root: base.RootFnOutput,
-                           fresh: tree_lib.Tree) -> Optional[chex.Array]:
-    """The kept prior logits of a continued tree: its own, the root's row
-    replaced by this search's root logits at its slots (None when this
-    search keeps none)."""
-    if fresh.prior_logits is None:
-        return None
-    if tree.prior_logits is None:
-        raise ValueError("tree= holds no prior logits but this search keeps them "
-                         "(keep_prior_logits=True, the mctx-signature functions' default): "
-                         "continue a tree from a search that kept them, or pass "
-                         "keep_prior_logits=False")
-    root_index = jnp.zeros((tree.batch_size,), jnp.int32)
-    root_slots = (None if tree.children_actions is None
-                  else tree_lib.gather_nodes(tree.children_actions, root_index))
-    return tree.prior_logits.at[:, tree_lib.ROOT_INDEX].set(
-        tree_lib.slot_values(root_slots, root.prior_logits.astype(jnp.float32)))
 
 
 def search_plugins(options: SearchOptions) -> tuple:
@@ -150,7 +138,8 @@ def search_plugins(options: SearchOptions) -> tuple:
     (`transpositions=True`, whose record holds the graph's arrays),
     expand-all, replayed embeddings, mctx's
     semantics (`stop_at_terminal=False` or `node_per_simulation=True`),
-    several paths per step (`simulations_per_step` > 1), chance nodes
+    the kept prior logits (`keep_prior_logits=True`), several paths per
+    step (`simulations_per_step` > 1), chance nodes
     (a stochastic tree, `num_chance_outcomes` > 0) and the compact layout
     (`max_children`, compact.py).
     Those last come after the user's so that a user's plug-in keeps its
@@ -164,6 +153,7 @@ def search_plugins(options: SearchOptions) -> tuple:
         (mctx_semantics.MctxSemantics(searches_past_terminals=not options.stop_at_terminal,
                                       node_per_simulation=options.node_per_simulation),)
         if not options.stop_at_terminal or options.node_per_simulation else (),
+        (kept_prior_logits.KeepPriorLogits(),) if options.keep_prior_logits else (),
         (parallel.ParallelPaths.of(options),) if options.simulations_per_step > 1 else (),
         (stochastic.ChanceNodes(),) if options.num_chance_outcomes > 0 else (),
         (compact.CompactLayout(options.max_children),) if options.max_children is not None

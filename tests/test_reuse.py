@@ -189,6 +189,27 @@ def test_tree_from_another_configuration_is_rejected():
         mcts_jax.uct_policy(None, jax.random.key(0), root, other.recurrent_fn, 8, tree=tree)
 
 
+def test_kept_prior_logits_are_dropped_by_a_search_without_them_and_never_invented():
+    """A tree that kept its prior logits continues, in a search that keeps
+    none, as the same tree without them; a search that keeps them refuses a
+    tree that kept none (its nodes' logits are not known)."""
+    codes = random_root_codes(36, BATCH)
+    with_logits = mcts_jax.get_subtree(*_tree_and_action(search(codes, 12, keep_prior_logits=True)))
+    without = mcts_jax.get_subtree(*_tree_and_action(search(codes, 12)))
+    assert with_logits.prior_logits is not None and without.prior_logits is None
+    continued = search(codes, 6, tree=with_logits).search_tree
+    reference = search(codes, 6, tree=without).search_tree
+    assert continued.prior_logits is None
+    for got, want in zip(jax.tree.leaves(continued), jax.tree.leaves(reference)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    with pytest.raises(ValueError, match="KeptPriorLogits"):
+        search(codes, 6, tree=without, keep_prior_logits=True)
+
+
+def _tree_and_action(out):
+    return out.search_tree, out.action
+
+
 def test_tree_kept_across_games_with_select_rows():
     """A tree searched at the initial position is put back into the rows
     whose game restarted; they continue it instead of starting fresh."""

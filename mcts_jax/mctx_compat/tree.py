@@ -219,7 +219,7 @@ def children_prior_logits(tree: tree_lib.Tree) -> chex.Array:
 
 def root_invalid(tree: tree_lib.Tree) -> chex.Array:
     """[B, A] bool, True where a root action is illegal (or got no compact slot)."""
-    root = jnp.full((tree.batch_size,), ROOT_INDEX, jnp.int32)
+    root = tree_lib.root_nodes(tree.batch_size)
     legal = tree_lib.gather_nodes(tree.children, root) != ILLEGAL
     return ~tree_lib.slots_to_actions(tree, root, legal, False)
 
