@@ -511,27 +511,6 @@ def open_slots(plugins: Plugins, tree: Any, stats: Any) -> Optional[chex.Array]:
     return functools.reduce(jnp.logical_and, masks) if masks else None
 
 
-
-
-def new_nodes(plugins: Plugins, tree: Any, write_at: chex.Array, new: Any,
-              entries: Optional[tuple] = None) -> Any:
-    """`tree` with every plug-in's record updated for the nodes written at
-    `write_at`; a plug-in with an `evaluated` entry sees it as `new.entry`."""
-    if not plugins:
-        return tree
-    entries = entries or (None,) * len(plugins)
-    records = tuple(each.new_nodes(tree, record, write_at,
-                                   new if entry is None else new.replace(entry=entry))
-                    for each, record, entry in zip(plugins, records_of(plugins, tree), entries))
-    return tree.replace(plugin_records=records)
-
-
-
-
-
-
-
-
 def after_backup(plugins: Plugins, tree: Any, states: tuple) -> Any:
     """The tree once every plug-in has closed its backup, with their records."""
     if not plugins:
@@ -554,17 +533,6 @@ def replacing(plugins: Plugins, hook: str) -> Optional[tuple]:
         raise ValueError(f"plug-ins {[type(each).__name__ for _, each in found]} all "
                          f"override {hook}: at most one plug-in of a search may")
     return found[0] if found else None
-
-
-def descend(plugins: Plugins, tree: Any, descents: tuple, depth, slot, child, edge_visits,
-            moves, stops) -> tuple:
-    """(descents, stops [B]) once every plug-in has seen the step down."""
-    after = []
-    for each, record, descent in zip(plugins, records_of(plugins, tree), descents):
-        descent, stops = each.descend(tree, record, descent, depth, slot, child, edge_visits,
-                                      moves, stops)
-        after.append(descent)
-    return tuple(after), stops
 
 
 def each(plugins: Plugins, hook: str, tree: Any, *args, per_plugin: tuple = (),

@@ -216,7 +216,7 @@ def test_bad_plugins_are_refused_with_their_name(plugins, error, message):
 def test_the_plugin_helpers_call_nothing_without_plugins():
     tree = mcts_jax.uct_policy(None, jax.random.key(0), ROOT, PROBLEM.recurrent_fn,
                                4).search_tree
-    assert plugin.new_nodes((), tree, jnp.zeros((BATCH, 1), jnp.int32), None) is tree
+    assert plugin.after_backup((), tree, ()) is tree
     assert plugin.open_slots((), tree, None) is None
 
 
