@@ -57,8 +57,10 @@ FEATURE_WORDS: Dict[str, Tuple[str, ...]] = {
 }
 
 # Modules of the core that are features, not the plain search.
-FEATURE_MODULE_NAMES = ("graph", "compact", "replay_embeddings", "stochastic", "parallel", "reuse", "mctx_compat", "features",
-                        "sharding", "visualize", "memory")
+FEATURE_MODULE_NAMES = ("graph", "compact", "replay_embeddings", "stochastic", "parallel",
+                        "reuse", "mctx_compat", "features", "sharding", "visualize", "memory",
+                        "kept_prior_logits", "mctx_semantics", "expand_all", "solver",
+                        "rule_screen", "sampled")
 
 
 # Code objects Python makes for comprehensions: part of the function they are written in.
