@@ -85,7 +85,6 @@ class KeepPriorLogits(SearchPlugin):
     def continued_record(self, tree, record, root):
         """A continued root takes this search's root logits (`root`:
         `RootFnOutput`, after the policy's root setup) at the slots it keeps."""
-        root_slots = (None if tree.children_actions is None
-                      else tree.children_actions[:, tree_lib.ROOT_INDEX])
+        root_slots = tree_lib.slot_actions(tree, tree_lib.root_nodes(tree.batch_size))
         return KeptPriorLogits(prior_logits=record.prior_logits.at[:, tree_lib.ROOT_INDEX].set(
-            tree_lib.slot_values(root_slots, root.prior_logits.astype(jnp.float32))))
+            tree_lib.at_slots(tree, root_slots, root.prior_logits.astype(jnp.float32))))

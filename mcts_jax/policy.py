@@ -287,13 +287,10 @@ def choose_action(rng_key: chex.PRNGKey, tree: tree_lib.Tree, final_action: str,
 
 
 def play_proven(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats, action: chex.Array,
-                to_actions: Optional[Callable] = None) -> chex.Array:
+                to_actions: Callable) -> chex.Array:
     """Overrides `action` [B] with a proven move where the solver has one:
     a proven win, or, at a proven root, a move realising its exact value.
-    `stats` and `to_actions` are the roots' view (`root_actions_view`;
-    `to_actions` None: made here)."""
-    if to_actions is None:
-        _, to_actions = root_actions_view(tree)
+    `stats` and `to_actions` are the roots' view (`root_actions_view`)."""
     proven = to_actions(stats.solved, False)
     proven_q = to_actions(stats.solved_qvalues, 0.0)
     visits = to_actions(stats.visits, 0)
