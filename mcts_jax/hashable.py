@@ -5,7 +5,7 @@ A policy holds functions (selection rules, Q transforms) and the search is
 compiled once per policy value, so two equal policies must hash equal even
 when their rules are separate `functools.partial` objects. `HashableFunction`
 wraps a function so that equal partials of one function with equal hashable
-bound arguments compare equal; `holds_tracer` tells when a value binds a
+bound arguments compare equal; `static_parts` (`holds_tracer`) tells when a value binds a
 tracer of the caller's trace (a rule built inside the caller's `jit`), which
 cannot be a static argument at all.
 
@@ -26,7 +26,7 @@ import os
 import sys
 import types
 import warnings
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Optional
 
 import jax
 
@@ -52,23 +52,8 @@ def _value_key(value: Any) -> Any:
 
 
 def holds_tracer(value: Any) -> bool:
-    """True when `value` binds a JAX tracer of the caller's trace: a tracer
-    itself, or one bound in a `HashableFunction`, a `functools.partial`, a tuple or list
-    (e.g. `Rules`) or a dataclass's fields (a policy's settings), e.g. a rule
-    partial built inside the caller's jit with traced constants."""
-    if isinstance(value, jax.core.Tracer):
-        return True
-    if isinstance(value, HashableFunction):
-        return holds_tracer(value.fn)
-    if isinstance(value, functools.partial):
-        return (holds_tracer(value.func) or any(holds_tracer(arg) for arg in value.args)
-                or any(holds_tracer(arg) for arg in value.keywords.values()))
-    if isinstance(value, (list, tuple)):
-        return any(holds_tracer(item) for item in value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return any(holds_tracer(getattr(value, field.name))
-                   for field in dataclasses.fields(value))
-    return False
+    """True when `value` binds a JAX tracer of the caller's trace (`static_parts`)."""
+    return static_parts(value)
 
 
 class HashableFunction:
@@ -219,28 +204,40 @@ def _code_of(fn: Any) -> Any:
     return None
 
 
-def _rule_functions(settings: Any, found: list, depth: int = 0) -> list:
-    """The functions a search's static settings hold: the `HashableFunction`s and bare
-    functions or partials in `settings` (`Rules`, a policy value's fields),
-    not descending into a function (each is one unit of comparison), and
-    not those defined at a module's top level (the same object on every call)."""
-    if depth > 4:
-        return found
-    if isinstance(settings, (HashableFunction, functools.partial, types.FunctionType)):
-        fn = settings.fn if isinstance(settings, HashableFunction) else settings
-        # A function defined at a module's top level is one object for the
-        # life of the program: it never compiles again.
-        if not (isinstance(fn, types.FunctionType) and fn.__closure__ is None
+def static_parts(value: Any, functions: Optional[list] = None, depth: int = 0) -> bool:
+    """One walk of a search's static settings (a policy value's fields,
+    `Rules`, `functools.partial`s, tuples and lists): True when they bind a
+    JAX tracer of the caller's trace (a tracer itself, or one bound in a
+    `HashableFunction`, a partial, a tuple or list, a dataclass's fields: a
+    rule partial built inside the caller's jit with traced constants), which
+    cannot be a static argument at all.
+
+    `functions`, when given, receives the functions the settings hold, what
+    `check_recompiles` compares: the `HashableFunction`s and bare functions
+    or partials (not descending into a function, each is one unit of
+    comparison, nor into `SearchOptions`, nor deeper than four levels), but
+    not those defined at a module's top level (one object for the life of
+    the program: it never compiles again)."""
+    if isinstance(value, jax.core.Tracer):
+        return True
+    if isinstance(value, (HashableFunction, functools.partial, types.FunctionType)):
+        fn = value.fn if isinstance(value, HashableFunction) else value
+        if functions is not None and depth <= 4 and not (
+                isinstance(fn, types.FunctionType) and fn.__closure__ is None
                 and "<" not in fn.__qualname__):
-            found.append(settings)
-    elif isinstance(settings, (list, tuple)):
-        for item in settings:
-            _rule_functions(item, found, depth + 1)
-    elif (dataclasses.is_dataclass(settings) and not isinstance(settings, type)
-          and not isinstance(settings, SearchOptions)):
-        for field in dataclasses.fields(settings):
-            _rule_functions(getattr(settings, field.name), found, depth + 1)
-    return found
+            functions.append(value)
+        if isinstance(value, HashableFunction):
+            return static_parts(fn)
+        if isinstance(fn, functools.partial):
+            return any(static_parts(part) for part in (fn.func, *fn.args, *fn.keywords.values()))
+        return False
+    if isinstance(value, (list, tuple)):
+        return any([static_parts(item, functions, depth + 1) for item in value])
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        inner = None if isinstance(value, SearchOptions) else functions
+        return any([static_parts(getattr(value, field.name), inner, depth + 1)
+                    for field in dataclasses.fields(value)])
+    return False
 
 
 def caller_stacklevel() -> int:
@@ -253,14 +250,18 @@ def caller_stacklevel() -> int:
     return level
 
 
-def check_recompiles(settings: Any) -> None:
+def check_recompiles(settings: Any, functions: Optional[list] = None) -> None:
     """Warns (`RecompileWarning`, once per code object) when a rule or Q
     transform in `settings` compiles the search again although it is the
     same rule as one seen before: equal in everything (its code, its bound
     constants, the values its closure holds) but the identity of a function
     object or of an unhashable bound value (an array), which the compiled
-    search is keyed by. Costs a few hashes per call."""
-    for fn in _rule_functions(settings, []):
+    search is keyed by. Costs a few hashes per call. `functions`: those of
+    `settings` found already (`static_parts`)."""
+    if functions is None:
+        functions = []
+        static_parts(settings, functions)
+    for fn in functions:
         code = _code_of(fn)
         if code is None or code in _warned_codes:
             continue

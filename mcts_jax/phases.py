@@ -271,7 +271,7 @@ def write_new_nodes(tree: tree_lib.Tree, write_at: chex.Array, parent: chex.Arra
     A node is written with `visits` visits and value sum `visits * value`."""
     rows = tree_lib.batch_rows(tree.batch_size).reshape((-1,) + (1,) * (write_at.ndim - 1))
 
-    # One value per tree array (tree.tree_arrays()): a new array must say
+    # One value per tree array (tree.TREE_ARRAYS): a new array must say
     # here what a new node holds, or this raises.
     values = dict(
         node_visits=visits,
@@ -288,7 +288,7 @@ def write_new_nodes(tree: tree_lib.Tree, write_at: chex.Array, parent: chex.Arra
         children=new.slots.codes,
         priors=new.slots.priors,
     )
-    names = [name for name, _ in tree_lib.tree_arrays()]
+    names = [name for name, _ in tree_lib.TREE_ARRAYS]
     if sorted(values) != sorted(names):
         raise NotImplementedError(f"write_new_nodes writes {sorted(values)} but the tree "
                                   f"declares {sorted(names)}")

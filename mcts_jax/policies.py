@@ -31,7 +31,7 @@ from mcts_jax.tree import legal_mask  # noqa: F401 (its home until issue 61)
 from mcts_jax import validation
 from mcts_jax.hashable import HashableFunction
 from mcts_jax.options import SearchOptions
-from mcts_jax.policy import (Policy, check_final_action_name, play_proven,
+from mcts_jax.policy import (Policy, check_final_action_name, choose_action, play_proven,
                              root_actions_view, with_priors_where_unsearched)
 from mcts_jax.qtransforms import (check_tree_function, qtransform_by_parent_and_siblings,
                                   qtransform_completed_by_mix_value)
@@ -204,9 +204,9 @@ class AlphaZeroPolicy(Policy):
                options: SearchOptions) -> Tuple[chex.Array, chex.Array]:
         """(action [B] from the root visits, action_weights [B, A]: the visit
         distribution, pruned of forced playouts when `forced_playouts` > 0)."""
-        action, weights = super().choose(rng_key, tree, temperature, options)
-        if self.forced_playouts == 0.0:
-            return action, weights
+        action = choose_action(rng_key, tree, self.final_action, temperature, options.solver)
+        if self.forced_playouts == 0.0:  # `Policy.choose`
+            return action, with_priors_where_unsearched(tree, tree.summary().visit_probs)
         stats, in_actions = root_actions_view(tree)
         root = tree_lib.root_nodes(tree.batch_size)
         pruned = in_actions(selection.prune_forced_visits(

@@ -163,7 +163,7 @@ def _get_subtree(tree: tree_lib.Tree, action: chex.Array) -> tree_lib.Tree:
         return jnp.where(index_array >= 0, renumbered, index_array).astype(index_array.dtype)
 
     moved = {}
-    for name, spec in tree_lib.tree_arrays():  # every array, as the tree declares it
+    for name, spec in tree_lib.TREE_ARRAYS:  # every array, as the tree declares it
         array = getattr(tree, name)
         if spec.node_index:
             array = renumber(array)

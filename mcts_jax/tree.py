@@ -329,10 +329,10 @@ def source_of(tree: Any) -> Any:
     return tree if source is None else source
 
 
-def tree_arrays() -> Tuple[Tuple[str, ArraySpec], ...]:
-    """(name, spec) of every per-node and per-edge array of `Tree`, in order."""
-    return tuple((field.name, field.metadata["tree_array"]) for field in dataclasses.fields(Tree)
-                 if "tree_array" in field.metadata)
+# (name, spec) of every per-node and per-edge array of `Tree`, in order.
+TREE_ARRAYS: Tuple[Tuple[str, ArraySpec], ...] = tuple(
+    (field.name, field.metadata["tree_array"]) for field in dataclasses.fields(Tree)
+    if "tree_array" in field.metadata)
 
 
 def legal_mask(prior_logits: chex.Array, invalid_actions: Optional[chex.Array]) -> chex.Array:
@@ -575,7 +575,7 @@ def empty_like(tree: Tree) -> Tree:
         return jnp.full(array.shape, value, array.dtype)
 
     arrays = {name: fill(getattr(tree, name), spec.empty)
-              for name, spec in tree_arrays()}
+              for name, spec in TREE_ARRAYS}
     # A plug-in's free node slot holds 0, unless its record says how it
     # empties (`emptied()`: a graph's table is all free slots).
     records = tuple(record.emptied() if hasattr(record, "emptied")
@@ -620,7 +620,7 @@ def init_tree(
                         pruned=root_slots.pruned, children=root_slots.codes,
                         priors=root_slots.priors)
     arrays = {}
-    for name, spec in tree_arrays():
+    for name, spec in TREE_ARRAYS:
         shape = (batch_size, max_nodes) + ((num_slots,) if spec.per_edge else spec.trailing)
         dtype = index_dtype if spec.dtype == "node_index" else spec.dtype
         array = jnp.full(shape, spec.empty, dtype)

@@ -18,6 +18,7 @@ self-play and training, which all call policies.
 from __future__ import annotations
 
 import functools
+import types
 import warnings
 from typing import Any, Optional
 
@@ -42,7 +43,7 @@ from mcts_jax import stochastic
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
 from mcts_jax.hashable import (HashableFunction, caller_stacklevel, check_recompiles,
-                               holds_tracer)
+                               static_parts)
 from mcts_jax.options import SearchOptions
 from mcts_jax.selection import screens_its_own_slots
 
@@ -164,17 +165,19 @@ def search_plugins(options: SearchOptions) -> tuple:
 def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
                invalid_actions: Optional[chex.Array], temperature: chex.Array,
                tree: Optional[tree_lib.Tree], extra_data: Any, *, policy: Any,
-               recurrent_fn: HashableFunction, options: SearchOptions):
+               recurrent_fn: Any, options: SearchOptions):
     """A policy's whole search, traceable (the module docstring's five lines).
 
     `policy` is a `Policy` value (its hooks `split_key`, `root_setup`,
     `rules` and `choose`), `options` resolved for this call, `recurrent_fn`
-    the user's function wrapped for hashing. `extra_data`, when not None,
+    the user's function (a callable other than a plain function wrapped
+    for hashing, `HashableFunction`). `extra_data`, when not None,
     replaces what `root_setup` stores in the tree (`search(extra_data=...)`).
     Returns (PolicyOutput, rule_failed: [B] bool where a user's rule scored
     NaN on an open slot, or None for built-in rules).
     """
-    recurrent_fn = recurrent_fn.fn
+    if isinstance(recurrent_fn, HashableFunction):
+        recurrent_fn = recurrent_fn.fn
     setup_key, search_key, choice_key = policy.split_key(rng_key)
     rules = policy.rules(options)
     # A user's rule is screened (rule_screen.py): the last plug-in, which
@@ -263,20 +266,25 @@ def run_compiled(policy: Any, params: base.Params, rng_key: chex.PRNGKey,
     dynamic = (params, rng_key, root, invalid_actions, jnp.asarray(temperature, jnp.float32),
                tree, extra_data)
     # `checks` is not part of the compiled search (the same program in every mode).
-    statics = dict(policy=policy, recurrent_fn=HashableFunction(recurrent_fn),
+    # A plain function is its own compile key (compared by identity, as a
+    # wrapper of it would be); partials and callable objects compare by value.
+    static_fn = (recurrent_fn if isinstance(recurrent_fn, types.FunctionType)
+                 else HashableFunction(recurrent_fn))
+    statics = dict(policy=policy, recurrent_fn=static_fn,
                    options=options.replace_checked(checks="host"))
-    if holds_tracer(policy):
+    rule_functions = []  # the functions of the policy value, for check_recompiles
+    if static_parts(policy, rule_functions):  # it binds a tracer of the caller's trace
         if checks == "checkify":
             raise ValueError("checks='checkify' needs rules and Q transforms whose bound "
                              "arguments are not traced values; bind them outside jit or "
                              "use checks='host'")
         output, rule_failed = run_policy(*dynamic, **statics)
     elif checks == "checkify":
-        check_recompiles(policy)
+        check_recompiles(policy, rule_functions)
         error, (output, rule_failed) = _compiled_with_checks(*dynamic, **statics)
         validation.raise_or_stage(error)
     else:
-        check_recompiles(policy)  # a rule made anew on every call: warned once
+        check_recompiles(policy, rule_functions)  # a rule made anew on every call: warned once
         output, rule_failed = _compiled(*dynamic, **statics)
     if checks == "host" and rule_failed is not None and validation.is_concrete(rule_failed):
         failed_rows = np.flatnonzero(np.asarray(rule_failed))
