@@ -5,9 +5,10 @@ A policy holds functions (selection rules, Q transforms) and the search is
 compiled once per policy value, so two equal policies must hash equal even
 when their rules are separate `functools.partial` objects. `HashableFunction`
 wraps a function so that equal partials of one function with equal hashable
-bound arguments compare equal; `static_parts` (`holds_tracer`) tells when a value binds a
-tracer of the caller's trace (a rule built inside the caller's `jit`), which
-cannot be a static argument at all.
+bound arguments compare equal; `static_parts` (`holds_tracer`) tells when a
+value binds a tracer of the caller's trace (a rule built inside the
+caller's `jit`), which cannot be a static argument at all, and finds the
+functions `check_recompiles` compares, in one walk.
 
 A rule made anew on every call (a lambda, a closure defined inside a loop)
 or one that binds an array is a new value each time, so every call

@@ -204,9 +204,10 @@ class AlphaZeroPolicy(Policy):
                options: SearchOptions) -> Tuple[chex.Array, chex.Array]:
         """(action [B] from the root visits, action_weights [B, A]: the visit
         distribution, pruned of forced playouts when `forced_playouts` > 0)."""
-        action = choose_action(rng_key, tree, self.final_action, temperature, options.solver)
-        if self.forced_playouts == 0.0:  # `Policy.choose`
-            return action, with_priors_where_unsearched(tree, tree.summary().visit_probs)
+        action, weights = choose_action(rng_key, tree, self.final_action, temperature,
+                                        options.solver)
+        if self.forced_playouts == 0.0:
+            return action, weights
         stats, in_actions = root_actions_view(tree)
         root = tree_lib.root_nodes(tree.batch_size)
         pruned = in_actions(selection.prune_forced_visits(

@@ -46,7 +46,7 @@ from mcts_jax.options import SearchOptions
 from mcts_jax.qtransforms import check_tree_function
 from mcts_jax.solver import PROVEN_WIN
 
-FINAL_ACTIONS = ("most_visited", "highest_value", "sampled")
+FINAL_ACTIONS = validation.FINAL_ACTIONS
 # The default search options, made (and checked) once: a frozen value.
 DEFAULT_OPTIONS = SearchOptions()
 
@@ -178,8 +178,7 @@ class Policy:
                                    if hasattr(self, "gumbel_scale") else ""))
             return 0.0
         temperature = self.temperature if temperature is None else temperature
-        validation.check_final_action(getattr(self, "final_action", "sampled"), temperature,
-                                      values=options.checks == "host")
+        validation.check_temperature(temperature, values=options.checks == "host")
         return temperature
 
     # ---- the hooks (traced) -----------------------------------------------------------------
@@ -205,11 +204,10 @@ class Policy:
     def choose(self, rng_key, tree: tree_lib.Tree, temperature,
                options: SearchOptions) -> Tuple[chex.Array, chex.Array]:
         """(action [B], action_weights [B, A]); default: `choose_action` with
-        `self.final_action` (most visited without one) and the root visit
-        distribution."""
-        action = choose_action(rng_key, tree, getattr(self, "final_action", "most_visited"),
-                               temperature, options.solver)
-        return action, with_priors_where_unsearched(tree, tree.summary().visit_probs)
+        `self.final_action` (most visited without one): the move and the
+        root visit distribution."""
+        return choose_action(rng_key, tree, getattr(self, "final_action", "most_visited"),
+                             temperature, options.solver)
 
 
 # ---- the final action from the root's statistics ---------------------------------------------
@@ -237,8 +235,11 @@ def with_priors_where_unsearched(tree: tree_lib.Tree, weights: chex.Array) -> ch
 
 
 def choose_action(rng_key: chex.PRNGKey, tree: tree_lib.Tree, final_action: str,
-                  temperature: chex.Array, solver: bool = False) -> chex.Array:
-    """The action [B] to play from each root.
+                  temperature: chex.Array, solver: bool = False) -> Tuple[chex.Array,
+                                                                          chex.Array]:
+    """(the action [B] to play from each root, the root visit distribution
+    [B, A]: `Tree.summary().visit_probs`, with the priors in a row that
+    searched nothing, `with_priors_where_unsearched`).
 
     "most_visited": most root visits, ties broken by higher Q, then lowest id.
     "highest_value": highest Q among visited root actions.
@@ -270,6 +271,8 @@ def choose_action(rng_key: chex.PRNGKey, tree: tree_lib.Tree, final_action: str,
         action = most_visited
     elif final_action == "highest_value":
         action = jnp.argmax(jnp.where(allowed & (visits > 0), qvalues, -jnp.inf), axis=-1)
+    elif final_action != "sampled":  # a subclass's own field, unchecked: raises
+        validation.check_final_action(final_action)
     else:
         safe_temperature = jnp.maximum(temperature, 1e-6)
         logits = jnp.where(allowed & (visits > 0),
@@ -283,7 +286,12 @@ def choose_action(rng_key: chex.PRNGKey, tree: tree_lib.Tree, final_action: str,
     action = jnp.where(jnp.all(visits == 0, axis=-1), prior_best, action)
     if solver:
         action = play_proven(tree, stats, action, in_actions)
-    return action.astype(jnp.int32)
+    # The visit distribution over a decision's actions (a stochastic root's A
+    # decisions: its outcome ids, after them, are never visited from it).
+    visit_counts = visits[:, :tree.num_decisions]
+    visit_probs = visit_counts / jnp.maximum(jnp.sum(visit_counts, axis=-1, keepdims=True), 1)
+    return action.astype(jnp.int32), with_priors_where_unsearched(
+        tree, visit_probs.astype(jnp.float32))
 
 
 def play_proven(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats, action: chex.Array,
@@ -301,9 +309,8 @@ def play_proven(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats, action: chex
     return jnp.where(has_win | tree.solved[:, tree_lib.ROOT_INDEX], best_proven, action)
 
 
-def check_final_action_name(final_action: Any) -> str:
-    validation.check_final_action(final_action, 1.0)
-    return final_action
+# A policy's `final_action` checked (its name kept for the policies' checks).
+check_final_action_name = validation.check_final_action
 
 
 # ---- the user's rules ----------------------------------------------------------------------

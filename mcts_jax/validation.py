@@ -199,11 +199,17 @@ def check_value_range(value_range: Any) -> Optional[Tuple[float, float]]:
     return as_floats
 
 
-def check_final_action(final_action: Any, temperature: Any, values: bool = True) -> None:
-    """Validates `final_action` and `temperature`. `values`: also check a
-    concrete array `temperature` on the host."""
+def check_final_action(final_action: Any) -> str:
+    """`final_action`, one of FINAL_ACTIONS (a policy's constant, checked
+    when the policy value is built)."""
     if not isinstance(final_action, str) or final_action not in FINAL_ACTIONS:
         raise ValueError(f"final_action must be one of {FINAL_ACTIONS}, got {final_action!r}")
+    return final_action
+
+
+def check_temperature(temperature: Any, values: bool = True) -> None:
+    """Validates a call's `temperature` (a scalar >= 0, Python or array).
+    `values`: also check a concrete array on the host."""
     try:
         temperature_dtype = jnp.result_type(temperature)
     except TypeError:
