@@ -185,21 +185,6 @@ def select_leaf(tree: tree_lib.Tree, rules: Rules, max_depth: int,
                                    in zip(plugins, tree.plugin_records, states, state.descents)))
 
 
-def check_recurrent_output(output: base.RecurrentFnOutput, batch_size: int,
-                           num_actions: int) -> None:
-    """Static shape checks on what recurrent_fn returned (trace time, free)."""
-    expected = dict(reward=(batch_size,), discount=(batch_size,),
-                    prior_logits=(batch_size, num_actions), value=(batch_size,))
-    if output.invalid_actions is not None:
-        expected["invalid_actions"] = (batch_size, num_actions)
-    for name, shape in expected.items():
-        got = tuple(jnp.shape(getattr(output, name)))
-        if got != shape:
-            raise ValueError(
-                f"recurrent_fn returned {name} of shape {got}; expected {shape} "
-                f"(B={batch_size} searches, A={num_actions} actions, as in the root)")
-
-
 @chex.dataclass(frozen=True)
 class NewNodes:
     """New nodes computed from a recurrent_fn output, leading shape S ([B] or
@@ -383,13 +368,19 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
         edge_action = each.edge_action(tree, record, parent, slot, edge_action)
     flat = lambda x: x.reshape((size,) + x.shape[len(edge_shape):])  # noqa: E731
     flat_embedding = jax.tree.map(flat, parent_embedding)
+    # What recurrent_fn returned, checked at trace time (free): its shapes
+    # once a plug-in has made it the tree's (`evaluated`: sampled.py draws
+    # the node's actions), else at once.
+    evaluates = bool(plugins) and plugin.overridden(plugins, "evaluated")
+    shapes = (size, tree.num_actions)
     output, embedding = validation.recurrent_result(
-        recurrent_fn(params, rng_key, flat(edge_action), flat_embedding), flat_embedding)
+        recurrent_fn(params, rng_key, flat(edge_action), flat_embedding), flat_embedding,
+        None if evaluates else shapes)
     entries = None
-    if plugins and plugin.overridden(plugins, "evaluated"):  # sampled.py: the node's actions
+    if evaluates:
         output, entries = plugin.evaluated(plugins, jax.random.fold_in(rng_key, PLUGIN_KEY),
                                             output)
-    check_recurrent_output(output, size, tree.num_actions)
+        validation.recurrent_result((output, embedding), embedding, shapes)
     by_edge = lambda x: x.reshape(edge_shape + x.shape[1:])  # noqa: E731
     output, embedding, entries = jax.tree.map(by_edge, (output, embedding, entries))
     new = new_nodes_from_output(output, tree, jax.random.fold_in(rng_key, SLOT_KEY),

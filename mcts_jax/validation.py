@@ -356,11 +356,15 @@ def raise_or_stage(error: Any) -> None:
     checkify.check_error(error)
 
 
-def recurrent_result(result: Any, embedding: Any) -> Tuple[base.RecurrentFnOutput, Any]:
+def recurrent_result(result: Any, embedding: Any,
+                     shapes: Optional[Tuple[int, int]] = None) -> Tuple[base.RecurrentFnOutput,
+                                                                        Any]:
     """What recurrent_fn returned, checked at trace time (free): a pair
     (RecurrentFnOutput, embedding) whose embedding has the structure, per-row
-    shapes and dtypes of the embedding it was given. The output may be any
-    object with mctx's fields (`base.as_recurrent_output`)."""
+    shapes and dtypes of the embedding it was given, its fields floating
+    (`invalid_actions` bool) and, with `shapes` = (B, A), [B] and [B, A]
+    (`prior_logits`, `invalid_actions`). The output may be any object with
+    mctx's fields (`base.as_recurrent_output`)."""
     if not (isinstance(result, tuple) and len(result) == 2):
         raise TypeError(f"recurrent_fn must return a pair (RecurrentFnOutput, embedding), got "
                         f"{type(result).__name__}")
@@ -389,6 +393,18 @@ def recurrent_result(result: Any, embedding: Any) -> Tuple[base.RecurrentFnOutpu
         raise ValueError(f"recurrent_fn returned an embedding whose structure, shapes "
                          f"or dtypes {returned} differ from the embedding it was given "
                          f"{given}")
+    if shapes is not None:
+        batch_size, num_actions = shapes
+        expected = dict(reward=(batch_size,), discount=(batch_size,),
+                        prior_logits=(batch_size, num_actions), value=(batch_size,))
+        if output.invalid_actions is not None:
+            expected["invalid_actions"] = (batch_size, num_actions)
+        for name, shape in expected.items():
+            got = tuple(jnp.shape(getattr(output, name)))
+            if got != shape:
+                raise ValueError(
+                    f"recurrent_fn returned {name} of shape {got}; expected {shape} "
+                    f"(B={batch_size} searches, A={num_actions} actions, as in the root)")
     return output, new_embedding
 
 
