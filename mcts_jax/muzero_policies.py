@@ -157,12 +157,10 @@ class TakesChanceNodes:
         if checks == "host":
             stochastic.check_chance_probabilities(decision_fn, params, rng_key, root,
                                                   invalid_actions)
-        options = self.options.resolve(stochastic_root, mask, num_simulations, tree,
-                                       num_chance_outcomes=combined_fn.num_outcomes)
         return tree_search.run_compiled(self, params, rng_key, stochastic_root, combined_fn,
-                                        mask, tree, self.temperature_of_call(temperature,
-                                                                             options),
-                                        options)
+                                        mask, tree, num_simulations,
+                                        self.temperature_of_call(temperature),
+                                        num_chance_outcomes=combined_fn.num_outcomes)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

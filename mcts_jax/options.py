@@ -281,14 +281,18 @@ class SearchOptions:
     # ---- one search -------------------------------------------------------------------------
 
     def resolve(self, root, invalid_actions, num_simulations: int,
-                tree: Optional[tree_lib.Tree] = None,
-                num_chance_outcomes: int = 0) -> "SearchOptions":
-        """The record of one search of `root` ([B, A] priors) with
-        `num_simulations`: checks the root (values too with checks="host")
-        and a continued `tree`, whose capacity and layout fill the options
-        not given, and fills the capacity's default."""
-        batch_size, num_actions = validation.check_root(root, invalid_actions,
-                                                        values=self.checks == "host")
+                tree: Optional[tree_lib.Tree] = None, num_chance_outcomes: int = 0, *,
+                temperature: Any = validation.NOT_CHECKED,
+                rng_key: Any = validation.NOT_CHECKED) -> "SearchOptions":
+        """The record of one search call of `root` ([B, A] priors) with
+        `num_simulations`, checked in one pass: the call's arrays (the root
+        and root mask, values too with checks="host", and the `temperature`
+        and `rng_key` when given: `validation.check_call`), the count and a
+        continued `tree`, whose capacity and layout fill the options not
+        given; the capacity's default filled in."""
+        batch_size, num_actions = validation.check_call(
+            root, invalid_actions, values=self.checks == "host", temperature=temperature,
+            rng_key=rng_key)
         for each in self.plugins:  # e.g. sampled nodes: K slots, whatever the root's [B, P]
             num_actions = each.slots_per_node(num_actions)
         max_nodes, max_children = self.max_nodes, self.max_children

@@ -162,14 +162,14 @@ class Policy:
             return self.replace(**overrides)(params, rng_key, root, recurrent_fn,
                                              num_simulations, invalid_actions=invalid_actions,
                                              tree=tree, temperature=temperature)
-        options = self.options.resolve(root, invalid_actions, num_simulations, tree)
         return tree_search.run_compiled(self, params, rng_key, root, recurrent_fn,
-                                        invalid_actions, tree, self.temperature_of_call(
-                                            temperature, options), options)
+                                        invalid_actions, tree, num_simulations,
+                                        self.temperature_of_call(temperature))
 
-    def temperature_of_call(self, temperature: Any, options: SearchOptions) -> Any:
-        """The temperature a call runs with, checked: the call's, else the
-        policy's field; 0.0 for a policy without one (refused if given)."""
+    def temperature_of_call(self, temperature: Any) -> Any:
+        """The temperature a call runs with (checked with the call's arrays,
+        `validation.check_call`): the call's, else the policy's field; 0.0
+        for a policy without one (refused if given)."""
         if not any(field.name == "temperature" for field in dataclasses.fields(self)):
             if temperature is not None:
                 raise TypeError(f"{type(self).__name__} takes no temperature: its move is "
@@ -177,9 +177,7 @@ class Policy:
                                 + (" (gumbel_scale plays that role)"
                                    if hasattr(self, "gumbel_scale") else ""))
             return 0.0
-        temperature = self.temperature if temperature is None else temperature
-        validation.check_temperature(temperature, values=options.checks == "host")
-        return temperature
+        return self.temperature if temperature is None else temperature
 
     # ---- the hooks (traced) -----------------------------------------------------------------
 
@@ -410,7 +408,6 @@ def search(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
     """
     policy = _RulesOfSearch.make("search", selection_rules=make_rules(root_rule, interior_rule),
                                  **options)
-    resolved = policy.options.resolve(root, invalid_actions, num_simulations, tree)
     return tree_search.run_compiled(policy, params, rng_key, root, recurrent_fn,
-                                    invalid_actions, tree, 0.0, resolved,
+                                    invalid_actions, tree, num_simulations, 0.0,
                                     extra_data=extra_data).search_tree

@@ -244,11 +244,16 @@ class RuleNaNWarning(UserWarning):
 def run_compiled(policy: Any, params: base.Params, rng_key: chex.PRNGKey,
                  root: base.RootFnOutput, recurrent_fn: base.RecurrentFn,
                  invalid_actions: Optional[chex.Array], tree: Optional[tree_lib.Tree],
-                 temperature: Any, options: SearchOptions,
-                 extra_data: Any = None) -> base.PolicyOutput:
-    """Runs `run_policy` compiled (the one cache of compiled searches).
+                 num_simulations: int, temperature: Any, extra_data: Any = None,
+                 num_chance_outcomes: int = 0) -> base.PolicyOutput:
+    """One search call, built, checked and run: the one place a search is
+    made (every policy call, `mcts_jax.search`, mctx's `search`) and the one
+    cache of compiled searches (`run_policy` compiled).
 
-    A nested jit inside the caller's trace; traced inline instead when the
+    The policy's options are resolved for this call, which is checked in
+    one pass (`SearchOptions.resolve`: the root, the temperature, the key,
+    `num_simulations`, a continued `tree`, C = `num_chance_outcomes`
+    outcome ids), and each plug-in asked whether it applies. A nested jit inside the caller's trace; traced inline instead when the
     policy binds a tracer of the caller's trace (a rule partial built inside
     the caller's jit). checks="checkify" compiles the value checks in and
     raises (or stages) their error. A rule or Q transform that equals one
@@ -257,7 +262,9 @@ def run_compiled(policy: Any, params: base.Params, rng_key: chex.PRNGKey,
     that scored NaN on a legal slot is reported by a `RuleNaNWarning` when
     the output is concrete (outside the caller's jit).
     """
-    validation.check_rng_key(rng_key)
+    options = policy.options.resolve(root, invalid_actions, num_simulations, tree,
+                                     num_chance_outcomes, temperature=temperature,
+                                     rng_key=rng_key)
     for each in search_plugins(options):
         each.check(policy, options)  # a plug-in that does not apply says so here
     if not callable(recurrent_fn):

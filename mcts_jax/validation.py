@@ -77,27 +77,21 @@ def check_flag(name: str, value: Any) -> bool:
     return bool(value)
 
 
-def check_rng_key(rng_key: Any) -> None:
-    """A PRNG key: a typed key array (`jax.random.key`) or a raw uint32 [2]
-    key (`jax.random.PRNGKey`), unbatched."""
-    dtype = jnp.result_type(rng_key) if hasattr(rng_key, "dtype") else None
-    if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
-        if jnp.shape(rng_key) != ():
-            raise ValueError(f"rng_key must be a single key (shape ()), got a key array of "
-                             f"shape {jnp.shape(rng_key)}; the search is batched already")
-        return
-    if dtype == jnp.uint32 and jnp.shape(rng_key) == (2,):
-        return
-    raise TypeError(f"rng_key must be a PRNG key (jax.random.key(seed)), got "
-                    f"{type(rng_key).__name__} "
-                    f"{jnp.shape(rng_key) if dtype is not None else ''}"
-                    f"{dtype if dtype is not None else ''}")
+# A part of a call that `check_call` is not asked to check.
+NOT_CHECKED = object()
 
 
-def check_root(root: base.RootFnOutput, invalid_actions: Optional[Any],
-               values: bool = True) -> Tuple[int, int]:
-    """Validates the root output and root mask; returns (B, A). `values`:
-    also check concrete values on the host (NaN, +inf, all-illegal rows)."""
+def check_call(root: base.RootFnOutput, invalid_actions: Optional[Any], values: bool = True, *,
+               temperature: Any = NOT_CHECKED, rng_key: Any = NOT_CHECKED) -> Tuple[int, int]:
+    """A search call's arrays, checked in one pass; returns (B, A).
+
+    The root output and root mask: shapes and dtypes, and with `values`
+    their concrete values on the host (NaN, +inf, all-illegal rows). The
+    call's `temperature`: a scalar >= 0 (a concrete array's value with
+    `values`, a Python number's always). `rng_key`: a typed key array
+    (`jax.random.key`) or a raw uint32 [2] key (`jax.random.PRNGKey`),
+    unbatched. A part not given is not checked (`check_root`: the root
+    alone)."""
     if not isinstance(root, base.RootFnOutput):
         raise TypeError(f"root must be a mcts_jax.RootFnOutput, got {type(root).__name__}")
     logits_shape = jnp.shape(root.prior_logits)
@@ -144,7 +138,37 @@ def check_root(root: base.RootFnOutput, invalid_actions: Optional[Any],
             raise ValueError(
                 f"invalid_actions marks every action illegal in root rows "
                 f"{np.flatnonzero(all_illegal)[:10].tolist()}; a search needs a legal move")
+    if temperature is not NOT_CHECKED:
+        try:
+            temperature_dtype = jnp.result_type(temperature)
+        except TypeError:
+            temperature_dtype = None
+        if temperature_dtype is None or temperature_dtype == jnp.bool_ or \
+                not jnp.issubdtype(temperature_dtype, jnp.number) or \
+                jnp.shape(temperature) != ():
+            raise ValueError(f"temperature must be a finite scalar >= 0, got {temperature!r}")
+        if is_concrete(temperature) and (values or isinstance(temperature, (int, float))):
+            t = np.asarray(temperature)
+            if not np.isfinite(t) or t < 0:
+                raise ValueError(f"temperature must be a finite scalar >= 0, got "
+                                 f"{temperature!r}")
+    if rng_key is not NOT_CHECKED:
+        key_dtype = jnp.result_type(rng_key) if hasattr(rng_key, "dtype") else None
+        typed_key = key_dtype is not None and jax.dtypes.issubdtype(key_dtype,
+                                                                    jax.dtypes.prng_key)
+        if typed_key and jnp.shape(rng_key) != ():
+            raise ValueError(f"rng_key must be a single key (shape ()), got a key array of "
+                             f"shape {jnp.shape(rng_key)}; the search is batched already")
+        if not typed_key and not (key_dtype == jnp.uint32 and jnp.shape(rng_key) == (2,)):
+            raise TypeError(f"rng_key must be a PRNG key (jax.random.key(seed)), got "
+                            f"{type(rng_key).__name__} "
+                            f"{jnp.shape(rng_key) if key_dtype is not None else ''}"
+                            f"{key_dtype if key_dtype is not None else ''}")
     return batch_size, num_actions
+
+
+# The root alone (its name before `check_call` checked the whole call).
+check_root = check_call
 
 
 def check_search_args(num_simulations: Any, max_nodes: Optional[int],
@@ -205,22 +229,6 @@ def check_final_action(final_action: Any) -> str:
     if not isinstance(final_action, str) or final_action not in FINAL_ACTIONS:
         raise ValueError(f"final_action must be one of {FINAL_ACTIONS}, got {final_action!r}")
     return final_action
-
-
-def check_temperature(temperature: Any, values: bool = True) -> None:
-    """Validates a call's `temperature` (a scalar >= 0, Python or array).
-    `values`: also check a concrete array on the host."""
-    try:
-        temperature_dtype = jnp.result_type(temperature)
-    except TypeError:
-        temperature_dtype = None
-    if temperature_dtype is None or temperature_dtype == jnp.bool_ or \
-            not jnp.issubdtype(temperature_dtype, jnp.number) or jnp.shape(temperature) != ():
-        raise ValueError(f"temperature must be a finite scalar >= 0, got {temperature!r}")
-    if is_concrete(temperature) and (values or isinstance(temperature, (int, float))):
-        t = np.asarray(temperature)
-        if not np.isfinite(t) or t < 0:
-            raise ValueError(f"temperature must be a finite scalar >= 0, got {temperature!r}")
 
 
 def check_tree(tree: Any, root: base.RootFnOutput, batch_size: int, num_actions: int,

@@ -73,10 +73,9 @@ def mctx_search(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOut
     base_options = mctx_options_from() if options is None else options
     policy = _MctxSearchPolicy(selection_rules=rules, options=SearchOptions.from_keywords(
         base_options, **option_keywords))
-    resolved = policy.options.resolve(root, None, num_simulations, our_tree(tree))
     search_data = MctxSearchData(user_data=extra_data, root_invalid=root_mask)
     searched = tree_search.run_compiled(policy, params, rng_key, root, recurrent_fn, None,
-                                        our_tree(tree), 0.0, resolved,
+                                        our_tree(tree), num_simulations, 0.0,
                                         extra_data=search_data).search_tree
     return mctx_view(searched, root_invalid_actions=root_mask).replace(extra_data=extra_data)
 
