@@ -8,9 +8,11 @@
     search    phases.run_simulations(phases.simulate, ...)  # select, expand, back up
     choice    action, action_weights = policy.choose(choice_key, tree, ...)
 
-`run_compiled` is the one place a search is compiled and cached: once per
-policy value, recurrent_fn, options and shapes (the first three are static
-arguments of `jax.jit`, compared by value). Every policy call goes through it
+`run_compiled` is the one place a search call is built (its options
+resolved and the call checked in one pass, `SearchOptions.resolve`),
+compiled and cached: once per policy value, recurrent_fn, options and
+shapes (the first three are static arguments of `jax.jit`, a plain
+recurrent_fn by identity, the rest by value). Every policy call goes through it
 (`Policy.__call__`), and so do `mcts_jax.search` (rules), sharding, the arena,
 self-play and training, which all call policies.
 """
@@ -253,7 +255,9 @@ def run_compiled(policy: Any, params: base.Params, rng_key: chex.PRNGKey,
     The policy's options are resolved for this call, which is checked in
     one pass (`SearchOptions.resolve`: the root, the temperature, the key,
     `num_simulations`, a continued `tree`, C = `num_chance_outcomes`
-    outcome ids), and each plug-in asked whether it applies. A nested jit inside the caller's trace; traced inline instead when the
+    outcome ids), and each plug-in asked whether it applies.
+
+    A nested jit inside the caller's trace; traced inline instead when the
     policy binds a tracer of the caller's trace (a rule partial built inside
     the caller's jit). checks="checkify" compiles the value checks in and
     raises (or stages) their error. A rule or Q transform that equals one
