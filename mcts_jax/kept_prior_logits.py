@@ -52,6 +52,12 @@ class KeptPriorLogits:
     # Nothing in a search reads them: a search that keeps none continues a
     # tree that kept them without them (`tree_search.continued_records`).
     dropped_by_a_search_without_it = True
+    # What `continued_records` tells a search that keeps them and continues a
+    # tree that kept none.
+    hint_when_not_kept = ("this search keeps the prior logits (keep_prior_logits=True, "
+                          "the default of the mctx-signature functions) and the tree kept "
+                          "none: continue it with keep_prior_logits=False, or keep them "
+                          "from the tree's first search")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -117,18 +117,23 @@ def continued_records(kept: tuple, fresh: tuple) -> tuple:
     without the solver continues with it), and a record that only keeps a
     by-product (`dropped_by_a_search_without_it`: the kept prior logits) is
     dropped by a search that does not keep it; other records that hold
-    arrays must be the same ones, else a clear error."""
+    arrays must be the same ones, else a clear error (with the hint of a
+    record the tree lacks, `hint_when_not_kept`: the kept prior logits')."""
     wanted = [record for record in fresh if jax.tree.leaves(record)]
     holding = [record for record in kept if jax.tree.leaves(record) and not (
         getattr(record, "dropped_by_a_search_without_it", False)
         and type(record) not in [type(each) for each in wanted])]
     if [jax.tree.structure(each) for each in holding] != [jax.tree.structure(each)
                                                           for each in wanted]:
+        # A record may say what to do when the tree lacks it (`hint_when_not_kept`).
+        held = [type(each) for each in holding]
+        hints = "".join(f"; {record.hint_when_not_kept}" for record in wanted
+                        if type(record) not in held and hasattr(record, "hint_when_not_kept"))
         raise ValueError(
             f"tree= was searched with other plug-ins than this search (tree= holds the "
             f"records {[type(each).__name__ for each in holding]}, this search keeps "
             f"{[type(each).__name__ for each in wanted]}, or their arrays differ): "
-            "continue a tree with the same SearchOptions.plugins and feature options")
+            f"continue a tree with the same SearchOptions.plugins and feature options{hints}")
     taken = iter(holding)
     return tuple(next(taken) if jax.tree.leaves(record) else record for record in fresh)
 

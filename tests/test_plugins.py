@@ -172,9 +172,10 @@ def test_reuse_re_roots_the_plugins_arrays_and_a_continued_search_keeps_them():
     child = np.asarray(tree.children)[rows, 0, np.asarray(out.action)]
     np.testing.assert_allclose(np.asarray(kept.plugin_records[0])[:, 0],
                                np.asarray(tree.plugin_records[0])[rows, child])
-    with pytest.raises(ValueError, match="other plug-ins"):
+    with pytest.raises(ValueError, match="other plug-ins") as refused:
         mcts_jax.uct_policy(None, jax.random.key(0), ROOT, PROBLEM.recurrent_fn, 4,
                             invalid_actions=INVALID, tree=tree)
+    assert "keep_prior_logits" not in str(refused.value)  # only the logits' record says so
 
 
 def test_the_plugin_plays_an_arena_match():

@@ -202,8 +202,9 @@ def test_kept_prior_logits_are_dropped_by_a_search_without_them_and_never_invent
     assert continued.prior_logits is None
     for got, want in zip(jax.tree.leaves(continued), jax.tree.leaves(reference)):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
-    with pytest.raises(ValueError, match="KeptPriorLogits"):
+    with pytest.raises(ValueError, match="KeptPriorLogits") as refused:
         search(codes, 6, tree=without, keep_prior_logits=True)
+    assert "keep_prior_logits=False" in str(refused.value)  # what to do instead
 
 
 def _tree_and_action(out):
