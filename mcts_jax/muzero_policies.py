@@ -150,7 +150,7 @@ class TakesChanceNodes:
                             f"{type(recurrent_fn).__name__}")
         decision_fn, chance_fn = recurrent_fn
         checks = self.options.checks
-        validation.check_root(root, invalid_actions, values=checks == "host")
+        validation.check_call(root, invalid_actions, values=checks == "host", rng_key=rng_key)
         stochastic_root, mask, combined_fn = stochastic.stochastic_root(
             params, rng_key, root, invalid_actions, decision_fn, chance_fn)
         validation.check_tree_kind(tree, combined_fn.num_outcomes)  # before the probe compiles

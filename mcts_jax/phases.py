@@ -380,6 +380,7 @@ def expand(params: base.Params, rng_key: chex.PRNGKey, tree: tree_lib.Tree,
     if evaluates:
         output, entries = plugin.evaluated(plugins, jax.random.fold_in(rng_key, PLUGIN_KEY),
                                             output)
+        # The plug-in's output, checked as recurrent_fn's is (dtypes again, and shapes).
         validation.recurrent_result((output, embedding), embedding, shapes)
     by_edge = lambda x: x.reshape(edge_shape + x.shape[1:])  # noqa: E731
     output, embedding, entries = jax.tree.map(by_edge, (output, embedding, entries))

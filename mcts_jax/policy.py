@@ -269,8 +269,10 @@ def choose_action(rng_key: chex.PRNGKey, tree: tree_lib.Tree, final_action: str,
         action = most_visited
     elif final_action == "highest_value":
         action = jnp.argmax(jnp.where(allowed & (visits > 0), qvalues, -jnp.inf), axis=-1)
-    elif final_action != "sampled":  # a subclass's own field, unchecked: raises
-        validation.check_final_action(final_action)
+    elif final_action != "sampled":  # a subclass's own field, unchecked
+        validation.check_final_action(final_action)  # raises naming the choices
+        raise NotImplementedError(f"choose_action has no rule for final_action="
+                                  f"{final_action!r}")
     else:
         safe_temperature = jnp.maximum(temperature, 1e-6)
         logits = jnp.where(allowed & (visits > 0),
@@ -285,7 +287,8 @@ def choose_action(rng_key: chex.PRNGKey, tree: tree_lib.Tree, final_action: str,
     if solver:
         action = play_proven(tree, stats, action, in_actions)
     # The visit distribution over a decision's actions (a stochastic root's A
-    # decisions: its outcome ids, after them, are never visited from it).
+    # decisions: its outcome ids, after them, are never visited from it);
+    # `Tree.summary().visit_probs` is the same arithmetic.
     visit_counts = visits[:, :tree.num_decisions]
     visit_probs = visit_counts / jnp.maximum(jnp.sum(visit_counts, axis=-1, keepdims=True), 1)
     return action.astype(jnp.int32), with_priors_where_unsearched(

@@ -292,7 +292,7 @@ class Tree:
                                        to_user_scale(stats.qvalues, self.value_range), 0.0),
                              0.0)[:, :decisions]
         total = jnp.sum(visit_counts, axis=-1, keepdims=True)
-        visit_probs = visit_counts / jnp.maximum(total, 1)
+        visit_probs = visit_counts / jnp.maximum(total, 1)  # as `policy.choose_action`'s
         mean_value = self.value_sums[:, ROOT_INDEX] / jnp.maximum(
             self.node_visits[:, ROOT_INDEX], 1)
         proven_qvalues = jnp.where(stats.solved,

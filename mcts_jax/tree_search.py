@@ -125,10 +125,16 @@ def continued_records(kept: tuple, fresh: tuple) -> tuple:
         and type(record) not in [type(each) for each in wanted])]
     if [jax.tree.structure(each) for each in holding] != [jax.tree.structure(each)
                                                           for each in wanted]:
-        # A record may say what to do when the tree lacks it (`hint_when_not_kept`).
+        # A record may say what to do when the tree lacks it (`hint_when_not_kept`),
+        # told where the records would match without it.
         held = [type(each) for each in holding]
-        hints = "".join(f"; {record.hint_when_not_kept}" for record in wanted
-                        if type(record) not in held and hasattr(record, "hint_when_not_kept"))
+        lacking = [record for record in wanted
+                   if type(record) not in held and hasattr(record, "hint_when_not_kept")]
+        rest = [record for record in wanted if all(record is not each for each in lacking)]
+        matches_without = ([jax.tree.structure(each) for each in holding]
+                           == [jax.tree.structure(each) for each in rest])
+        hints = "".join(f"; {record.hint_when_not_kept}" for record in lacking
+                        if matches_without)
         raise ValueError(
             f"tree= was searched with other plug-ins than this search (tree= holds the "
             f"records {[type(each).__name__ for each in holding]}, this search keeps "

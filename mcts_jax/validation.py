@@ -91,7 +91,8 @@ def check_call(root: base.RootFnOutput, invalid_actions: Optional[Any], values: 
     `values`, a Python number's always). `rng_key`: a typed key array
     (`jax.random.key`) or a raw uint32 [2] key (`jax.random.PRNGKey`),
     unbatched. A part not given is not checked (`check_root`: the root
-    alone)."""
+    alone). A call wrong in several parts is told of the first: the root,
+    then the temperature, then the key."""
     if not isinstance(root, base.RootFnOutput):
         raise TypeError(f"root must be a mcts_jax.RootFnOutput, got {type(root).__name__}")
     logits_shape = jnp.shape(root.prior_logits)
@@ -310,7 +311,8 @@ def _first_row(bad_rows: jax.Array) -> jax.Array:
 
 def checkify_root(root: base.RootFnOutput, invalid_actions: Optional[jax.Array],
                   temperature: jax.Array) -> None:
-    """The host value checks of `check_root`, as `checkify.check`s (traced)."""
+    """The host value checks of `check_call` (the root's and the
+    temperature's), as `checkify.check`s (traced)."""
     from jax.experimental import checkify
 
     logits = jnp.asarray(root.prior_logits)

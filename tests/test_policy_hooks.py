@@ -201,3 +201,24 @@ def test_the_default_choice_on_a_stochastic_tree_weighs_the_decisions_only():
     np.testing.assert_allclose(out.action_weights, out.search_tree.summary().visit_probs)
     assert out.action_weights.shape == (BATCH, num_decisions)
     np.testing.assert_allclose(np.sum(out.action_weights, axis=-1), 1.0, rtol=1e-6)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PolicyWithItsOwnFinalAction(mcts_jax.Policy):
+    """A user's policy with a `final_action` field and no check of it."""
+
+    final_action: str = "most_visited"
+
+    def rules(self, options):
+        return FIRST
+
+
+def test_an_unchecked_final_action_of_a_users_policy_is_refused_naming_the_choices():
+    """A name `choose_action` has no rule for raises when the search is
+    traced; a known one plays (the lowest open slot, every visit there)."""
+    out = PolicyWithItsOwnFinalAction()(None, jax.random.key(0), ROOT, PROBLEM.recurrent_fn,
+                                       SIMULATIONS)
+    np.testing.assert_array_equal(np.asarray(out.action), np.zeros(BATCH, np.int32))
+    with pytest.raises(ValueError, match="final_action must be one of .*'best'"):
+        PolicyWithItsOwnFinalAction(final_action="best")(
+            None, jax.random.key(0), ROOT, PROBLEM.recurrent_fn, SIMULATIONS)
