@@ -31,7 +31,7 @@ from mcts_jax.tree import legal_mask  # noqa: F401 (its home until issue 61)
 from mcts_jax import validation
 from mcts_jax.hashable import HashableFunction
 from mcts_jax.options import SearchOptions
-from mcts_jax.policy import (Policy, check_final_action_name, choose_action, play_proven,
+from mcts_jax.policy import (Policy, choose_action, play_proven,
                              root_actions_view, with_priors_where_unsearched)
 from mcts_jax.qtransforms import (check_tree_function, qtransform_by_parent_and_siblings,
                                   qtransform_completed_by_mix_value)
@@ -91,7 +91,8 @@ def number_at_least(low: float, low_inclusive: bool = True, high: float = np.inf
 
 
 def final_action_check(name: str, value: Any) -> str:
-    return check_final_action_name(value)
+    """A policy's `final_action` (`Policy.field_checks`): one of FINAL_ACTIONS."""
+    return validation.check_final_action(value)
 
 
 # The checks of the fields a PUCT policy value holds: numbers made Python

@@ -310,10 +310,6 @@ def play_proven(tree: tree_lib.Tree, stats: tree_lib.ChildrenStats, action: chex
     return jnp.where(has_win | tree.solved[:, tree_lib.ROOT_INDEX], best_proven, action)
 
 
-# A policy's `final_action` checked (its name kept for the policies' checks).
-check_final_action_name = validation.check_final_action
-
-
 # ---- the user's rules ----------------------------------------------------------------------
 
 _RULE_EXAMPLE = "functools.partial(mcts_jax.puct_scores, pb_c_init=1.25)"
@@ -346,7 +342,7 @@ class RulePolicy(Policy):
         if not isinstance(self.selection_rules, selection.Rules):
             raise TypeError(f"RulePolicy needs selection_rules=mcts_jax.Rules(at_root, "
                             f"below_root), got {type(self.selection_rules).__name__}")
-        check_final_action_name(self.final_action)
+        validation.check_final_action(self.final_action)
 
     def rules(self, options: SearchOptions) -> selection.Rules:
         return self.selection_rules
