@@ -5,10 +5,12 @@ A policy holds functions (selection rules, Q transforms) and the search is
 compiled once per policy value, so two equal policies must hash equal even
 when their rules are separate `functools.partial` objects. `HashableFunction`
 wraps a function so that equal partials of one function with equal hashable
-bound arguments compare equal; `static_parts` (`holds_tracer`) tells when a
-value binds a tracer of the caller's trace (a rule built inside the
-caller's `jit`), which cannot be a static argument at all, and finds the
-functions `check_recompiles` compares, in one walk.
+bound arguments compare equal (a plain function needs no wrapper: it is its
+own key, `tree_search.static_function`); `static_parts` (`holds_tracer`)
+tells when a value binds a tracer of the caller's trace (a rule built
+inside the caller's `jit`), which cannot be a static argument at all, and
+finds the functions `check_recompiles` compares, in one walk, which
+`compile_parts` keeps on the policy value for its later calls.
 
 A rule made anew on every call (a lambda, a closure defined inside a loop)
 or one that binds an array is a new value each time, so every call
@@ -27,7 +29,7 @@ import os
 import sys
 import types
 import warnings
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import jax
 
@@ -239,6 +241,20 @@ def static_parts(value: Any, functions: Optional[list] = None, depth: int = 0) -
         return any([static_parts(getattr(value, field.name), inner, depth + 1)
                     for field in dataclasses.fields(value)])
     return False
+
+
+def compile_parts(policy: Any) -> Tuple[bool, tuple]:
+    """(whether `policy` binds a tracer of the caller's trace, the functions
+    `check_recompiles` compares): one walk of the value (`static_parts`),
+    kept on it as `_compile_parts` (a policy is frozen, so the answer never
+    changes) for the calls that follow (`tree_search.run_compiled` reads it)."""
+    functions: list = []
+    parts = (static_parts(policy, functions), tuple(functions))
+    try:
+        object.__setattr__(policy, "_compile_parts", parts)
+    except (AttributeError, TypeError):  # a value without a __dict__: walked on every call
+        pass
+    return parts
 
 
 def caller_stacklevel() -> int:

@@ -158,8 +158,7 @@ class TakesChanceNodes:
             stochastic.check_chance_probabilities(decision_fn, params, rng_key, root,
                                                   invalid_actions)
         return tree_search.run_compiled(self, params, rng_key, stochastic_root, combined_fn,
-                                        mask, tree, num_simulations,
-                                        self.temperature_of_call(temperature),
+                                        mask, tree, num_simulations, temperature,
                                         num_chance_outcomes=combined_fn.num_outcomes)
 
 

@@ -253,14 +253,6 @@ class SearchOptions:
         """A copy with `changes` (checked again)."""
         return dataclasses.replace(self, **changes)
 
-    def replace_checked(self, **values) -> "SearchOptions":
-        """A copy with `values` that are checked already (`resolve`'s): one
-        validation pass per call."""
-        resolved = copy.copy(self)
-        for name, value in values.items():
-            object.__setattr__(resolved, name, value)
-        return resolved
-
     @property
     def depth_limit(self) -> int:
         """max_depth, or N when unlimited (no path is longer); resolved records."""
@@ -309,9 +301,15 @@ class SearchOptions:
             validation.check_tree(tree, root, batch_size, num_actions, max_nodes,
                                   self.value_range, max_children, bool(replay_embeddings),
                                   self.transpositions)
-        # Every value is checked by now: the resolved record is made without checking again.
-        return self.replace_checked(num_simulations=int(num_simulations), max_nodes=max_nodes,
-                            max_children=max_children, replay_embeddings=bool(replay_embeddings),
-                            simulations_per_step=min(self.simulations_per_step,
-                                                     int(num_simulations)),
-                            num_chance_outcomes=int(num_chance_outcomes))
+        # Every value is checked by now: the resolved record is made without
+        # checking again. It is the compile key, so it says checks="host"
+        # whatever the call's mode (the same program in every mode; the
+        # mode is the policy's `options.checks`, read by the caller).
+        resolved = copy.copy(self)
+        for name, value in dict(
+                num_simulations=int(num_simulations), max_nodes=max_nodes,
+                max_children=max_children, replay_embeddings=bool(replay_embeddings),
+                simulations_per_step=min(self.simulations_per_step, int(num_simulations)),
+                num_chance_outcomes=int(num_chance_outcomes), checks="host").items():
+            object.__setattr__(resolved, name, value)
+        return resolved

@@ -29,12 +29,13 @@ from mcts_jax import selection
 from mcts_jax import tree as tree_lib
 from mcts_jax.tree import legal_mask  # noqa: F401 (its home until issue 61)
 from mcts_jax import validation
-from mcts_jax.hashable import HashableFunction
+from mcts_jax.hashable import HashableFunction, compile_parts
 from mcts_jax.options import SearchOptions
 from mcts_jax.policy import (Policy, choose_action, play_proven,
                              root_actions_view, with_priors_where_unsearched)
 from mcts_jax.qtransforms import (check_tree_function, qtransform_by_parent_and_siblings,
                                   qtransform_completed_by_mix_value)
+from mcts_jax.tree_search import static_function
 
 # AlphaZero's root noise: (1 - fraction) P + fraction Dir(alpha), defined here once.
 DIRICHLET_FRACTION = 0.25
@@ -65,23 +66,19 @@ def static_number(name: str, value: Any, **bounds) -> Any:
     return validation.check_number(name, value, **bounds)
 
 
-def as_hashable(fn: Any) -> Any:
-    """A function field of a policy, compared by value (`HashableFunction`)."""
-    return fn if fn is None or isinstance(fn, HashableFunction) else HashableFunction(fn)
-
-
 _QTRANSFORM_EXAMPLE = ("functools.partial(mcts_jax.qtransform_by_min_max, min_value=-1.0, "
                        "max_value=1.0)")
 
 
 def checked_qtransform(qtransform: Optional[Callable], default: Optional[Callable]) -> Any:
     """`qtransform` (None: `default`) checked as `(tree, node, stats) -> [B, K]`
-    and made comparable by value."""
+    and made a compile key (`tree_search.static_function`: a plain function as
+    it is, a partial compared by value)."""
     qtransform = default if qtransform is None else qtransform
     if qtransform is None or isinstance(qtransform, HashableFunction):
         return qtransform
     check_tree_function(qtransform, "qtransform", _QTRANSFORM_EXAMPLE)
-    return HashableFunction(qtransform)
+    return static_function(qtransform)
 
 
 def number_at_least(low: float, low_inclusive: bool = True, high: float = np.inf):
@@ -105,8 +102,9 @@ PUCT_CHECKS = dict(
     qtransform=lambda name, value: checked_qtransform(value, qtransform_by_parent_and_siblings),
 )
 
-# The default Q transform of the PUCT policies, made comparable by value once.
-PARENT_AND_SIBLINGS = HashableFunction(qtransform_by_parent_and_siblings)
+# The default Q transform of the PUCT policies: a plain function, its own
+# compile key (`tree_search.static_function`).
+PARENT_AND_SIBLINGS = qtransform_by_parent_and_siblings
 
 
 def puct_rule(pb_c_init, pb_c_base, qtransform: Callable,
@@ -373,6 +371,16 @@ def gumbel_action(tree: tree_lib.Tree, qtransform: Callable,
 
 # ---- the policies called at once (keyword arguments -> the value) ---------------------------
 
+# The values the functions below run when given no setting: built and
+# checked once, and their compile key walked once (`hashable.compile_parts`).
+UCT_DEFAULT = UCTPolicy()
+ALPHAZERO_DEFAULT = AlphaZeroPolicy()
+GUMBEL_DEFAULT = GumbelPolicy()
+for _default in (UCT_DEFAULT, ALPHAZERO_DEFAULT, GUMBEL_DEFAULT):
+    compile_parts(_default)
+del _default
+
+
 def uct_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutput,
                recurrent_fn: base.RecurrentFn, num_simulations: int, *,
                invalid_actions: Optional[chex.Array] = None,
@@ -404,7 +412,8 @@ def uct_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
       `PolicyOutput(action [B], action_weights [B, A] = root visit
       distribution, search_tree)`.
     """
-    return UCTPolicy.make("uct_policy", **settings)(
+    policy = UCTPolicy.make("uct_policy", **settings) if settings else UCT_DEFAULT
+    return policy(
         params, rng_key, root, recurrent_fn, num_simulations, invalid_actions=invalid_actions,
         tree=tree, temperature=temperature)
 
@@ -421,7 +430,8 @@ def alphazero_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.Root
     -> [B, K]`), `final_action="sampled"`, `forced_playouts=0`, and any
     `SearchOptions` field. The defaults match `mctx.muzero_policy`. Other
     arguments as in `uct_policy`."""
-    return AlphaZeroPolicy.make("alphazero_policy", **settings)(
+    policy = AlphaZeroPolicy.make("alphazero_policy", **settings) if settings else ALPHAZERO_DEFAULT
+    return policy(
         params, rng_key, root, recurrent_fn, num_simulations, invalid_actions=invalid_actions,
         tree=tree, temperature=temperature)
 
@@ -439,6 +449,7 @@ def gumbel_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnO
     defaults match `mctx.gumbel_muzero_policy`; with `tree=`, sequential
     halving counts only this search's visits. Other arguments as in
     `uct_policy`."""
-    return GumbelPolicy.make("gumbel_policy", **settings)(
+    policy = GumbelPolicy.make("gumbel_policy", **settings) if settings else GUMBEL_DEFAULT
+    return policy(
         params, rng_key, root, recurrent_fn, num_simulations, invalid_actions=invalid_actions,
         tree=tree)

@@ -163,21 +163,7 @@ class Policy:
                                              num_simulations, invalid_actions=invalid_actions,
                                              tree=tree, temperature=temperature)
         return tree_search.run_compiled(self, params, rng_key, root, recurrent_fn,
-                                        invalid_actions, tree, num_simulations,
-                                        self.temperature_of_call(temperature))
-
-    def temperature_of_call(self, temperature: Any) -> Any:
-        """The temperature a call runs with (checked with the call's arrays,
-        `validation.check_call`): the call's, else the policy's field; 0.0
-        for a policy without one (refused if given)."""
-        if not any(field.name == "temperature" for field in dataclasses.fields(self)):
-            if temperature is not None:
-                raise TypeError(f"{type(self).__name__} takes no temperature: its move is "
-                                f"the search's own choice"
-                                + (" (gumbel_scale plays that role)"
-                                   if hasattr(self, "gumbel_scale") else ""))
-            return 0.0
-        return self.temperature if temperature is None else temperature
+                                        invalid_actions, tree, num_simulations, temperature)
 
     # ---- the hooks (traced) -----------------------------------------------------------------
 

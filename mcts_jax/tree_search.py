@@ -20,8 +20,8 @@ self-play and training, which all call policies.
 from __future__ import annotations
 
 import functools
-import types
 import warnings
+import types
 from typing import Any, Optional
 
 import chex
@@ -45,7 +45,7 @@ from mcts_jax import stochastic
 from mcts_jax import tree as tree_lib
 from mcts_jax import validation
 from mcts_jax.hashable import (HashableFunction, caller_stacklevel, check_recompiles,
-                               static_parts)
+                               compile_parts)
 from mcts_jax.options import SearchOptions
 from mcts_jax.selection import screens_its_own_slots
 
@@ -221,6 +221,18 @@ def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
     return output, rule_failed
 
 
+def static_function(fn: Any) -> Any:
+    """A function as a compile key: a plain Python function is its own key
+    (compared by identity, as a wrapper of it would compare it); a partial
+    or callable object is wrapped (`HashableFunction`: equal partials
+    compare equal). None and wrappers stay as they are. The rule of
+    `run_compiled`'s cache for `recurrent_fn` and of a policy's function
+    fields (policies.py)."""
+    if fn is None or isinstance(fn, (HashableFunction, types.FunctionType)):
+        return fn
+    return HashableFunction(fn)
+
+
 _STATIC = ("policy", "recurrent_fn", "options")
 _compiled = jax.jit(run_policy, static_argnames=_STATIC)
 
@@ -266,7 +278,9 @@ def run_compiled(policy: Any, params: base.Params, rng_key: chex.PRNGKey,
     The policy's options are resolved for this call, which is checked in
     one pass (`SearchOptions.resolve`: the root, the temperature, the key,
     `num_simulations`, a continued `tree`, C = `num_chance_outcomes`
-    outcome ids), and each plug-in asked whether it applies.
+    outcome ids), and each plug-in asked whether it applies. `temperature`
+    is the call's (None: the policy's `temperature` field; a policy without
+    one refuses any and plays at 0).
 
     A nested jit inside the caller's trace; traced inline instead when the
     policy binds a tracer of the caller's trace (a rule partial built inside
@@ -277,6 +291,19 @@ def run_compiled(policy: Any, params: base.Params, rng_key: chex.PRNGKey,
     that scored NaN on a legal slot is reported by a `RuleNaNWarning` when
     the output is concrete (outside the caller's jit).
     """
+    # The call's temperature: its own, else the policy's field; a policy
+    # without one (its move is the search's own choice) plays at 0.
+    if "temperature" not in policy.__dataclass_fields__:
+        if temperature is not None:
+            raise TypeError(f"{type(policy).__name__} takes no temperature: its move is the "
+                            f"search's own choice" + (" (gumbel_scale plays that role)"
+                                                      if hasattr(policy, "gumbel_scale") else ""))
+        temperature = 0.0
+    elif temperature is None:
+        temperature = policy.temperature
+    checks = policy.options.checks
+    # The resolved record is the compile key, with checks="host" whatever
+    # the call's mode (`checks` is not part of the compiled search).
     options = policy.options.resolve(root, invalid_actions, num_simulations, tree,
                                      num_chance_outcomes, temperature=temperature,
                                      rng_key=rng_key)
@@ -284,30 +311,27 @@ def run_compiled(policy: Any, params: base.Params, rng_key: chex.PRNGKey,
         each.check(policy, options)  # a plug-in that does not apply says so here
     if not callable(recurrent_fn):
         raise TypeError(f"recurrent_fn must be callable, got {type(recurrent_fn).__name__}")
-    checks = options.checks
     dynamic = (params, rng_key, root, invalid_actions, jnp.asarray(temperature, jnp.float32),
                tree, extra_data)
-    # `checks` is not part of the compiled search (the same program in every mode).
-    # A plain function is its own compile key (compared by identity, as a
-    # wrapper of it would be); partials and callable objects compare by value.
-    static_fn = (recurrent_fn if isinstance(recurrent_fn, types.FunctionType)
-                 else HashableFunction(recurrent_fn))
-    statics = dict(policy=policy, recurrent_fn=static_fn,
-                   options=options.replace_checked(checks="host"))
-    rule_functions = []  # the functions of the policy value, for check_recompiles
-    if static_parts(policy, rule_functions):  # it binds a tracer of the caller's trace
+    statics = dict(policy=policy, recurrent_fn=static_function(recurrent_fn), options=options)
+    # Whether the policy value binds a tracer of the caller's trace, and its
+    # functions for check_recompiles: walked once per value (`compile_parts`).
+    binds_tracer, rule_functions = (getattr(policy, "_compile_parts", None)
+                                    or compile_parts(policy))
+    if binds_tracer:
         if checks == "checkify":
             raise ValueError("checks='checkify' needs rules and Q transforms whose bound "
                              "arguments are not traced values; bind them outside jit or "
                              "use checks='host'")
         output, rule_failed = run_policy(*dynamic, **statics)
-    elif checks == "checkify":
-        check_recompiles(policy, rule_functions)
-        error, (output, rule_failed) = _compiled_with_checks(*dynamic, **statics)
-        validation.raise_or_stage(error)
     else:
-        check_recompiles(policy, rule_functions)  # a rule made anew on every call: warned once
-        output, rule_failed = _compiled(*dynamic, **statics)
+        if rule_functions:  # a rule made anew on every call: warned once
+            check_recompiles(policy, rule_functions)
+        if checks == "checkify":
+            error, (output, rule_failed) = _compiled_with_checks(*dynamic, **statics)
+            validation.raise_or_stage(error)
+        else:
+            output, rule_failed = _compiled(*dynamic, **statics)
     if checks == "host" and rule_failed is not None and validation.is_concrete(rule_failed):
         failed_rows = np.flatnonzero(np.asarray(rule_failed))
         if failed_rows.size:

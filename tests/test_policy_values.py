@@ -81,6 +81,56 @@ def test_function_forms_equal_the_values():
     np.testing.assert_array_equal(tree.node_visits, by_value.search_tree.node_visits)
 
 
+def test_the_functions_given_no_setting_run_their_class_default_value():
+    """`alphazero_policy(...)` with no setting runs one value built at import
+    (no `make` per call): equal to the class's own default and to a value
+    made with every default spelt out, searching bit for bit as they do."""
+    from mcts_jax import policies, tree_search
+    for default, cls in [(policies.UCT_DEFAULT, mcts_jax.UCTPolicy),
+                         (policies.ALPHAZERO_DEFAULT, mcts_jax.AlphaZeroPolicy),
+                         (policies.GUMBEL_DEFAULT, mcts_jax.GumbelPolicy)]:
+        assert default == cls() == cls.make() and hash(default) == hash(cls.make())
+    # The default Q transform is a plain function, its own compile key: the
+    # same function object given again gives the same value.
+    spelt_out = mcts_jax.AlphaZeroPolicy.make(
+        qtransform=mcts_jax.qtransforms.qtransform_by_parent_and_siblings, pb_c_init=1.25,
+        dirichlet_fraction=0.25)
+    assert spelt_out == policies.ALPHAZERO_DEFAULT
+    key = jax.random.key(3)
+    plain = mcts_jax.alphazero_policy(None, key, ROOT, PROBLEM.recurrent_fn, 12,
+                                      invalid_actions=INVALID)
+    size = tree_search._compiled._cache_size()
+    by_value = spelt_out(None, key, ROOT, PROBLEM.recurrent_fn, 12, invalid_actions=INVALID)
+    assert tree_search._compiled._cache_size() == size  # one program for equal values
+    np.testing.assert_array_equal(by_value.action, plain.action)
+    np.testing.assert_array_equal(by_value.action_weights, plain.action_weights)
+    np.testing.assert_array_equal(by_value.search_tree.node_visits,
+                                  plain.search_tree.node_visits)
+    np.testing.assert_array_equal(by_value.search_tree.value_sums,
+                                  plain.search_tree.value_sums)
+
+
+def test_a_policy_value_built_inside_jit_with_a_traced_constant_searches_as_the_concrete_one():
+    """A value that binds a tracer of the caller's trace cannot be a compile
+    key: it is found by its one walk (`hashable.compile_parts`) and traced
+    inline, searching as the same value built outside with the number."""
+    key = jax.random.key(4)
+
+    @jax.jit
+    def with_traced(pb_c_init):
+        policy = mcts_jax.AlphaZeroPolicy(pb_c_init=pb_c_init, dirichlet_fraction=0.0)
+        return policy(None, key, ROOT, PROBLEM.recurrent_fn, 12,
+                      invalid_actions=INVALID).search_tree.node_visits
+
+    concrete = mcts_jax.AlphaZeroPolicy(pb_c_init=3.0, dirichlet_fraction=0.0)(
+        None, key, ROOT, PROBLEM.recurrent_fn, 12, invalid_actions=INVALID)
+    np.testing.assert_array_equal(with_traced(3.0), concrete.search_tree.node_visits)
+    default = mcts_jax.AlphaZeroPolicy(dirichlet_fraction=0.0)(
+        None, key, ROOT, PROBLEM.recurrent_fn, 12, invalid_actions=INVALID)
+    assert not np.array_equal(np.asarray(with_traced(3.0)),
+                              np.asarray(default.search_tree.node_visits))
+
+
 def test_names_map_to_policies_only_at_the_config_edge():
     assert isinstance(policies.policy_from_name("gumbel", num_actions=3), mcts_jax.GumbelPolicy)
     assert policies.policy_from_name("gumbel", num_actions=3).max_num_considered_actions == 3
