@@ -6,7 +6,7 @@ compiled once per policy value, so two equal policies must hash equal even
 when their rules are separate `functools.partial` objects. `HashableFunction`
 wraps a function so that equal partials of one function with equal hashable
 bound arguments compare equal (a plain function needs no wrapper: it is its
-own key, `tree_search.static_function`); `static_parts` (`holds_tracer`)
+own key); `static_parts` (`holds_tracer`)
 tells when a value binds a tracer of the caller's trace (a rule built
 inside the caller's `jit`), which cannot be a static argument at all, and
 finds the functions `check_recompiles` compares, in one walk, which
@@ -29,7 +29,7 @@ import os
 import sys
 import types
 import warnings
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import jax
 
@@ -246,8 +246,10 @@ def static_parts(value: Any, functions: Optional[list] = None, depth: int = 0) -
 def compile_parts(policy: Any) -> Tuple[bool, tuple]:
     """(whether `policy` binds a tracer of the caller's trace, the functions
     `check_recompiles` compares): one walk of the value (`static_parts`),
-    kept on it as `_compile_parts` (a policy is frozen, so the answer never
-    changes) for the calls that follow (`tree_search.run_compiled` reads it)."""
+    kept on it as `_compile_parts` for the calls that follow
+    (`tree_search.run_compiled` reads it). A policy's fields are frozen; a
+    mutable object held in one and changed after the first call is not
+    walked again (bind values, not containers you change)."""
     functions: list = []
     parts = (static_parts(policy, functions), tuple(functions))
     try:
@@ -267,7 +269,7 @@ def caller_stacklevel() -> int:
     return level
 
 
-def check_recompiles(settings: Any, functions: Optional[list] = None) -> None:
+def check_recompiles(settings: Any, functions: Optional[Sequence] = None) -> None:
     """Warns (`RecompileWarning`, once per code object) when a rule or Q
     transform in `settings` compiles the search again although it is the
     same rule as one seen before: equal in everything (its code, its bound

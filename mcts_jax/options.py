@@ -281,7 +281,9 @@ class SearchOptions:
         and root mask, values too with checks="host", and the `temperature`
         and `rng_key` when given: `validation.check_call`), the count and a
         continued `tree`, whose capacity and layout fill the options not
-        given; the capacity's default filled in."""
+        given; the capacity's default filled in. The record is the compile
+        key of the call's search, so its `checks` is "host" whatever the
+        call's mode (one program in every mode): the mode is `self.checks`."""
         batch_size, num_actions = validation.check_call(
             root, invalid_actions, values=self.checks == "host", temperature=temperature,
             rng_key=rng_key)

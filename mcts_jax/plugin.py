@@ -34,7 +34,9 @@ The hooks (B rows; `node` is [B], or [B, P] with P paths per step):
   row has stopped (stopping.py has the built-in stop rules);
 - `check(policy, options)`: once per call, before anything is traced: raise
   a clear error where the plug-in does not apply (e.g. a stop rule that
-  assumes a final choice the policy does not make);
+  assumes a final choice the policy does not make); `options` is the
+  call's resolved record, the compile key (its `checks` is "host"; the
+  call's mode is `policy.options.checks`);
 - `open_slots(tree, record, stats) -> [B, K] bool`: which child slots of
   the node a descent may enter, beside being legal;
 - `stats_seen(tree, record, node, stats) -> stats`: the statistics of
@@ -236,7 +238,9 @@ class SearchPlugin:
 
     def check(self, policy: Any, options: Any) -> None:
         """Raises where this plug-in does not apply to `policy` with `options`
-        (called once per search call, outside the trace)."""
+        (called once per search call, outside the trace; `options` is the
+        resolved record, whose `checks` is "host": the call's mode is
+        `policy.options.checks`)."""
 
     def open_slots(self, tree: Any, record: Any, stats: Any) -> Optional[chex.Array]:
         """[B, K] bool: the slots of the node `stats` describes that a descent

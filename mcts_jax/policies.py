@@ -75,9 +75,8 @@ def checked_qtransform(qtransform: Optional[Callable], default: Optional[Callabl
     and made a compile key (`tree_search.static_function`: a plain function as
     it is, a partial compared by value)."""
     qtransform = default if qtransform is None else qtransform
-    if qtransform is None or isinstance(qtransform, HashableFunction):
-        return qtransform
-    check_tree_function(qtransform, "qtransform", _QTRANSFORM_EXAMPLE)
+    if qtransform is not None and not isinstance(qtransform, HashableFunction):
+        check_tree_function(qtransform, "qtransform", _QTRANSFORM_EXAMPLE)
     return static_function(qtransform)
 
 
@@ -113,7 +112,7 @@ def puct_rule(pb_c_init, pb_c_base, qtransform: Callable,
     `PUCT_CHECKS` when the policy value was built). A plain partial, its Q
     transform unwrapped: rules are made inside the search's trace, where
     nothing compares them (only the policy value, the compile key, holds
-    functions compared by value, `HashableFunction`)."""
+    functions compared as keys, `tree_search.static_function`)."""
     if isinstance(qtransform, HashableFunction):
         qtransform = qtransform.fn
     return functools.partial(selection.puct_scores, qtransform=qtransform, tie_break=tie_break,
@@ -281,7 +280,7 @@ class GumbelPolicy(Policy):
                              "counts one root visit per simulation")
 
     @property
-    def completed_qtransform(self) -> HashableFunction:
+    def completed_qtransform(self) -> Callable:
         """sigma(completed Q): `qtransform`, or the mixed-value default."""
         if self.qtransform is not None:
             return self.qtransform

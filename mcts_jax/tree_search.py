@@ -20,8 +20,8 @@ self-play and training, which all call policies.
 from __future__ import annotations
 
 import functools
-import warnings
 import types
+import warnings
 from typing import Any, Optional
 
 import chex
@@ -223,11 +223,14 @@ def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
 
 def static_function(fn: Any) -> Any:
     """A function as a compile key: a plain Python function is its own key
-    (compared by identity, as a wrapper of it would compare it); a partial
+    (compared by identity, as a wrapper of it would compare it), also when
+    given in a `HashableFunction` (so the two forms are one key); a partial
     or callable object is wrapped (`HashableFunction`: equal partials
-    compare equal). None and wrappers stay as they are. The rule of
-    `run_compiled`'s cache for `recurrent_fn` and of a policy's function
-    fields (policies.py)."""
+    compare equal); None and other wrappers stay as they are. The rule of
+    this module's cache for `recurrent_fn` (`run_compiled`) and for a
+    policy's `qtransform` field (`policies.checked_qtransform`)."""
+    if isinstance(fn, HashableFunction) and isinstance(fn.fn, types.FunctionType):
+        return fn.fn
     if fn is None or isinstance(fn, (HashableFunction, types.FunctionType)):
         return fn
     return HashableFunction(fn)

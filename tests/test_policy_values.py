@@ -13,6 +13,7 @@ from tiny_self_play import play_checked_moves
 import envs
 import mcts_jax
 from mcts_jax import evaluators, sharding
+from mcts_jax.hashable import HashableFunction
 from problems.synthetic import HashedProblem, random_root_codes
 from training import arena, loop, policies
 from training import config as config_lib
@@ -96,6 +97,17 @@ def test_the_functions_given_no_setting_run_their_class_default_value():
         qtransform=mcts_jax.qtransforms.qtransform_by_parent_and_siblings, pb_c_init=1.25,
         dirichlet_fraction=0.25)
     assert spelt_out == policies.ALPHAZERO_DEFAULT
+    # Given in a HashableFunction, a plain function is the same key as bare.
+    wrapped = HashableFunction(mcts_jax.qtransforms.qtransform_by_parent_and_siblings)
+    assert mcts_jax.AlphaZeroPolicy(qtransform=wrapped) == policies.ALPHAZERO_DEFAULT
+    assert mcts_jax.MuZeroPolicy(qtransform=wrapped) == mcts_jax.MuZeroPolicy()
+
+    def my_q(tree, node, stats):
+        return stats.qvalues
+
+    assert (mcts_jax.GumbelPolicy(qtransform=HashableFunction(my_q))
+            == mcts_jax.GumbelPolicy(qtransform=my_q))
+    assert mcts_jax.AlphaZeroPolicy(qtransform=my_q) != policies.ALPHAZERO_DEFAULT
     key = jax.random.key(3)
     plain = mcts_jax.alphazero_policy(None, key, ROOT, PROBLEM.recurrent_fn, 12,
                                       invalid_actions=INVALID)
