@@ -123,16 +123,15 @@ def continued_records(kept: tuple, fresh: tuple) -> tuple:
     holding = [record for record in kept if jax.tree.leaves(record) and not (
         getattr(record, "dropped_by_a_search_without_it", False)
         and type(record) not in [type(each) for each in wanted])]
-    if [jax.tree.structure(each) for each in holding] != [jax.tree.structure(each)
-                                                          for each in wanted]:
+    held_structures = [jax.tree.structure(each) for each in holding]
+    if held_structures != [jax.tree.structure(each) for each in wanted]:
         # A record may say what to do when the tree lacks it (`hint_when_not_kept`),
         # told where the records would match without it.
         held = [type(each) for each in holding]
         lacking = [record for record in wanted
                    if type(record) not in held and hasattr(record, "hint_when_not_kept")]
         rest = [record for record in wanted if all(record is not each for each in lacking)]
-        matches_without = ([jax.tree.structure(each) for each in holding]
-                           == [jax.tree.structure(each) for each in rest])
+        matches_without = held_structures == [jax.tree.structure(each) for each in rest]
         hints = "".join(f"; {record.hint_when_not_kept}" for record in lacking
                         if matches_without)
         raise ValueError(
