@@ -540,7 +540,7 @@ class GraphSearch(plugin.SearchPlugin):
     last step is recorded, and the backup walks the recorded paths.
 
     Attributes:
-      max_depth: the resolved options' `depth_limit` (path buffers hold
+      max_depth: the resolved options' `max_depth` (N when unlimited; path buffers hold
         max_depth + 2 nodes).
       max_nodes: the capacity N.
       key_of_position: `embedding [M, ...] -> [M, 2] uint32`.
@@ -558,7 +558,7 @@ class GraphSearch(plugin.SearchPlugin):
     @classmethod
     def of(cls, options: Any) -> "GraphSearch":
         """The plug-in of a search with resolved `options`."""
-        return cls(max_depth=options.depth_limit, max_nodes=options.max_nodes,
+        return cls(max_depth=options.max_depth, max_nodes=options.max_nodes,
                    key_of_position=key_of_position(options),
                    repetition_value=options.repetition_value_internal(),
                    expand_all=options.expand_all)

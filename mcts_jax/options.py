@@ -8,15 +8,15 @@ record (or its fields as keyword arguments, turned into the record in one
 place: `SearchOptions.from_keywords`). The record is hashable, so it is
 part of the compilation key of a jitted search.
 
-`resolve` completes a record for one search: the simulations, the
-capacity and layout that depend on the root and on a continued tree. The
-phases read that resolved record. Selection rules and Q transforms are not
-options: they belong to a policy (`policies.py`).
+A search call completes its policy's record (`tree_search.resolve_options`):
+the simulations, the capacity and layout that depend on the root and on a
+continued tree, and the depth limit. The phases read that resolved record.
+Selection rules and Q transforms are not options: they belong to a policy
+(`policies.py`).
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from typing import Any, Callable, Optional, Tuple
 
@@ -103,7 +103,8 @@ class SearchOptions:
         None, "tree capacity N per search; None: num_simulations + 1 (x K with expand_all); "
               "a full tree re-evaluates leaves, nothing is written past it", _optional_count(1))
     max_depth: Optional[int] = option(
-        None, "deepest node depth that can be created (root = 0); None: unlimited", _depth)
+        None, "deepest node depth that can be created (root = 0); None: unlimited (a "
+              "resolved record holds N then: no path is longer)", _depth)
     max_children: Optional[int] = option(
         None, "K child slots per node (compact layout: the K highest-prior legal actions); "
               "None: dense, one slot per action", _optional_count(1))
@@ -253,11 +254,6 @@ class SearchOptions:
         """A copy with `changes` (checked again)."""
         return dataclasses.replace(self, **changes)
 
-    @property
-    def depth_limit(self) -> int:
-        """max_depth, or N when unlimited (no path is longer); resolved records."""
-        return self.max_nodes if self.max_depth is None else self.max_depth
-
     def repetition_value_internal(self) -> float:
         """`repetition_value` on the internal [-1, 1] scale (a draw: 0)."""
         if self.repetition_value is None:
@@ -268,50 +264,4 @@ class SearchOptions:
     @property
     def max_path_length(self) -> int:
         """The longest root-to-leaf path a replay may walk; resolved records."""
-        return min(self.depth_limit, self.max_nodes)
-
-    # ---- one search -------------------------------------------------------------------------
-
-    def resolve(self, root, invalid_actions, num_simulations: int,
-                tree: Optional[tree_lib.Tree] = None, num_chance_outcomes: int = 0, *,
-                temperature: Any = validation.NOT_CHECKED,
-                rng_key: Any = validation.NOT_CHECKED) -> "SearchOptions":
-        """The record of one search call of `root` ([B, A] priors) with
-        `num_simulations`, checked in one pass: the call's arrays (the root
-        and root mask, values too with checks="host", and the `temperature`
-        and `rng_key` when given: `validation.check_call`), the count and a
-        continued `tree`, whose capacity and layout fill the options not
-        given; the capacity's default filled in. The record is the compile
-        key of the call's search, so its `checks` is "host" whatever the
-        call's mode (one program in every mode): the mode is `self.checks`."""
-        batch_size, num_actions = validation.check_call(
-            root, invalid_actions, values=self.checks == "host", temperature=temperature,
-            rng_key=rng_key)
-        for each in self.plugins:  # e.g. sampled nodes: K slots, whatever the root's [B, P]
-            num_actions = each.slots_per_node(num_actions)
-        max_nodes, max_children = self.max_nodes, self.max_children
-        replay_embeddings = self.replay_embeddings
-        if tree is not None:
-            validation.check_tree_kind(tree, num_chance_outcomes)  # a Tree of this kind
-            max_nodes = tree.max_nodes if max_nodes is None else max_nodes
-            max_children = tree.max_children if max_children is None else max_children
-            replay_embeddings = replay_embeddings or tree.replay_embeddings
-        max_nodes, max_children = validation.check_search_args(
-            num_simulations, max_nodes, max_children, replay_embeddings, num_actions,
-            continuing=tree is not None, graph=self.transpositions, expand_all=self.expand_all)
-        if tree is not None:
-            validation.check_tree(tree, root, batch_size, num_actions, max_nodes,
-                                  self.value_range, max_children, bool(replay_embeddings),
-                                  self.transpositions)
-        # Every value is checked by now: the resolved record is made without
-        # checking again. It is the compile key, so it says checks="host"
-        # whatever the call's mode (the same program in every mode; the
-        # mode is the policy's `options.checks`, read by the caller).
-        resolved = copy.copy(self)
-        for name, value in dict(
-                num_simulations=int(num_simulations), max_nodes=max_nodes,
-                max_children=max_children, replay_embeddings=bool(replay_embeddings),
-                simulations_per_step=min(self.simulations_per_step, int(num_simulations)),
-                num_chance_outcomes=int(num_chance_outcomes), checks="host").items():
-            object.__setattr__(resolved, name, value)
-        return resolved
+        return min(self.max_depth, self.max_nodes)

@@ -544,13 +544,13 @@ def simulate(simulation_index: int, carry: tuple, *, params: base.Params,
     # parallel.py's P paths per row).
     replacer = plugin.replacing(plugins, "select_leaves") if plugins else None
     if replacer is None:
-        leaf = select_leaf(tree, rules, options.depth_limit, plugins,
+        leaf = select_leaf(tree, rules, options.max_depth, plugins,
                            jax.random.split(select_key, tree.batch_size), searching,
                            states=states, stamp=simulation_index + 1)
         spent = searching.astype(jnp.int32)
     else:
         index, each = replacer
-        leaf, spent = each.select_leaves(tree, records[index], rules, options.depth_limit,
+        leaf, spent = each.select_leaves(tree, records[index], rules, options.max_depth,
                                          plugins, select_key, searching, states,
                                          simulation_index)
     embedding = leaf_embeddings(params, expand_key, tree, recurrent_fn, leaf.node, plugins)

@@ -9,7 +9,7 @@
     choice    action, action_weights = policy.choose(choice_key, tree, ...)
 
 `run_compiled` is the one place a search call is built (its options
-resolved and the call checked in one pass, `SearchOptions.resolve`),
+resolved and the call checked in one pass, `resolve_options`),
 compiled and cached: once per policy value, recurrent_fn, options and
 shapes (the first three are static arguments of `jax.jit`, a plain
 recurrent_fn by identity, the rest by value). Every policy call goes through it
@@ -19,6 +19,7 @@ self-play and training, which all call policies.
 
 from __future__ import annotations
 
+import copy
 import functools
 import types
 import warnings
@@ -268,6 +269,57 @@ class RuleNaNWarning(UserWarning):
     """A user's selection rule returned NaN on a legal slot (checks="host")."""
 
 
+def resolve_options(options: SearchOptions, root: base.RootFnOutput, invalid_actions,
+                    num_simulations: int, tree: Optional[tree_lib.Tree] = None,
+                    num_chance_outcomes: int = 0, *,
+                    temperature: Any = validation.NOT_CHECKED,
+                    rng_key: Any = validation.NOT_CHECKED) -> SearchOptions:
+    """The record of one search call of `root` ([B, A] priors) with
+    `num_simulations`, from the policy's `options`, checked in one pass:
+    the call's arrays (the root and root mask, values too with
+    checks="host", and the `temperature` and `rng_key` when given:
+    `validation.check_call`), the count and a continued `tree`, whose
+    capacity and layout fill the options not given; the capacity's default
+    filled in, and the depth limit (`max_depth` None: N, no path is
+    longer). The record is the compile key of the call's search, so its
+    `checks` is "host" whatever the call's mode (one program in every
+    mode): the mode is `options.checks`."""
+    batch_size, num_actions = validation.check_call(
+        root, invalid_actions, values=options.checks == "host", temperature=temperature,
+        rng_key=rng_key)
+    for each in options.plugins:  # e.g. sampled nodes: K slots, whatever the root's [B, P]
+        num_actions = each.slots_per_node(num_actions)
+    max_nodes, max_children = options.max_nodes, options.max_children
+    replay_embeddings = options.replay_embeddings
+    if tree is not None:
+        validation.check_tree_kind(tree, num_chance_outcomes)  # a Tree of this kind
+        max_nodes = tree.max_nodes if max_nodes is None else max_nodes
+        max_children = tree.max_children if max_children is None else max_children
+        replay_embeddings = replay_embeddings or tree.replay_embeddings
+    max_nodes, max_children = validation.check_search_args(
+        num_simulations, max_nodes, max_children, replay_embeddings, num_actions,
+        continuing=tree is not None, graph=options.transpositions,
+        expand_all=options.expand_all)
+    if tree is not None:
+        validation.check_tree(tree, root, batch_size, num_actions, max_nodes,
+                              options.value_range, max_children, bool(replay_embeddings),
+                              options.transpositions)
+    # Every value is checked by now: the resolved record is made without
+    # checking again. It is the compile key, so it says checks="host"
+    # whatever the call's mode (the same program in every mode; the mode
+    # is the policy's `options.checks`, read by the caller).
+    resolved = copy.copy(options)
+    for name, value in dict(
+            num_simulations=int(num_simulations), max_nodes=max_nodes,
+            max_children=max_children, replay_embeddings=bool(replay_embeddings),
+            simulations_per_step=min(options.simulations_per_step, int(num_simulations)),
+            num_chance_outcomes=int(num_chance_outcomes),
+            max_depth=max_nodes if options.max_depth is None else options.max_depth,
+            checks="host").items():
+        object.__setattr__(resolved, name, value)
+    return resolved
+
+
 def run_compiled(policy: Any, params: base.Params, rng_key: chex.PRNGKey,
                  root: base.RootFnOutput, recurrent_fn: base.RecurrentFn,
                  invalid_actions: Optional[chex.Array], tree: Optional[tree_lib.Tree],
@@ -278,7 +330,7 @@ def run_compiled(policy: Any, params: base.Params, rng_key: chex.PRNGKey,
     cache of compiled searches (`run_policy` compiled).
 
     The policy's options are resolved for this call, which is checked in
-    one pass (`SearchOptions.resolve`: the root, the temperature, the key,
+    one pass (`resolve_options`: the root, the temperature, the key,
     `num_simulations`, a continued `tree`, C = `num_chance_outcomes`
     outcome ids), and each plug-in asked whether it applies. `temperature`
     is the call's (None: the policy's `temperature` field; a policy without
@@ -306,9 +358,8 @@ def run_compiled(policy: Any, params: base.Params, rng_key: chex.PRNGKey,
     checks = policy.options.checks
     # The resolved record is the compile key, with checks="host" whatever
     # the call's mode (`checks` is not part of the compiled search).
-    options = policy.options.resolve(root, invalid_actions, num_simulations, tree,
-                                     num_chance_outcomes, temperature=temperature,
-                                     rng_key=rng_key)
+    options = resolve_options(policy.options, root, invalid_actions, num_simulations, tree,
+                              num_chance_outcomes, temperature=temperature, rng_key=rng_key)
     for each in search_plugins(options):
         each.check(policy, options)  # a plug-in that does not apply says so here
     if not callable(recurrent_fn):

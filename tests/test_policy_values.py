@@ -12,7 +12,7 @@ import custom_rules
 from tiny_self_play import play_checked_moves
 import envs
 import mcts_jax
-from mcts_jax import evaluators, sharding
+from mcts_jax import evaluators, sharding, tree_search
 from mcts_jax.hashable import HashableFunction
 from problems.synthetic import HashedProblem, random_root_codes
 from training import arena, loop, policies
@@ -75,7 +75,7 @@ def test_function_forms_equal_the_values():
     # `search` with the policy's rules, keys and root setup is the policy's search
     setup_key, search_key, _ = value.split_key(key)
     _, extra_data = value.root_setup(setup_key, ROOT, INVALID, None, value.options)
-    rules = value.rules(value.options.resolve(ROOT, INVALID, 16))
+    rules = value.rules(tree_search.resolve_options(value.options, ROOT, INVALID, 16))
     tree = mcts_jax.search(None, search_key, ROOT, PROBLEM.recurrent_fn, 16,
                            root_rule=rules.at_root, interior_rule=rules.below_root,
                            invalid_actions=INVALID, max_children=5, extra_data=extra_data)
