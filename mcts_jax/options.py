@@ -95,8 +95,8 @@ class SearchOptions:
     Build it with keywords (`SearchOptions(max_children=32, solver=True)`),
     change it with `replace`; `describe()` lists the fields with their
     defaults and meanings. `num_simulations` and `num_chance_outcomes` are
-    filled in by `resolve` for one search (a policy call gives the first,
-    the stochastic policy the second).
+    filled in for one search by `tree_search.resolve_options` (a policy
+    call gives the first, the stochastic policy the second).
     """
 
     max_nodes: Optional[int] = option(
@@ -176,7 +176,8 @@ class SearchOptions:
                 "jax.experimental.checkify, recurrent_fn's outputs too)",
         lambda name, value: validation.check_mode(value))
     num_simulations: Optional[int] = option(
-        None, "simulations of one search (set by resolve from the call)", _optional_count(1))
+        None, "simulations of one search (set from the call, tree_search.resolve_options)",
+        _optional_count(1))
     num_chance_outcomes: int = option(
         0, "C of a stochastic tree, whose edge ids are A decisions then C outcomes (set by "
            "the stochastic policy)", _count(0))
@@ -224,7 +225,7 @@ class SearchOptions:
 
     @classmethod
     def names(cls) -> Tuple[str, ...]:
-        """The fields a user sets (the two that `resolve` fills excluded)."""
+        """The fields a user sets (the two a search call fills excluded)."""
         return tuple(field.name for field in dataclasses.fields(cls)
                      if field.name not in ("num_simulations", "num_chance_outcomes"))
 
