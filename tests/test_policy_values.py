@@ -82,6 +82,27 @@ def test_function_forms_equal_the_values():
     np.testing.assert_array_equal(tree.node_visits, by_value.search_tree.node_visits)
 
 
+def test_a_calls_record_holds_its_capacity_depth_limit_and_the_compile_keys_mode():
+    options = mcts_jax.AlphaZeroPolicy.make(checks="off").options
+    resolved = tree_search.resolve_options(options, ROOT, INVALID, 16)
+    assert (resolved.num_simulations, resolved.max_nodes, resolved.max_depth) == (16, 17, 17)
+    assert (resolved.checks, options.checks, options.max_depth) == ("host", "off", None)
+    limited = tree_search.resolve_options(options.replace(max_depth=3, max_nodes=40), ROOT,
+                                          INVALID, 16)
+    assert (limited.max_nodes, limited.max_depth) == (40, 3)
+    # A depth limit of None searches as a limit of N: no path is longer.
+    key = jax.random.key(3)
+    unlimited, at_capacity = (
+        mcts_jax.alphazero_policy(None, key, ROOT, PROBLEM.recurrent_fn, 16,
+                                  invalid_actions=INVALID, **depth)
+        for depth in ({}, dict(max_depth=17)))
+    for name in ("node_visits", "value_sums", "children", "parents"):
+        np.testing.assert_array_equal(getattr(unlimited.search_tree, name),
+                                      getattr(at_capacity.search_tree, name))
+    with pytest.raises(ValueError, match="num_simulations must be >= 1"):
+        tree_search.resolve_options(options, ROOT, INVALID, 0)
+
+
 def test_the_functions_given_no_setting_run_their_class_default_value():
     """`alphazero_policy(...)` with no setting runs one value built at import
     (no `make` per call): equal to the class's own default and to a value
