@@ -225,7 +225,7 @@ def test_the_loop_refuses_a_tree_without_a_record_per_plugin():
     """The phases pair each plug-in with its record (`zip`); a tree made for
     other plug-ins would silently skip hooks, so the loop refuses it."""
     from mcts_jax import phases, tree_search
-    options = mcts_jax.SearchOptions().resolve(ROOT, None, 4)
+    options = tree_search.resolve_options(mcts_jax.SearchOptions(), ROOT, None, 4)
     tree = tree_search.start_tree(jax.random.key(0), ROOT, None, options, None, plugins=())
     with pytest.raises(ValueError, match="0 plug-in records for 1 plug-ins"):
         phases.run_simulations(lambda step, carry: carry, (jax.random.key(0), tree, (None,)),
