@@ -65,7 +65,7 @@ def timing(records: List[Dict[str, Any]]) -> Dict[str, Any]:
                median_iteration_s=round(statistics.median(
                    b["elapsed_s"] - a["elapsed_s"] for a, b in plain), 3),
                median_self_play_s=round(statistics.median(b["self_play_s"] for _, b in plain), 3),
-               median_update_s=round(statistics.median(b["update_s"] for _, b in plain), 3))
+               median_update_s=round(statistics.median(b["update_s"] for _, b in plain), 4))
     for name in ("games_per_s", "simulations_per_s"):
         values = [b[name] for _, b in plain if name in b]
         if values:

@@ -392,7 +392,7 @@ def self_play_phase(run: Run, state: TrainState, key: jax.Array,
                   draw_rate=round(draws / max(games, 1), 4),
                   games_per_s=round(games / seconds, 1),
                   simulations_per_s=round(simulations / seconds, 1),
-                  self_play_s=round(seconds, 2))
+                  self_play_s=round(seconds, 4))
     if getattr(run.game, "num_players", 2) == 1:  # 2048: the finished games' mean score, not draws
         del record["draw_rate"]
         record["mean_score"] = round(float(score) / max(games, 1), 1)
@@ -423,7 +423,7 @@ def update_phase(run: Run, state: TrainState, key: jax.Array,
         record.update({name: round(float(v) / updates, 5)
                        for name, v in sums.items()})
     record["updates"] = int(learner_state.updates)
-    record["update_s"] = round(time.perf_counter() - tick, 2)
+    record["update_s"] = round(time.perf_counter() - tick, 4)
     return state.replace(learner=learner_state), record
 
 
