@@ -212,11 +212,19 @@ def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
     descents = (tree.batch_size,) + ((paths,) if paths > 1 else ())
     states = tuple(each.search_state(tree, record, descents)
                    for each, record in zip(plugins, tree.plugin_records))
+    # The roots' priors (as searched: masked, with the root's noise) are
+    # written before the first simulation and never again (the root is node
+    # 0). The choice reads them as they are here: the same values, and where
+    # nothing else reads the tree's priors after the search (UCT's rules
+    # never read them; a caller keeps only the action), XLA then leaves the
+    # [B, N, K] priors out of the loop.
+    root_priors = tree.priors[:, :1]
     _, tree, states = phases.run_simulations(
         simulate, (search_key, tree, states), -(-options.num_simulations // paths), options,
         plugins)
     rule_failed = states[-1] if screen else None
-    action, action_weights = policy.choose(choice_key, tree, temperature, options)
+    chosen_from = tree.replace(priors=jnp.concatenate([root_priors, tree.priors[:, 1:]], axis=1))
+    action, action_weights = policy.choose(choice_key, chosen_from, temperature, options)
     output = base.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
     return output, rule_failed
 

@@ -124,3 +124,42 @@ def test_visit_counts_add_up():
     assert_visit_invariants(out.search_tree)
     np.testing.assert_array_equal(out.search_tree.node_visits[:, 0], SIMULATIONS + 1)
     np.testing.assert_array_equal(out.search_tree.summary().visit_counts.sum(-1), SIMULATIONS)
+
+
+# The final choice reads the roots' priors as the search started
+# (tree_search.run_policy): right only while no simulation writes a root's
+# priors, whatever the features.
+@pytest.mark.parametrize("options", [
+    dict(), dict(solver=True), dict(transpositions=True), dict(max_children=3),
+    dict(simulations_per_step=4), dict(expand_all=True), dict(replay_embeddings=True)],
+    ids=["plain", "solver", "graph", "compact", "p4", "expand_all", "replay"])
+def test_no_simulation_writes_the_roots_priors(options):
+    codes = random_root_codes(7, 4)
+    root, illegal = PROBLEM.root(codes)
+    outputs = [mcts_jax.alphazero_policy(None, jax.random.key(3), root, PROBLEM.recurrent_fn,
+                                         simulations, invalid_actions=illegal,
+                                         dirichlet_fraction=0.25, **options)
+               for simulations in (1, 24)]
+    one, many = (np.asarray(out.search_tree.priors[:, 0]) for out in outputs)
+    assert np.array_equal(one, many)
+    assert np.all(np.asarray(outputs[1].search_tree.num_nodes) > 2)  # the search grew
+
+
+def test_a_search_kept_for_its_action_carries_no_priors_through_its_loop():
+    """UCT's rules never read the priors: where the caller keeps only the
+    action and its weights, the compiled simulation loop carries no
+    [B, N, A] float array (it did while the choice read the roots' priors
+    from the tree after the loop)."""
+    codes = random_root_codes(8, 4)
+    root, illegal = PROBLEM.root(codes)
+
+    def weights(key):
+        return mcts_jax.uct_policy(None, key, root, PROBLEM.recurrent_fn, 16,
+                                   invalid_actions=illegal).action_weights
+
+    text = jax.jit(weights).lower(jax.random.key(0)).compile().as_text()
+    carries = [line.split(" while(")[0] for line in text.splitlines() if " while(" in line]
+    per_edge = f"f32[4,17,{PROBLEM.num_actions}]"
+    assert carries and not any(per_edge in carry for carry in carries), carries
+    assert any(f"s32[4,17,{PROBLEM.num_actions}]" in carry or
+               f"s16[4,17,{PROBLEM.num_actions}]" in carry for carry in carries), carries
