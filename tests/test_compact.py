@@ -42,7 +42,13 @@ def assert_same_search(dense, compact):
     np.testing.assert_array_equal(a.visit_counts, b.visit_counts)
     np.testing.assert_array_equal(a.qvalues, b.qvalues)
     np.testing.assert_array_equal(dense.action, compact.action)
-    np.testing.assert_array_equal(dense.action_weights, compact.action_weights)
+    # The same arithmetic on the same numbers in two compiled programs: with
+    # the suite's backend at optimisation level 0 (conftest.py) the log and
+    # exp of a softmax (Gumbel's improved policy) may round a few ulp apart
+    # between the layouts (about 1e-6 relative; at the default level they
+    # agree bit for bit); a visit distribution is exact through the visit
+    # counts above.
+    np.testing.assert_allclose(dense.action_weights, compact.action_weights, rtol=1e-5, atol=0)
     np.testing.assert_array_equal(dense.search_tree.num_nodes, compact.search_tree.num_nodes)
     np.testing.assert_array_equal(dense.search_tree.node_visits,
                                   compact.search_tree.node_visits)
