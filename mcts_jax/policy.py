@@ -212,9 +212,8 @@ def with_priors_where_unsearched(tree: tree_lib.Tree, weights: chex.Array) -> ch
     at the root, prior 0)."""
     stats, in_actions = root_actions_view(tree)
     unsearched = jnp.all(stats.visits == 0, axis=-1, keepdims=True)
-    # 0 on illegal slots; read as a slice of the roots' row, which XLA can
-    # follow to the priors as the search started (`tree_search.run_policy`)
-    priors = in_actions(tree.priors[:, tree_lib.ROOT_INDEX], 0.0)[:, :weights.shape[-1]]
+    # 0 on illegal slots (`ChildrenStats`)
+    priors = in_actions(stats.priors, 0.0)[:, :weights.shape[-1]]
     priors = priors / jnp.maximum(jnp.sum(priors, axis=-1, keepdims=True), 1e-30)
     return jnp.where(unsearched, priors.astype(weights.dtype), weights)
 
@@ -269,8 +268,7 @@ def choose_action(rng_key: chex.PRNGKey, tree: tree_lib.Tree, final_action: str,
     # Nothing allowed was visited (the solver excluded every visited move):
     # fall back to the most visited allowed move, which may be unvisited.
     action = jnp.where(jnp.any(allowed & (visits > 0), axis=-1), action, most_visited)
-    root_priors = in_actions(tree.priors[:, tree_lib.ROOT_INDEX], 0.0)  # as searched
-    prior_best = jnp.argmax(jnp.where(allowed, root_priors, -jnp.inf), axis=-1)
+    prior_best = jnp.argmax(jnp.where(allowed, in_actions(stats.priors, 0.0), -jnp.inf), axis=-1)
     action = jnp.where(jnp.all(visits == 0, axis=-1), prior_best, action)
     if solver:
         action = play_proven(tree, stats, action, in_actions)

@@ -486,9 +486,12 @@ def slots_to_actions(tree: Tree, node: chex.Array, per_slot: chex.Array, fill) -
 def root_actions_view(tree: Tree):
     """(the roots' `ChildrenStats` [B, K], to_actions: per-slot [B, K] ->
     [B, A] with a fill value for the actions without a slot): what the
-    summary and a final choice read."""
+    summary and a final choice read. The roots' priors are read as a slice
+    of their row (the same values as the gather): XLA follows a slice to
+    where the row was written (`tree_search.run_policy`), not a gather."""
     root = root_nodes(tree.batch_size)
-    return children_stats(tree, root), functools.partial(slots_to_actions, tree, root)
+    stats = children_stats(tree, root).replace(priors=tree.priors[:, ROOT_INDEX])
+    return stats, functools.partial(slots_to_actions, tree, root)
 
 
 def log_probabilities(probs: chex.Array) -> chex.Array:

@@ -214,7 +214,8 @@ def run_policy(params: base.Params, rng_key: chex.PRNGKey, root: base.RootFnOutp
                    for each, record in zip(plugins, tree.plugin_records))
     # The roots' priors (as searched: masked, with the root's noise) are
     # written before the first simulation and never again (the root is node
-    # 0). The choice reads them as they are here: the same values, and where
+    # 0, `tree_lib.ROOT_INDEX`). The choice reads them as they are here
+    # (through `tree_lib.root_actions_view`'s slice): the same values, and where
     # nothing else reads the tree's priors after the search (UCT's rules
     # never read them; a caller keeps only the action), XLA then leaves the
     # [B, N, K] priors out of the loop.
